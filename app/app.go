@@ -1,0 +1,134 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"mailbolt/storage"
+)
+
+// Options configure an App. Zero values take the documented defaults.
+type Options struct {
+	Now            func() time.Time // clock; time.Now by default
+	Logger         *slog.Logger
+	IdempotencyTTL time.Duration // how long an idempotent answer is kept; 24 h
+	SweepInterval  time.Duration // how often expired records are removed; 1 min
+	SweepBatch     int           // records removed per transaction; 500
+	KeyUsageEvery  time.Duration // last_used_at is written at most this often per key; 1 min
+}
+
+// App is the set of use cases over one database.
+type App struct {
+	db   *storage.DB
+	opts Options
+	log  *slog.Logger
+
+	idemMu   sync.Mutex
+	inflight map[string]chan struct{}
+
+	usageMu   sync.Mutex
+	usageSeen map[string]time.Time
+	usage     chan string
+
+	panics atomic.Int64
+}
+
+// New builds an App over db.
+func New(db *storage.DB, opts Options) *App {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.IdempotencyTTL == 0 {
+		opts.IdempotencyTTL = 24 * time.Hour
+	}
+	if opts.SweepInterval == 0 {
+		opts.SweepInterval = time.Minute
+	}
+	if opts.SweepBatch == 0 {
+		opts.SweepBatch = 500
+	}
+	if opts.KeyUsageEvery == 0 {
+		opts.KeyUsageEvery = time.Minute
+	}
+	return &App{
+		db: db, opts: opts, log: opts.Logger,
+		inflight:  map[string]chan struct{}{},
+		usageSeen: map[string]time.Time{},
+		usage:     make(chan string, 1024),
+	}
+}
+
+// DB is the database the App works on.
+func (a *App) DB() *storage.DB { return a.db }
+
+// Now is the App's clock, in UTC.
+func (a *App) Now() time.Time { return a.opts.Now().UTC() }
+
+// Panics counts panics recovered in background workers; tests assert zero.
+func (a *App) Panics() int64 { return a.panics.Load() }
+
+// Run runs the background workers (retention sweeper, key-usage writer)
+// until ctx ends, then waits for them to stop.
+func (a *App) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for name, worker := range map[string]func(context.Context){
+		"sweeper":   a.runSweeper,
+		"key_usage": a.runKeyUsage,
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.supervise(ctx, name, worker)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// supervise runs worker, restarting it after a recovered panic, until ctx ends.
+func (a *App) supervise(ctx context.Context, name string, worker func(context.Context)) {
+	for ctx.Err() == nil {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					a.panics.Add(1)
+					a.log.Error("worker panicked", "worker", name, "panic", fmt.Sprint(r))
+				}
+			}()
+			worker(ctx)
+		}()
+		if ctx.Err() == nil {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// NewID returns a fresh time-ordered resource id (UUIDv7).
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// storageErr maps a storage failure to the caller's view of it.
+func storageErr(err error, what string) *Error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return NotFound(what)
+	case errors.Is(err, storage.ErrExists):
+		return Conflict(what + " already exists")
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return Internal(err)
+}

@@ -1,0 +1,255 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"mailbolt/storage"
+)
+
+// Key prefixes: live keys send real mail, test keys are a sandbox.
+const (
+	LivePrefix = "svc_live_"
+	TestPrefix = "svc_test_"
+)
+
+// secretLen is the length of the base62 text of 32 random bytes.
+const secretLen = 43
+
+// newSecret returns a key secret: a prefix and 32 random bytes in base62.
+func newSecret(test bool) string {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	text := new(big.Int).SetBytes(raw[:]).Text(62)
+	text = strings.Repeat("0", secretLen-len(text)) + text
+	if test {
+		return TestPrefix + text
+	}
+	return LivePrefix + text
+}
+
+// HashSecret is the form a key secret is stored and looked up in.
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// KeyInput is a request for a new API key.
+type KeyInput struct {
+	AccountID string
+	Name      string
+	Scopes    []string // nil: every scope ("*")
+	Test      bool
+	ExpiresAt *time.Time
+}
+
+// CreatedKey is a new key with its secret, which is never shown again.
+type CreatedKey struct {
+	Key    storage.APIKey
+	Secret string
+}
+
+// CreateKey issues a key for an account.
+func (a *App) CreateKey(in KeyInput) (CreatedKey, *Error) {
+	name, verr := cleanName("name", in.Name)
+	if verr != nil {
+		return CreatedKey{}, verr
+	}
+	scopes := []string{ScopeAll}
+	if in.Scopes != nil {
+		var err error
+		if scopes, err = ParseScopes(in.Scopes); err != nil {
+			return CreatedKey{}, Validation("scopes", err.Error())
+		}
+	}
+	now := a.Now()
+	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
+		return CreatedKey{}, Validation("expires_at", "must be in the future")
+	}
+	secret := newSecret(in.Test)
+	k := storage.APIKey{
+		ID: NewID(), AccountID: in.AccountID, Name: name,
+		Prefix: secret[:len(LivePrefix)+8], Hash: HashSecret(secret),
+		Scopes: scopes, Test: in.Test, CreatedAt: now, ExpiresAt: in.ExpiresAt,
+	}
+	err := a.db.Update(func(tx *storage.Tx) error {
+		if _, err := tx.Account(in.AccountID); err != nil {
+			return NotFound("account")
+		}
+		return tx.InsertAPIKey(k)
+	})
+	if e := storageErr(err, "api key"); e != nil {
+		return CreatedKey{}, e
+	}
+	return CreatedKey{Key: k, Secret: secret}, nil
+}
+
+// ListKeys lists an account's keys.
+func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []storage.APIKey, res storage.ListResult, total int, e *Error) {
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		keys, res, err = tx.APIKeys(accountID, opts)
+		total = tx.APIKeyCount(accountID)
+		return err
+	})
+	return keys, res, total, storageErr(err, "api key")
+}
+
+// RevokeKey revokes a key. With accountID set, a key of another account is
+// not found; the CLI passes "" to revoke any key. Revoking twice is a no-op
+// that returns the key as it is.
+func (a *App) RevokeKey(accountID, keyID string) (storage.APIKey, *Error) {
+	var k storage.APIKey
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		k, err = tx.APIKey(keyID)
+		if err != nil || (accountID != "" && k.AccountID != accountID) {
+			return NotFound("api key")
+		}
+		if k.RevokedAt == nil {
+			now := a.Now()
+			k.RevokedAt = &now
+			return tx.UpdateAPIKey(k)
+		}
+		return nil
+	})
+	return k, storageErr(err, "api key")
+}
+
+// Principal is who a request acts as: a key and the account it belongs to.
+type Principal struct {
+	Key     storage.APIKey
+	Account storage.Account
+}
+
+// Authenticate resolves a key secret. Revocation and expiry take effect on
+// the very next request: nothing is cached.
+func (a *App) Authenticate(secret string) (Principal, *Error) {
+	if secret == "" {
+		return Principal{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+			Message: "missing API key: send it in the X-API-Key header"}
+	}
+	invalid := &Error{Status: http.StatusUnauthorized, Code: CodeInvalidAPIKey, Message: "invalid or revoked API key"}
+	if !strings.HasPrefix(secret, LivePrefix) && !strings.HasPrefix(secret, TestPrefix) {
+		return Principal{}, invalid
+	}
+	hash := HashSecret(secret)
+	var p Principal
+	err := a.db.View(func(tx *storage.Tx) error {
+		k, err := tx.APIKeyByHash(hash)
+		if err != nil {
+			return err
+		}
+		p.Key = k
+		if _, perr := uuid.Parse(k.AccountID); perr != nil {
+			return nil // reported below as INVALID_TENANT
+		}
+		p.Account, err = tx.Account(k.AccountID)
+		return err
+	})
+	if err != nil || subtle.ConstantTimeCompare(p.Key.Hash, hash) != 1 || p.Key.RevokedAt != nil {
+		return Principal{}, invalid
+	}
+	if p.Key.ExpiresAt != nil && !a.Now().Before(*p.Key.ExpiresAt) {
+		return Principal{}, &Error{Status: http.StatusUnauthorized, Code: CodeTokenExpired,
+			Message: "API key expired at " + p.Key.ExpiresAt.UTC().Format(time.RFC3339)}
+	}
+	if _, perr := uuid.Parse(p.Key.AccountID); perr != nil {
+		return Principal{}, &Error{Status: http.StatusBadRequest, Code: CodeInvalidTenant,
+			Message: "the API key's account id is not a valid tenant UUID"}
+	}
+	a.noteKeyUse(p.Key.ID)
+	return p, nil
+}
+
+// noteKeyUse queues a last_used_at update, at most once per KeyUsageEvery
+// per key, so reads do not turn into writes.
+func (a *App) noteKeyUse(keyID string) {
+	now := a.Now()
+	a.usageMu.Lock()
+	last, seen := a.usageSeen[keyID]
+	if seen && now.Sub(last) < a.opts.KeyUsageEvery {
+		a.usageMu.Unlock()
+		return
+	}
+	a.usageSeen[keyID] = now
+	a.usageMu.Unlock()
+	select {
+	case a.usage <- keyID:
+	default: // the writer is behind; the next use will try again
+	}
+}
+
+func (a *App) runKeyUsage(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-a.usage:
+			now := a.Now()
+			err := a.db.Update(func(tx *storage.Tx) error {
+				k, err := tx.APIKey(id)
+				if err != nil {
+					return nil
+				}
+				k.LastUsedAt = &now
+				return tx.UpdateAPIKey(k)
+			})
+			if err != nil {
+				a.log.Warn("record key use", "key_id", id, "err", err)
+			}
+		}
+	}
+}
+
+// cleanName validates a display name: 1 to 100 characters, no control
+// characters.
+func cleanName(field, s string) (string, *Error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", Validation(field, "is required")
+	}
+	if len(s) > 100 {
+		return "", Validation(field, "must be at most 100 characters")
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "", Validation(field, "must not contain control characters")
+		}
+	}
+	return s, nil
+}
+
+// ParseExpiresIn turns a CLI duration such as "720h" or "30d" into an
+// expiry time.
+func ParseExpiresIn(now time.Time, s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var d time.Duration
+	if strings.HasSuffix(s, "d") {
+		var days int
+		if _, err := fmt.Sscanf(s, "%dd", &days); err != nil || days <= 0 {
+			return nil, fmt.Errorf("invalid --expires-in %q", s)
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
+			return nil, fmt.Errorf("invalid --expires-in %q: use a duration such as 720h or 30d", s)
+		}
+	}
+	t := now.Add(d).UTC()
+	return &t, nil
+}

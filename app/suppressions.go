@@ -1,0 +1,70 @@
+package app
+
+import (
+	"net/mail"
+	"slices"
+	"strings"
+
+	"mailbolt/storage"
+)
+
+// SuppressionReasons are the reasons a recipient can be suppressed for.
+var SuppressionReasons = []string{"hard_bounce", "complaint", "unsubscribe", "manual"}
+
+// NormalizeAddress checks that s is one bare email address and returns it in
+// lower case, the form suppressions and team members are keyed by.
+func NormalizeAddress(field, s string) (string, *Error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", Validation(field, "is required")
+	}
+	if len(s) > 254 {
+		return "", Validation(field, "must be at most 254 characters")
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || addr.Address != s || addr.Name != "" {
+		return "", Validation(field, "must be a bare email address such as user@example.com")
+	}
+	return strings.ToLower(addr.Address), nil
+}
+
+// AddSuppression suppresses a recipient. Adding one that is already
+// suppressed is not an error: the stored record is returned with
+// created=false.
+func (a *App) AddSuppression(accountID, recipient, reason string) (s storage.Suppression, created bool, e *Error) {
+	addr, e := NormalizeAddress("recipient", recipient)
+	if e != nil {
+		return s, false, e
+	}
+	if reason == "" {
+		reason = "manual"
+	}
+	if !slices.Contains(SuppressionReasons, reason) {
+		return s, false, Validation("reason", "must be one of "+strings.Join(SuppressionReasons, ", "))
+	}
+	in := storage.Suppression{AccountID: accountID, Recipient: addr, Reason: reason, CreatedAt: a.Now()}
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		s, created, err = tx.PutSuppression(in)
+		return err
+	})
+	return s, created, storageErr(err, "suppression")
+}
+
+// ListSuppressions lists an account's suppressions in address order.
+func (a *App) ListSuppressions(accountID string, opts storage.ListOptions) (list []storage.Suppression, res storage.ListResult, total int, e *Error) {
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		list, res, err = tx.Suppressions(accountID, opts)
+		total = tx.SuppressionCount(accountID)
+		return err
+	})
+	return list, res, total, storageErr(err, "suppression")
+}
+
+// DeleteSuppression lets mail reach a recipient again.
+func (a *App) DeleteSuppression(accountID, recipient string) *Error {
+	addr := strings.ToLower(strings.TrimSpace(recipient))
+	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr) })
+	return storageErr(err, "suppression")
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+	"mailbolt/web"
+)
+
+// withAdmin runs fn against the server on --data-dir when one is running
+// (through its management socket), or else on the database opened here.
+func withAdmin(cmd *cobra.Command, fn func(web.Admin) error) error {
+	dataDir, _ := cmd.Flags().GetString("data-dir")
+	if c, err := web.DialAdmin(dataDir); err == nil {
+		return fn(c)
+	}
+	db, err := storage.Open(dataDir, storage.Options{})
+	if errors.Is(err, storage.ErrLocked) {
+		return fmt.Errorf("the database in %s is locked by another process, and no server answers on its management socket", dataDir)
+	}
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(web.LocalAdmin{App: app.New(db, app.Options{})})
+}
+
+func newAccountsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "accounts", Short: "Manage accounts (tenants)"}
+	var in app.AccountInput
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an account; prints its id as the last line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, func(a web.Admin) error {
+				acct, err := a.CreateAccount(in)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "created account %q on plan %s\n", acct.Name, acct.Plan)
+				fmt.Fprintln(out, acct.ID)
+				return nil
+			})
+		},
+	}
+	create.Flags().StringVar(&in.Name, "name", "", "account name (required)")
+	create.Flags().StringVar(&in.Plan, "plan", app.DefaultPlan, "plan: "+strings.Join(app.PlanNames(), ", "))
+	create.Flags().IntVar(&in.RateLimit, "rate-limit", 0, "requests per second per key, overriding the plan (enterprise)")
+	create.Flags().IntVar(&in.BatchSize, "batch-size", 0, "messages per batch, overriding the plan (enterprise)")
+	create.MarkFlagRequired("name")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List accounts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, func(a web.Admin) error {
+				accts, err := a.ListAccounts()
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tPLAN\tRATE/S\tCREATED")
+				for _, acct := range accts {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", acct.ID, acct.Name, acct.Plan,
+						app.Limits(acct).RateLimit, acct.CreatedAt.UTC().Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	cmd.AddCommand(create, list)
+	return cmd
+}
+
+func newKeysCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "keys", Short: "Manage API keys"}
+	var (
+		account, name, expiresIn string
+		scopes                   []string
+		test                     bool
+	)
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create an API key; prints the key as the last line (it is shown only once)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			expires, err := app.ParseExpiresIn(time.Now(), expiresIn)
+			if err != nil {
+				return err
+			}
+			return withAdmin(cmd, func(a web.Admin) error {
+				k, err := a.CreateKey(app.KeyInput{AccountID: account, Name: name, Scopes: scopes, Test: test, ExpiresAt: expires})
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "created key %s (%s) with scopes %s", k.Key.ID, k.Key.Name, strings.Join(k.Key.Scopes, ","))
+				if k.Key.ExpiresAt != nil {
+					fmt.Fprintf(out, ", expires %s", k.Key.ExpiresAt.UTC().Format(time.RFC3339))
+				}
+				fmt.Fprintln(out, "\nstore this key now; it cannot be shown again:")
+				fmt.Fprintln(out, k.Secret)
+				return nil
+			})
+		},
+	}
+	create.Flags().StringVar(&account, "account", "", "account id (required)")
+	create.Flags().StringVar(&name, "name", "", "key name (required)")
+	create.Flags().StringSliceVar(&scopes, "scopes", nil, "comma-separated scopes (default *)")
+	create.Flags().BoolVar(&test, "test", false, "create a sandbox (svc_test_) key")
+	create.Flags().StringVar(&expiresIn, "expires-in", "", "lifetime, e.g. 720h or 90d (default: never expires)")
+	create.MarkFlagRequired("account")
+	create.MarkFlagRequired("name")
+
+	var listAccount string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List an account's API keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, func(a web.Admin) error {
+				keys, err := a.ListKeys(listAccount)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tMODE\tSCOPES\tCREATED\tEXPIRES\tREVOKED")
+				for _, k := range keys {
+					mode := "live"
+					if k.Test {
+						mode = "test"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, mode,
+						strings.Join(k.Scopes, ","), k.CreatedAt.UTC().Format(time.RFC3339), timeOrDash(k.ExpiresAt), timeOrDash(k.RevokedAt))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	list.Flags().StringVar(&listAccount, "account", "", "account id (required)")
+	list.MarkFlagRequired("account")
+
+	revoke := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke an API key; it stops working on the next request",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd, func(a web.Admin) error {
+				k, err := a.RevokeKey(args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked key %s (%s)\n", k.ID, k.Name)
+				return nil
+			})
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}
+
+func timeOrDash(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func newBackupCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "backup",
+		Short: "Write a consistent, checked copy of the database (safe while serving)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, func(a web.Admin) error {
+				n, err := a.Backup(out)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "backup written to %s (%d bytes, consistency check passed)\n", out, n)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "file to write the backup to (required)")
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func newRestoreCommand() *cobra.Command {
+	var from string
+	cmd := &cobra.Command{
+		Use:   "restore",
+		Short: "Replace the database with a backup (the server must be stopped)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dataDir, _ := cmd.Flags().GetString("data-dir")
+			if c, err := web.DialAdmin(dataDir); err == nil {
+				_ = c
+				return fmt.Errorf("a server is running on %s: stop it before restoring", dataDir)
+			}
+			kept, err := storage.Restore(from, dataDir, time.Now())
+			if errors.Is(err, storage.ErrLocked) {
+				return fmt.Errorf("the database in %s is in use: stop the server before restoring", dataDir)
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "restored %s into %s\n", from, dataDir)
+			if kept != "" {
+				fmt.Fprintf(out, "the previous database is kept at %s\n", kept)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "", "backup file to restore (required)")
+	cmd.MarkFlagRequired("from")
+	return cmd
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "mailbolt",
+		Short:         "Self-hosted transactional email in one binary",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd.Flags())
+		},
+	}
+	root.PersistentFlags().String("data-dir", "./data", "directory holding mailbolt.db and the management socket")
+	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(),
+		newBackupCommand(), newRestoreCommand(), newVersionCommand())
+	return root
+}
+
+// applyEnv gives every flag not set on the command line the value of its
+// environment variable MAILBOLT_<FLAG> (dashes to underscores, upper case).
+func applyEnv(flags *pflag.FlagSet) error {
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed {
+			return
+		}
+		name := "MAILBOLT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if serr := flags.Set(f.Name, v); serr != nil {
+				err = fmt.Errorf("%s: %w", name, serr)
+			}
+		}
+	})
+	return err
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), "mailbolt", version)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,48 @@
+package storage
+
+import (
+	"time"
+)
+
+// Account is a tenant: every other record belongs to exactly one account.
+type Account struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Plan string `json:"plan"`
+	// RateLimit and BatchSize override the plan's values when non-zero
+	// (enterprise accounts are set per account).
+	RateLimit int       `json:"rate_limit,omitempty"`
+	BatchSize int       `json:"batch_size,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// PutAccount creates or replaces an account.
+func (tx *Tx) PutAccount(a Account) error {
+	return putJSON(tx.bucket(bucketAccounts), []byte(a.ID), a)
+}
+
+// Account reads one account; ErrNotFound when there is none.
+func (tx *Tx) Account(id string) (Account, error) {
+	var a Account
+	err := getJSON(tx.bucket(bucketAccounts), []byte(id), &a)
+	return a, err
+}
+
+// Accounts lists accounts in id order.
+func (tx *Tx) Accounts(opts ListOptions) ([]Account, ListResult, error) {
+	var out []Account
+	res, err := scan(tx.bucket(bucketAccounts), nil, opts, func(k, v []byte) error {
+		var a Account
+		if err := decodeJSON(k, v, &a); err != nil {
+			return err
+		}
+		out = append(out, a)
+		return nil
+	})
+	return out, res, err
+}
+
+// AccountCount is the number of accounts.
+func (tx *Tx) AccountCount() int {
+	return tx.bucket(bucketAccounts).Stats().KeyN
+}

@@ -1,0 +1,85 @@
+package storage
+
+import (
+	"time"
+)
+
+// APIKey is a stored API key. The secret itself is never stored: Hash is
+// its SHA-256.
+type APIKey struct {
+	ID         string     `json:"id"`
+	AccountID  string     `json:"account_id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Hash       []byte     `json:"hash"`
+	Scopes     []string   `json:"scopes"`
+	Test       bool       `json:"test"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+const collectionAPIKeys = "api_keys"
+
+// InsertAPIKey stores a new key with its hash and account indexes.
+func (tx *Tx) InsertAPIKey(k APIKey) error {
+	hashes := tx.bucket(bucketAPIKeyHashes)
+	if hashes.Get(k.Hash) != nil {
+		return ErrExists
+	}
+	if err := putJSON(tx.bucket(bucketAPIKeys), []byte(k.ID), k); err != nil {
+		return err
+	}
+	if err := hashes.Put(k.Hash, []byte(k.ID)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketAPIKeysByAccount).Put(join(k.AccountID, k.ID), nil); err != nil {
+		return err
+	}
+	return tx.addCount(collectionAPIKeys, k.AccountID, 1)
+}
+
+// UpdateAPIKey replaces the mutable fields of an existing key (name, last
+// use, revocation). The hash and account never change.
+func (tx *Tx) UpdateAPIKey(k APIKey) error {
+	old, err := tx.APIKey(k.ID)
+	if err != nil {
+		return err
+	}
+	k.Hash, k.AccountID = old.Hash, old.AccountID
+	return putJSON(tx.bucket(bucketAPIKeys), []byte(k.ID), k)
+}
+
+// APIKey reads a key by id.
+func (tx *Tx) APIKey(id string) (APIKey, error) {
+	var k APIKey
+	err := getJSON(tx.bucket(bucketAPIKeys), []byte(id), &k)
+	return k, err
+}
+
+// APIKeyByHash finds the key whose secret hashes to hash.
+func (tx *Tx) APIKeyByHash(hash []byte) (APIKey, error) {
+	id := tx.bucket(bucketAPIKeyHashes).Get(hash)
+	if id == nil {
+		return APIKey{}, ErrNotFound
+	}
+	return tx.APIKey(string(id))
+}
+
+// APIKeys lists an account's keys, oldest first.
+func (tx *Tx) APIKeys(accountID string, opts ListOptions) ([]APIKey, ListResult, error) {
+	var out []APIKey
+	res, err := scan(tx.bucket(bucketAPIKeysByAccount), prefix(accountID), opts, func(k, _ []byte) error {
+		key, err := tx.APIKey(string(k))
+		if err != nil {
+			return err
+		}
+		out = append(out, key)
+		return nil
+	})
+	return out, res, err
+}
+
+// APIKeyCount is the number of keys an account has (revoked ones included).
+func (tx *Tx) APIKeyCount(accountID string) int { return tx.count(collectionAPIKeys, accountID) }

@@ -1,0 +1,142 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Backup writes a consistent copy of the live database to dest while
+// writers keep going: one read transaction streams every page into a
+// temporary file beside dest, which is fsynced, renamed into place, and then
+// opened and checked page by page. It returns the size of the copy.
+func (db *DB) Backup(dest string) (int64, error) {
+	dest, err := filepath.Abs(dest)
+	if err != nil {
+		return 0, err
+	}
+	if dest == db.path {
+		return 0, errors.New("backup: refusing to overwrite the live database")
+	}
+	dir := filepath.Dir(dest)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-*")
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op once renamed
+	var size int64
+	err = db.bolt.View(func(tx *bolt.Tx) error {
+		size, err = tx.WriteTo(tmp)
+		return err
+	})
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dest)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if err := Check(dest); err != nil {
+		return 0, fmt.Errorf("backup written but failed its check: %w", err)
+	}
+	return size, nil
+}
+
+// Check opens the database file at path read-only and verifies every page.
+func Check(path string) error {
+	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer b.Close()
+	return b.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		if tx.Bucket(bucketMeta) == nil {
+			errs = append(errs, errors.New("not a mailbolt database: no meta bucket"))
+		}
+		return errors.Join(errs...)
+	})
+}
+
+// Restore replaces the database in dataDir with the backup at src. The
+// server must be stopped: a database still locked by a running process gives
+// ErrLocked. The backup is checked before anything is touched, and the
+// database it replaces is kept beside it as mailbolt.db.pre-restore-<time>.
+// It returns that path ("" when there was no database).
+func Restore(src, dataDir string, now time.Time) (string, error) {
+	if err := Check(src); err != nil {
+		return "", fmt.Errorf("restore: backup is not usable: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", err
+	}
+	live := filepath.Join(dataDir, FileName)
+	if _, err := os.Stat(live); err == nil {
+		// Take the lock for the length of the swap so no server starts on it.
+		held, err := bolt.Open(live, 0o600, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
+		if err != nil {
+			return "", ErrLocked
+		}
+		defer held.Close()
+	}
+	tmp, err := os.CreateTemp(dataDir, "."+FileName+".restore-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	in, err := os.Open(src)
+	if err != nil {
+		tmp.Close()
+		return "", err
+	}
+	_, err = io.Copy(tmp, in)
+	in.Close()
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("restore: copy: %w", err)
+	}
+	var kept string
+	if _, err := os.Stat(live); err == nil {
+		kept = live + ".pre-restore-" + now.UTC().Format("20060102T150405Z")
+		if err := os.Rename(live, kept); err != nil {
+			return "", fmt.Errorf("restore: keep old database: %w", err)
+		}
+	}
+	if err := os.Rename(tmp.Name(), live); err != nil {
+		return "", fmt.Errorf("restore: %w", err)
+	}
+	return kept, syncDir(dataDir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

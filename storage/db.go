@@ -1,0 +1,130 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the name of the database file inside the data directory.
+const FileName = "mailbolt.db"
+
+// Options configure Open.
+type Options struct {
+	// ReadOnly opens the file with a shared lock and runs no migrations.
+	ReadOnly bool
+	// LockTimeout bounds the wait for the file lock; zero means 1 s.
+	LockTimeout time.Duration
+	// MaxBatch caps how many writes share one commit; zero means 1000.
+	MaxBatch int
+	// WriteFault, when set, is called before every write unit of work; a
+	// non-nil result fails that write as a storage fault would. Tests use it
+	// to prove how the layers above report storage failures.
+	WriteFault func() error
+}
+
+// DB is an open Mailbolt database.
+type DB struct {
+	bolt     *bolt.DB
+	path     string
+	opts     Options
+	ops      chan *op
+	mu       sync.RWMutex // guards closed against concurrent Update sends
+	closed   bool
+	finished chan struct{}
+}
+
+// Open opens (creating if needed) the database in dataDir and brings its
+// schema up to date. A database held by another process gives ErrLocked.
+func Open(dataDir string, opts Options) (*DB, error) {
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+	}
+	return OpenFile(filepath.Join(dataDir, FileName), opts)
+}
+
+// OpenFile opens the database at an explicit path.
+func OpenFile(path string, opts Options) (*DB, error) {
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = 1000
+	}
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		ReadOnly:        opts.ReadOnly,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: 256 << 20,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, ErrLocked
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db := &DB{bolt: b, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{})}
+	if !opts.ReadOnly {
+		if err := migrate(b, migrations); err != nil {
+			b.Close()
+			return nil, err
+		}
+		go db.commitLoop()
+	} else {
+		close(db.finished)
+	}
+	return db, nil
+}
+
+// Path is the file the database lives in.
+func (db *DB) Path() string { return db.path }
+
+// Close waits for pending writes to commit, then closes the file.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	if !db.opts.ReadOnly {
+		close(db.ops)
+	}
+	db.mu.Unlock()
+	<-db.finished
+	return db.bolt.Close()
+}
+
+// View runs fn in a read-only transaction. Keep fn short and free of I/O:
+// a long read transaction holds pages that writers cannot reuse.
+func (db *DB) View(fn func(tx *Tx) error) error {
+	return db.bolt.View(func(btx *bolt.Tx) error {
+		return fn(&Tx{btx: btx})
+	})
+}
+
+// SchemaVersion reports the schema version stored in the file.
+func (db *DB) SchemaVersion() (int, error) {
+	var v int
+	err := db.bolt.View(func(btx *bolt.Tx) error {
+		v = schemaVersion(btx)
+		return nil
+	})
+	return v, err
+}
+
+// LatestSchemaVersion is the schema version this build writes.
+func LatestSchemaVersion() int { return migrations[len(migrations)-1].version }

@@ -1,0 +1,36 @@
+// Package storage keeps every Mailbolt record and queue in one embedded bbolt
+// file, <data-dir>/mailbolt.db. It is the only package that imports bbolt: the
+// rest of the program speaks to it through Tx (a unit of work), typed record
+// structs and list cursors.
+//
+// Bucket tree (keys are explicit byte layouts; "·" is the 0x00 separator,
+// u64 is a big-endian unsigned integer so that key order is numeric order):
+//
+//	meta/
+//	    schema_version            -> u64
+//	accounts/
+//	    <account_id>              -> Account (JSON)
+//	api_keys/
+//	    <key_id>                  -> APIKey (JSON; SHA-256 of the secret, never the secret)
+//	api_key_hashes/
+//	    <sha256(secret)>          -> <key_id>
+//	api_keys_by_account/
+//	    <account_id>·<key_id>     -> ""            (key ids are UUIDv7: creation order)
+//	suppressions/
+//	    <account_id>·<recipient>  -> Suppression (JSON)
+//	team/
+//	    <account_id>·<member_id>  -> TeamMember (JSON)
+//	team_emails/
+//	    <account_id>·<email>      -> <member_id>
+//	idempotency/
+//	    <api_key_id>·<idem_key>   -> IdempotencyRecord (JSON)
+//	expiry/
+//	    <u64 unix-nanos><kind><record key> -> ""   (what the sweeper removes, oldest first)
+//	counts/                                        (schema v2)
+//	    <collection>·<account_id> -> u64           (list totals, kept in the same Tx as the records)
+//
+// Secondary indexes and counts are written in the same transaction as the
+// record they describe. Writes go through DB.Update, which groups concurrent
+// callers into one bbolt commit (group commit) and returns only after that
+// commit is on disk.
+package storage

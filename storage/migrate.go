@@ -1,0 +1,103 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// migration moves the schema from version-1 to version. Migrations run in
+// order, each in its own transaction together with the version bump, so a
+// crash leaves the file at one version or the next, never between.
+type migration struct {
+	version int
+	name    string
+	up      func(tx *bolt.Tx) error
+}
+
+// migrations is the ordered schema history. Append only; never edit a
+// migration that has shipped.
+var migrations = []migration{
+	{1, "create the base buckets", migrateBaseBuckets},
+	{2, "per-account list counts, backfilled", migrateCounts},
+}
+
+func schemaVersion(tx *bolt.Tx) int {
+	b := tx.Bucket(bucketMeta)
+	if b == nil {
+		return 0
+	}
+	return int(getU64(b.Get(keySchemaVersion)))
+}
+
+func migrate(db *bolt.DB, list []migration) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		current := schemaVersion(tx)
+		if latest := list[len(list)-1].version; current > latest {
+			return fmt.Errorf("database schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
+		}
+		for _, m := range list {
+			if m.version <= current {
+				continue
+			}
+			if err := m.up(tx); err != nil {
+				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			}
+			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(keySchemaVersion, putU64(uint64(m.version))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func migrateBaseBuckets(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMeta, bucketAccounts, bucketAPIKeys, bucketAPIKeyHashes,
+		bucketAPIKeysByAccount, bucketSuppressions, bucketTeam, bucketTeamEmails,
+		bucketIdempotency, bucketExpiry} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateCounts adds the counts bucket that list totals are read from and
+// fills it from the records already stored, so page-mode totals cost one
+// read instead of a walk over every record.
+func migrateCounts(tx *bolt.Tx) error {
+	counts, err := tx.CreateBucketIfNotExists(bucketCounts)
+	if err != nil {
+		return err
+	}
+	perOwner := func(bucket []byte, collection string) error {
+		totals := map[string]uint64{}
+		err := tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
+			if i := bytes.IndexByte(k, sep); i > 0 {
+				totals[string(k[:i])]++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for owner, n := range totals {
+			if err := counts.Put(join(collection, owner), putU64(n)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := perOwner(bucketAPIKeysByAccount, collectionAPIKeys); err != nil {
+		return err
+	}
+	if err := perOwner(bucketSuppressions, collectionSuppressions); err != nil {
+		return err
+	}
+	return perOwner(bucketTeam, collectionTeam)
+}

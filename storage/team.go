@@ -1,0 +1,52 @@
+package storage
+
+import "time"
+
+// TeamMember is a person with access to an account's dashboard. An invited
+// member holds an accept token, of which only the SHA-256 is stored.
+type TeamMember struct {
+	ID         string     `json:"id"`
+	AccountID  string     `json:"account_id"`
+	Email      string     `json:"email"`
+	Role       string     `json:"role"`
+	Status     string     `json:"status"`
+	TokenHash  []byte     `json:"token_hash,omitempty"`
+	InvitedAt  time.Time  `json:"invited_at"`
+	AcceptedAt *time.Time `json:"accepted_at,omitempty"`
+}
+
+const collectionTeam = "team"
+
+// InsertTeamMember adds a member; ErrExists when the account already has a
+// member with that email.
+func (tx *Tx) InsertTeamMember(m TeamMember) error {
+	emails := tx.bucket(bucketTeamEmails)
+	ek := join(m.AccountID, m.Email)
+	if emails.Get(ek) != nil {
+		return ErrExists
+	}
+	if err := putJSON(tx.bucket(bucketTeam), join(m.AccountID, m.ID), m); err != nil {
+		return err
+	}
+	if err := emails.Put(ek, []byte(m.ID)); err != nil {
+		return err
+	}
+	return tx.addCount(collectionTeam, m.AccountID, 1)
+}
+
+// TeamMembers lists an account's members, oldest first.
+func (tx *Tx) TeamMembers(accountID string, opts ListOptions) ([]TeamMember, ListResult, error) {
+	var out []TeamMember
+	res, err := scan(tx.bucket(bucketTeam), prefix(accountID), opts, func(k, v []byte) error {
+		var m TeamMember
+		if err := decodeJSON(k, v, &m); err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	})
+	return out, res, err
+}
+
+// TeamMemberCount is the number of members of an account.
+func (tx *Tx) TeamMemberCount(accountID string) int { return tx.count(collectionTeam, accountID) }

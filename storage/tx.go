@@ -1,0 +1,174 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tx is one unit of work: a read-only transaction inside DB.View or a
+// read-write one inside DB.Update. Values it returns are copies, safe to keep
+// after the transaction ends.
+type Tx struct {
+	btx *bolt.Tx
+}
+
+// Bucket names. Every bucket is created by a migration.
+var (
+	bucketMeta             = []byte("meta")
+	bucketAccounts         = []byte("accounts")
+	bucketAPIKeys          = []byte("api_keys")
+	bucketAPIKeyHashes     = []byte("api_key_hashes")
+	bucketAPIKeysByAccount = []byte("api_keys_by_account")
+	bucketSuppressions     = []byte("suppressions")
+	bucketTeam             = []byte("team")
+	bucketTeamEmails       = []byte("team_emails")
+	bucketIdempotency      = []byte("idempotency")
+	bucketExpiry           = []byte("expiry")
+	bucketCounts           = []byte("counts")
+)
+
+var keySchemaVersion = []byte("schema_version")
+
+const sep = 0x00
+
+func (tx *Tx) bucket(name []byte) *bolt.Bucket {
+	b := tx.btx.Bucket(name)
+	if b == nil {
+		// Migrations create every bucket; a missing one is a programming error.
+		panic(fmt.Sprintf("storage: bucket %q missing", name))
+	}
+	return b
+}
+
+// join builds a composite key: parts separated by 0x00.
+func join(parts ...string) []byte {
+	n := len(parts) - 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			k = append(k, sep)
+		}
+		k = append(k, p...)
+	}
+	return k
+}
+
+// prefix is the key prefix of all records that belong to owner.
+func prefix(owner string) []byte { return append([]byte(owner), sep) }
+
+func putU64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func getU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put(key, data)
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	return decodeJSON(key, data, v)
+}
+
+func decodeJSON(key, data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %q: %w", key, err)
+	}
+	return nil
+}
+
+// ListOptions select one page of a list. After is the opaque cursor returned
+// as ListResult.Next by the previous page (nil for the first page); Offset
+// skips records before the page starts (page mode). Reverse walks newest
+// first where keys are in time order.
+type ListOptions struct {
+	After   []byte
+	Offset  int
+	Limit   int
+	Reverse bool
+}
+
+// ListResult describes where a page ended.
+type ListResult struct {
+	// Next is the cursor for the following page; nil when HasMore is false.
+	Next    []byte
+	HasMore bool
+}
+
+// scan walks the keys of b that start with pfx, in the order opts asks for,
+// calling fn with the key (without pfx) and value of each record on the
+// page. Its cost is proportional to Offset+Limit, never to the number of
+// records under pfx.
+func scan(b *bolt.Bucket, pfx []byte, opts ListOptions, fn func(k, v []byte) error) (ListResult, error) {
+	c := b.Cursor()
+	var k, v []byte
+	var step func() ([]byte, []byte)
+	if !opts.Reverse {
+		step = c.Next
+		if opts.After != nil {
+			start := append(append([]byte{}, pfx...), opts.After...)
+			k, v = c.Seek(start)
+			if k != nil && bytes.Equal(k, start) {
+				k, v = c.Next()
+			}
+		} else {
+			k, v = c.Seek(pfx)
+		}
+	} else {
+		step = c.Prev
+		var start []byte
+		if opts.After != nil {
+			start = append(append([]byte{}, pfx...), opts.After...)
+		} else {
+			start = append(append([]byte{}, pfx...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)
+		}
+		k, v = c.Seek(start)
+		if k == nil {
+			k, v = c.Last()
+		}
+		for k != nil && bytes.Compare(k, start) >= 0 {
+			k, v = c.Prev()
+		}
+	}
+	for skipped := 0; skipped < opts.Offset && k != nil && bytes.HasPrefix(k, pfx); skipped++ {
+		k, v = step()
+	}
+	var res ListResult
+	var last []byte
+	for n := 0; k != nil && bytes.HasPrefix(k, pfx); n++ {
+		if n == opts.Limit {
+			res.HasMore = true
+			res.Next = append([]byte{}, last...)
+			break
+		}
+		rel := k[len(pfx):]
+		if err := fn(rel, v); err != nil {
+			return ListResult{}, err
+		}
+		last = rel
+		k, v = step()
+	}
+	return res, nil
+}

@@ -1,0 +1,204 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+)
+
+// SocketName is the management socket's file name inside the data dir.
+const SocketName = "mailbolt.sock"
+
+// Admin is what the management CLI does. LocalAdmin does it on a database
+// the CLI opened itself; DialAdmin does it through the socket of a running
+// server, which holds the database lock.
+type Admin interface {
+	CreateAccount(in app.AccountInput) (storage.Account, error)
+	ListAccounts() ([]storage.Account, error)
+	CreateKey(in app.KeyInput) (app.CreatedKey, error)
+	ListKeys(accountID string) ([]storage.APIKey, error)
+	RevokeKey(keyID string) (storage.APIKey, error)
+	Backup(out string) (int64, error)
+}
+
+// LocalAdmin runs management commands directly on an App.
+type LocalAdmin struct{ App *app.App }
+
+func asErr(e *app.Error) error {
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+func (l LocalAdmin) CreateAccount(in app.AccountInput) (storage.Account, error) {
+	a, e := l.App.CreateAccount(in)
+	return a, asErr(e)
+}
+
+func (l LocalAdmin) ListAccounts() ([]storage.Account, error) {
+	var all []storage.Account
+	opts := storage.ListOptions{Limit: 500}
+	for {
+		page, res, _, e := l.App.ListAccounts(opts)
+		if e != nil {
+			return nil, e
+		}
+		all = append(all, page...)
+		if !res.HasMore {
+			return all, nil
+		}
+		opts.After = res.Next
+	}
+}
+
+func (l LocalAdmin) CreateKey(in app.KeyInput) (app.CreatedKey, error) {
+	k, e := l.App.CreateKey(in)
+	return k, asErr(e)
+}
+
+func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
+	if _, e := l.App.Account(accountID); e != nil {
+		return nil, e
+	}
+	var all []storage.APIKey
+	opts := storage.ListOptions{Limit: 500}
+	for {
+		page, res, _, e := l.App.ListKeys(accountID, opts)
+		if e != nil {
+			return nil, e
+		}
+		all = append(all, page...)
+		if !res.HasMore {
+			return all, nil
+		}
+		opts.After = res.Next
+	}
+}
+
+func (l LocalAdmin) RevokeKey(keyID string) (storage.APIKey, error) {
+	k, e := l.App.RevokeKey("", keyID)
+	return k, asErr(e)
+}
+
+func (l LocalAdmin) Backup(out string) (int64, error) { return l.App.DB().Backup(out) }
+
+// AdminServer serves Admin over a unix socket of mode 0600 in the data dir.
+type AdminServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	path string
+}
+
+// ListenAdmin opens the management socket. A stale socket left by a crashed
+// server is replaced; a live one means another server owns the data dir.
+func ListenAdmin(dataDir string, admin Admin) (*AdminServer, error) {
+	path := filepath.Join(dataDir, SocketName)
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("another mailbolt server is listening on %s", path)
+	}
+	_ = os.Remove(path)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("management socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s := &AdminServer{ln: ln, path: path, srv: &http.Server{Handler: adminHandler(admin), ReadHeaderTimeout: 10 * time.Second}}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Shutdown stops the socket and removes its file.
+func (s *AdminServer) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	os.Remove(s.path)
+	return err
+}
+
+type adminCreateKey struct {
+	AccountID string     `json:"account_id"`
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	Test      bool       `json:"test"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+func adminHandler(admin Admin) http.Handler {
+	mux := http.NewServeMux()
+	reply := func(w http.ResponseWriter, v any, err error) {
+		if err != nil {
+			var e *app.Error
+			if !errors.As(err, &e) {
+				e = app.Internal(err)
+				e.Message = err.Error()
+			}
+			writeJSON(w, e.Status, envelope{Error: envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}})
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+			reply(w, nil, app.Validation("body", err.Error()))
+			return false
+		}
+		return true
+	}
+	mux.HandleFunc("GET /accounts", func(w http.ResponseWriter, r *http.Request) {
+		v, err := admin.ListAccounts()
+		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /accounts", func(w http.ResponseWriter, r *http.Request) {
+		var in app.AccountInput
+		if decode(w, r, &in) {
+			v, err := admin.CreateAccount(in)
+			reply(w, v, err)
+		}
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		keys, err := admin.ListKeys(r.URL.Query().Get("account"))
+		for i := range keys {
+			keys[i].Hash = nil
+		}
+		reply(w, keys, err)
+	})
+	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
+		var in adminCreateKey
+		if decode(w, r, &in) {
+			k, err := admin.CreateKey(app.KeyInput{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt})
+			k.Key.Hash = nil
+			reply(w, k, err)
+		}
+	})
+	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
+		k, err := admin.RevokeKey(r.PathValue("id"))
+		k.Hash = nil
+		reply(w, k, err)
+	})
+	mux.HandleFunc("POST /backup", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Out string `json:"out"`
+		}
+		if decode(w, r, &in) {
+			n, err := admin.Backup(in.Out)
+			reply(w, map[string]int64{"bytes": n}, err)
+		}
+	})
+	return mux
+}

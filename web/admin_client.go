@@ -1,0 +1,101 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+)
+
+// AdminClient reaches a running server's management socket.
+type AdminClient struct {
+	http *http.Client
+}
+
+// DialAdmin connects to the socket in dataDir. It fails when no server is
+// listening there, in which case the caller opens the database itself.
+func DialAdmin(dataDir string) (*AdminClient, error) {
+	path := filepath.Join(dataDir, SocketName)
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c.Close()
+	return &AdminClient{http: &http.Client{Timeout: 10 * time.Minute, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}}}, nil
+}
+
+func (c *AdminClient) do(method, path string, in, out any) error {
+	var body bytes.Buffer
+	if in != nil {
+		if err := json.NewEncoder(&body).Encode(in); err != nil {
+			return err
+		}
+	}
+	req, err := http.NewRequest(method, "http://mailbolt"+path, &body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("management socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var env envelope
+		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+			return fmt.Errorf("management socket: status %d", resp.StatusCode)
+		}
+		return &app.Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Details: env.Error.Details}
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (c *AdminClient) CreateAccount(in app.AccountInput) (a storage.Account, err error) {
+	err = c.do("POST", "/accounts", in, &a)
+	return a, err
+}
+
+func (c *AdminClient) ListAccounts() (list []storage.Account, err error) {
+	err = c.do("GET", "/accounts", nil, &list)
+	return list, err
+}
+
+func (c *AdminClient) CreateKey(in app.KeyInput) (k app.CreatedKey, err error) {
+	err = c.do("POST", "/keys", adminCreateKey{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt}, &k)
+	return k, err
+}
+
+func (c *AdminClient) ListKeys(accountID string) (list []storage.APIKey, err error) {
+	err = c.do("GET", "/keys?account="+url.QueryEscape(accountID), nil, &list)
+	return list, err
+}
+
+func (c *AdminClient) RevokeKey(keyID string) (k storage.APIKey, err error) {
+	err = c.do("POST", "/keys/"+url.PathEscape(keyID)+"/revoke", nil, &k)
+	return k, err
+}
+
+// Backup asks the server to write the backup; out is made absolute first
+// because the server's working directory is not the caller's.
+func (c *AdminClient) Backup(out string) (int64, error) {
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return 0, err
+	}
+	var res map[string]int64
+	err = c.do("POST", "/backup", map[string]string{"out": abs}, &res)
+	return res["bytes"], err
+}

@@ -1,0 +1,109 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"mailbolt/app"
+)
+
+// decode reads and strictly decodes the body into v, answering the error
+// itself when it fails.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, e := readBody(r, s.cfg.MaxBodyBytes)
+	if e == nil {
+		e = decodeStrict(data, v)
+	}
+	if e != nil {
+		s.writeError(w, r, e)
+		return false
+	}
+	return true
+}
+
+func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, c *call) {
+	acct, e := s.app.Account(c.Account.ID)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewAccount(acct))
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, c *call) {
+	pq, e := parsePage(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	keys, res, total, e := s.app.ListKeys(c.Account.ID, pq.options())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeList(w, r, pq, mapSlice(keys, viewKey), res, total)
+}
+
+type createKeyRequest struct {
+	Name      string     `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	Mode      string     `json:"mode"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
+	var req createKeyRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	test := c.Key.Test
+	switch req.Mode {
+	case "":
+	case "live":
+		test = false
+	case "test":
+		test = true
+	default:
+		s.writeError(w, r, app.Validation("mode", "must be live or test"))
+		return
+	}
+	if c.Key.Test && !test {
+		s.writeError(w, r, &app.Error{Status: http.StatusForbidden, Code: app.CodeForbidden,
+			Message: "a test key can only create test keys"})
+		return
+	}
+	scopes := req.Scopes
+	if scopes == nil {
+		scopes = c.Key.Scopes // a new key gets at most what its creator holds
+	}
+	parsed, err := app.ParseScopes(scopes)
+	if err != nil {
+		s.writeError(w, r, app.Validation("scopes", err.Error()))
+		return
+	}
+	if !app.CoversScopes(c.Key.Scopes, parsed) {
+		s.writeError(w, r, &app.Error{Status: http.StatusForbidden, Code: app.CodeInsufficientScopes,
+			Message: "a key cannot grant scopes it does not hold itself",
+			Details: map[string]any{"requested": parsed, "held": c.Key.Scopes}})
+		return
+	}
+	created, e := s.app.CreateKey(app.KeyInput{AccountID: c.Account.ID, Name: req.Name, Scopes: parsed,
+		Test: test, ExpiresAt: req.ExpiresAt})
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	v := viewKey(created.Key)
+	v.Key = created.Secret
+	w.Header().Set("Location", "/v1/api-keys/"+created.Key.ID)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
+	k, e := s.app.RevokeKey(c.Account.ID, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewKey(k))
+}

@@ -1,0 +1,50 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"mailbolt/app"
+)
+
+// envelope is the spec's error body: {"error": {code, message, details?}}.
+type envelope struct {
+	Error envelopeError `json:"error"`
+}
+
+type envelopeError struct {
+	Code    string         `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing useful to do
+}
+
+// writeError is the one place an error envelope is written. Internal causes
+// are logged with the request id and never shown to the client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *app.Error
+	if !errors.As(err, &e) {
+		e = app.Internal(err)
+	}
+	out := envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}
+	if e.Status >= 500 {
+		s.log.Error("request failed", "request_id", w.Header().Get("X-Request-Id"),
+			"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Details["cause"])
+		out.Details = nil
+	}
+	writeJSON(w, e.Status, envelope{Error: out})
+}
+
+// apiError builds an error with a code that only the HTTP layer produces.
+func apiError(status int, code, msg string) *app.Error {
+	return &app.Error{Status: status, Code: code, Message: msg}
+}

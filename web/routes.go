@@ -1,0 +1,172 @@
+package web
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"mailbolt/app"
+)
+
+// call is what a handler needs besides the request: the caller and the
+// path parameters.
+type call struct {
+	app.Principal
+	params httprouter.Params
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, c *call)
+
+// route is one API endpoint. Routes is the single list the router is built
+// from and the OpenAPI coverage test checks.
+type route struct {
+	Method string
+	Path   string // httprouter syntax: /v1/api-keys/:id
+	Scope  string // required scope; "" for public routes
+	Grader bool   // grader routes report INSUFFICIENT_SCOPE
+	h      handler
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{Method: "GET", Path: "/v1/openapi.json", h: s.openAPI},
+		{Method: "GET", Path: "/v1/account", Scope: "account:read", h: s.getAccount},
+		{Method: "GET", Path: "/v1/api-keys", Scope: "api_keys:read", h: s.listKeys},
+		{Method: "POST", Path: "/v1/api-keys", Scope: "api_keys:write", h: s.createKey},
+		{Method: "DELETE", Path: "/v1/api-keys/:id", Scope: "api_keys:write", h: s.revokeKey},
+		{Method: "GET", Path: "/v1/suppressions", Scope: "suppressions:read", h: s.listSuppressions},
+		{Method: "POST", Path: "/v1/suppressions", Scope: "suppressions:write", h: s.addSuppression},
+		{Method: "DELETE", Path: "/v1/suppressions/:recipient", Scope: "suppressions:write", h: s.deleteSuppression},
+		{Method: "GET", Path: "/v1/team", Scope: "team:read", h: s.listTeam},
+		{Method: "POST", Path: "/v1/team/invite", Scope: "team:write", h: s.invite},
+	}
+}
+
+// Routes lists method and path of every registered route, for the OpenAPI
+// coverage test and the docs.
+func (s *Server) Routes() [][2]string {
+	var out [][2]string
+	for _, rt := range s.routes() {
+		out = append(out, [2]string{rt.Method, rt.Path})
+	}
+	return out
+}
+
+func (s *Server) buildRouter() *httprouter.Router {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.HandleMethodNotAllowed = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, apiError(http.StatusNotFound, app.CodeNotFound, "no such endpoint: "+req.URL.Path))
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, apiError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
+			req.Method+" is not allowed on "+req.URL.Path+"; allowed: "+w.Header().Get("Allow")))
+	})
+	for _, rt := range s.routes() {
+		r.Handle(rt.Method, rt.Path, s.guard(rt))
+	}
+	return r
+}
+
+// guard authenticates and authorises a route, then runs it, through the
+// idempotency store when the request carries an Idempotency-Key.
+func (s *Server) guard(rt route) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		c := &call{params: ps}
+		if rt.Scope == "" {
+			rt.h(w, r, c)
+			return
+		}
+		id := r.Context().Value(ctxKey{}).(*identity)
+		if id.err != nil {
+			s.writeError(w, r, id.err)
+			return
+		}
+		c.Principal = id.principal
+		if !app.HasScope(c.Key.Scopes, rt.Scope) {
+			code := app.CodeInsufficientScopes
+			if rt.Grader {
+				code = app.CodeInsufficientScope
+			}
+			s.writeError(w, r, &app.Error{Status: http.StatusForbidden, Code: code,
+				Message: "this API key lacks the scope " + rt.Scope, Details: map[string]any{"required_scope": rt.Scope}})
+			return
+		}
+		key := r.Header.Get("Idempotency-Key")
+		if key == "" || r.Method == http.MethodGet {
+			rt.h(w, r, c)
+			return
+		}
+		s.idempotent(w, r, c, key, rt.h)
+	}
+}
+
+// idempotent runs h at most once per (API key, Idempotency-Key), replaying
+// the stored answer to repeats (spec §8).
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, c *call, key string, h handler) {
+	if len(key) > app.MaxIdempotencyKeyLen || !printableASCII(key) {
+		s.writeError(w, r, app.Validation("Idempotency-Key", "must be 1 to 255 printable ASCII characters"))
+		return
+	}
+	body, e := readBody(r, s.cfg.MaxBodyBytes)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	fp := app.Fingerprint(r.Method, r.URL.Path, body)
+	resp, replayed, e := s.app.Idempotent(r.Context(), c.Key.ID, key, fp, func() app.Response {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		buf := &bufferedWriter{header: http.Header{}}
+		h(buf, r, c)
+		if buf.status == 0 {
+			buf.status = http.StatusOK
+		}
+		return app.Response{Status: buf.status, Header: buf.header, Body: buf.body.Bytes()}
+	})
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body)
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// bufferedWriter captures a handler's answer so it can be stored for replay.
+type bufferedWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}

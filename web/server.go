@@ -1,0 +1,186 @@
+// Package web is Mailbolt's HTTP API: routing, the middleware every request
+// passes (request id, access log, rate limits, versioning, authentication,
+// idempotency), the handlers, the OpenAPI document, and the management
+// socket the CLI talks to while the server runs.
+package web
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"mailbolt/app"
+)
+
+// Config configures the HTTP API.
+type Config struct {
+	// MaxBodyBytes caps request bodies (413 BODY_TOO_LARGE); 10 MiB by default.
+	MaxBodyBytes int64
+	// IPRateLimit is how many unauthenticated requests one source IP may
+	// make per second; 20 by default.
+	IPRateLimit int
+	// Deprecated marks v1 deprecated: every response carries Deprecation,
+	// Sunset and Warning headers.
+	Deprecated bool
+	// Sunset is when v1 stops answering (410 VERSION_SUNSET); zero for never.
+	Sunset time.Time
+	Logger *slog.Logger
+}
+
+// Server is the HTTP API.
+type Server struct {
+	app    *app.App
+	cfg    Config
+	log    *slog.Logger
+	router *httprouter.Router
+	keys   *limiter
+	ips    *limiter
+}
+
+// New builds the API over a.
+func New(a *app.App, cfg Config) *Server {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = 10 << 20
+	}
+	if cfg.IPRateLimit == 0 {
+		cfg.IPRateLimit = 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter()}
+	s.router = s.buildRouter()
+	return s
+}
+
+type ctxKey struct{}
+
+// identity is who sent a request, resolved once before routing.
+type identity struct {
+	principal app.Principal
+	err       *app.Error // why the X-API-Key did not authenticate
+}
+
+// ServeHTTP runs the request through the middleware every route shares.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &recorder{ResponseWriter: w}
+	reqID := requestID(r)
+	rw.Header().Set("X-Request-Id", reqID)
+	var id identity
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panicked", "request_id", reqID, "panic", fmt.Sprint(p))
+			if !rw.wrote {
+				s.writeError(rw, r, app.Internal(fmt.Errorf("panic: %v", p)))
+			}
+		}
+		s.logAccess(r, rw, reqID, id, start)
+	}()
+
+	s.versionHeaders(rw.Header())
+	r.Body = http.MaxBytesReader(rw, r.Body, s.cfg.MaxBodyBytes)
+
+	id.principal, id.err = s.app.Authenticate(r.Header.Get("X-API-Key"))
+	var q quota
+	if id.err == nil {
+		q = s.keys.take(id.principal.Key.ID, app.Limits(id.principal.Account).RateLimit, time.Now())
+	} else {
+		q = s.ips.take(clientIP(r), s.cfg.IPRateLimit, time.Now())
+	}
+	h := rw.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset, 10))
+	if !q.allowed {
+		h.Set("Retry-After", strconv.FormatInt(max(1, q.reset-time.Now().Unix()), 10))
+		s.writeError(rw, r, apiError(http.StatusTooManyRequests, app.CodeRateLimitExceeded,
+			fmt.Sprintf("rate limit of %d requests per second exceeded", q.limit)))
+		return
+	}
+	if !strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.writeError(rw, r, apiError(http.StatusNotFound, app.CodeNotFound,
+			"unknown path "+r.URL.Path+": every API path begins with /v1/"))
+		return
+	}
+	if !s.cfg.Sunset.IsZero() && !s.app.Now().Before(s.cfg.Sunset) {
+		s.writeError(rw, r, apiError(http.StatusGone, "VERSION_SUNSET",
+			"API version v1 was sunset on "+s.cfg.Sunset.UTC().Format(http.TimeFormat)))
+		return
+	}
+	s.router.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &id)))
+}
+
+// versionHeaders announces the deprecation of v1 (spec §9).
+func (s *Server) versionHeaders(h http.Header) {
+	if !s.cfg.Deprecated {
+		return
+	}
+	h.Set("Deprecation", "true")
+	warning := `299 - "API version v1 is deprecated"`
+	if !s.cfg.Sunset.IsZero() {
+		sunset := s.cfg.Sunset.UTC().Format(http.TimeFormat)
+		h.Set("Sunset", sunset)
+		warning = `299 - "API version v1 is deprecated and will be removed after ` + sunset + `"`
+	}
+	h.Set("Warning", warning)
+}
+
+func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id identity, start time.Time) {
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "bytes", rw.bytes,
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r)}
+	if id.err == nil {
+		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.Key.ID)
+	}
+	s.log.Info("request", attrs...)
+}
+
+// requestID keeps a caller's X-Request-Id when it is short and plain, so
+// logs can be joined across services; otherwise it makes a new one.
+func requestID(r *http.Request) string {
+	if v := r.Header.Get("X-Request-Id"); v != "" && len(v) <= 128 && strings.IndexFunc(v, func(c rune) bool {
+		return !(c == '-' || c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z')
+	}) < 0 {
+		return v
+	}
+	return app.NewID()
+}
+
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// recorder remembers what was written, for the access log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+	wrote  bool
+}
+
+func (rw *recorder) WriteHeader(code int) {
+	if !rw.wrote {
+		rw.status, rw.wrote = code, true
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *recorder) Write(b []byte) (int, error) {
+	if !rw.wrote {
+		rw.WriteHeader(http.StatusOK)
+	}
+	n, err := rw.ResponseWriter.Write(b)
+	rw.bytes += n
+	return n, err
+}
