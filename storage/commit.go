@@ -77,6 +77,9 @@ func (db *DB) commitBatch(batch []*op) {
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue
 		}
+		if err == nil {
+			db.commits.Add(1)
+		}
 		for _, o := range batch {
 			o.done <- err
 		}

@@ -28,8 +28,11 @@ type pageQuery struct {
 
 // parsePage reads page, limit and cursor from the query string.
 func parsePage(r *http.Request) (pageQuery, *app.Error) {
-	q := r.URL.Query()
 	pq := pageQuery{limit: defaultLimit}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return pq, app.Validation("query", "malformed query string: "+err.Error())
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxLimit {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
@@ -64,6 +65,14 @@ func (s *Server) buildRouter() *httprouter.Router {
 		s.writeError(w, req, apiError(http.StatusNotFound, app.CodeNotFound, "no such endpoint: "+req.URL.Path))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// httprouter always lists OPTIONS, which this API does not answer.
+		var allow []string
+		for _, m := range strings.Split(w.Header().Get("Allow"), ", ") {
+			if m != http.MethodOptions {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
 		s.writeError(w, req, apiError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
 			req.Method+" is not allowed on "+req.URL.Path+"; allowed: "+w.Header().Get("Allow")))
 	})

@@ -91,16 +91,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id.principal, id.err = s.app.Authenticate(r.Header.Get("X-API-Key"))
 	var q quota
 	if id.err == nil {
-		q = s.keys.take(id.principal.Key.ID, app.Limits(id.principal.Account).RateLimit, time.Now())
+		q = s.keys.take(id.principal.Key.ID, app.Limits(id.principal.Account).RateLimit, s.app.Now())
 	} else {
-		q = s.ips.take(clientIP(r), s.cfg.IPRateLimit, time.Now())
+		q = s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
 	}
 	h := rw.Header()
 	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset, 10))
 	if !q.allowed {
-		h.Set("Retry-After", strconv.FormatInt(max(1, q.reset-time.Now().Unix()), 10))
+		h.Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
 		s.writeError(rw, r, apiError(http.StatusTooManyRequests, app.CodeRateLimitExceeded,
 			fmt.Sprintf("rate limit of %d requests per second exceeded", q.limit)))
 		return

@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mailbolt/storage"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func newTestApp(t *testing.T) (*App, *clock) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	return New(db, Options{Now: c.now}), c
+}
+
+func TestBootstrapOnce(t *testing.T) {
+	a, _ := newTestApp(t)
+	b, err := a.BootstrapIfEmpty()
+	if err != nil || b == nil {
+		t.Fatalf("first bootstrap: %v %v", b, err)
+	}
+	if b.Account.Name != "default" || len(b.LiveKey) != len(LivePrefix)+secretLen || b.TestKey[:len(TestPrefix)] != TestPrefix {
+		t.Fatalf("bootstrap = %+v", b)
+	}
+	for _, k := range []string{b.LiveKey, b.TestKey} {
+		p, e := a.Authenticate(k)
+		if e != nil || p.Account.ID != b.Account.ID || !HasScope(p.Key.Scopes, "grader:write") {
+			t.Fatalf("bootstrap key %s: %v", k[:12], e)
+		}
+	}
+	again, err := a.BootstrapIfEmpty()
+	if err != nil || again != nil {
+		t.Fatalf("second bootstrap created again: %v %v", again, err)
+	}
+}
+
+func TestAuthenticateCodes(t *testing.T) {
+	a, c := newTestApp(t)
+	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
+	exp := c.now().Add(time.Hour)
+	good, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "k"})
+	expiring, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "e", ExpiresAt: &exp})
+	revoked, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "r"})
+	a.RevokeKey(acct.ID, revoked.Key.ID)
+
+	c.add(2 * time.Hour)
+	for _, tc := range []struct {
+		secret, code string
+	}{
+		{"", CodeUnauthorized},
+		{"nope", CodeInvalidAPIKey},
+		{"svc_live_" + "x", CodeInvalidAPIKey},
+		{revoked.Secret, CodeInvalidAPIKey},
+		{expiring.Secret, CodeTokenExpired},
+		{good.Secret, ""},
+	} {
+		_, e := a.Authenticate(tc.secret)
+		got := ""
+		if e != nil {
+			got = e.Code
+		}
+		if got != tc.code {
+			t.Errorf("Authenticate(%.12q) = %q, want %q", tc.secret, got, tc.code)
+		}
+	}
+}
+
+func TestCreateKeyValidation(t *testing.T) {
+	a, c := newTestApp(t)
+	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
+	past := c.now().Add(-time.Minute)
+	for _, in := range []KeyInput{
+		{AccountID: acct.ID, Name: ""},
+		{AccountID: acct.ID, Name: "x", Scopes: []string{"messages:fly"}},
+		{AccountID: acct.ID, Name: "x", ExpiresAt: &past},
+		{AccountID: acct.ID, Name: "bad\nname"},
+	} {
+		if _, e := a.CreateKey(in); e == nil || e.Code != CodeValidation {
+			t.Errorf("CreateKey(%+v) = %v, want VALIDATION_ERROR", in, e)
+		}
+	}
+	if _, e := a.CreateKey(KeyInput{AccountID: NewID(), Name: "x"}); e == nil || e.Status != http.StatusNotFound {
+		t.Errorf("key for missing account: %v", e)
+	}
+}
+
+func TestParseScopes(t *testing.T) {
+	got, err := ParseScopes([]string{"messages:write", "events:read", "messages:write"})
+	if err != nil || len(got) != 2 || got[0] != "events:read" {
+		t.Errorf("got %v %v", got, err)
+	}
+	if got, _ := ParseScopes([]string{"messages:read", "*"}); len(got) != 1 || got[0] != "*" {
+		t.Errorf("* not collapsed: %v", got)
+	}
+	if _, err := ParseScopes(nil); err == nil {
+		t.Error("empty scopes accepted")
+	}
+	if CoversScopes([]string{"messages:read"}, []string{"messages:read", "messages:write"}) {
+		t.Error("escalation allowed")
+	}
+	if CoversScopes([]string{"messages:read"}, []string{"*"}) {
+		t.Error("escalation to * allowed")
+	}
+	if !CoversScopes([]string{"*"}, []string{"team:write"}) {
+		t.Error("* does not cover")
+	}
+}
+
+func TestIdempotentRunsOnceUnderConcurrency(t *testing.T) {
+	a, _ := newTestApp(t)
+	var runs atomic.Int32
+	const n = 32
+	var wg sync.WaitGroup
+	replays := atomic.Int32{}
+	bodies := make([]string, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, replayed, e := a.Idempotent(context.Background(), "key1", "idem", []byte("fp"), func() Response {
+				runs.Add(1)
+				time.Sleep(50 * time.Millisecond)
+				return Response{Status: 202, Body: []byte("first")}
+			})
+			if e != nil {
+				t.Error(e)
+				return
+			}
+			if replayed {
+				replays.Add(1)
+			}
+			bodies[i] = string(resp.Body)
+		}()
+	}
+	wg.Wait()
+	if runs.Load() != 1 || replays.Load() != n-1 {
+		t.Fatalf("runs=%d replays=%d", runs.Load(), replays.Load())
+	}
+	for _, b := range bodies {
+		if b != "first" {
+			t.Fatalf("a caller got %q", b)
+		}
+	}
+}
+
+func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
+	a, c := newTestApp(t)
+	run := func(status int) func() Response {
+		return func() Response { return Response{Status: status, Body: []byte("x")} }
+	}
+	a.Idempotent(context.Background(), "k1", "same", []byte("A"), run(201))
+	if _, _, e := a.Idempotent(context.Background(), "k1", "same", []byte("B"), run(201)); e == nil || e.Code != CodeIdempotencyConflict {
+		t.Errorf("different body: %v", e)
+	}
+	// Another API key's identical idempotency key is a different slot.
+	if _, replayed, _ := a.Idempotent(context.Background(), "k2", "same", []byte("B"), run(201)); replayed {
+		t.Error("k2 replayed k1's answer")
+	}
+	// 429 and 503 are not stored.
+	a.Idempotent(context.Background(), "k1", "busy", []byte("A"), run(429))
+	if _, replayed, _ := a.Idempotent(context.Background(), "k1", "busy", []byte("A"), run(201)); replayed {
+		t.Error("429 was stored")
+	}
+	// After 24 h the key is fresh.
+	c.add(24*time.Hour + time.Second)
+	if _, replayed, e := a.Idempotent(context.Background(), "k1", "same", []byte("B"), run(201)); replayed || e != nil {
+		t.Errorf("expired key: replayed=%v e=%v", replayed, e)
+	}
+}
+
+func TestSweepRemovesExpiredIdempotency(t *testing.T) {
+	a, c := newTestApp(t)
+	a.Idempotent(context.Background(), "k1", "x", []byte("A"), func() Response { return Response{Status: 200} })
+	c.add(25 * time.Hour)
+	n, err := a.Sweep()
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	a.db.View(func(tx *storage.Tx) error {
+		if _, err := tx.IdempotencyRecord("k1", "x"); err == nil {
+			t.Error("record survived the sweep")
+		}
+		return nil
+	})
+}
+
+func TestSuppressionsAndTeam(t *testing.T) {
+	a, _ := newTestApp(t)
+	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
+	s, created, e := a.AddSuppression(acct.ID, "User@Example.COM", "")
+	if e != nil || !created || s.Recipient != "user@example.com" || s.Reason != "manual" {
+		t.Fatalf("%+v %v %v", s, created, e)
+	}
+	if _, created, _ := a.AddSuppression(acct.ID, "user@example.com", "complaint"); created {
+		t.Error("duplicate created")
+	}
+	for _, bad := range []string{"", "nope", "Name <a@b.test>", "a@b.test, c@d.test"} {
+		if _, _, e := a.AddSuppression(acct.ID, bad, ""); e == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+	if _, _, e := a.AddSuppression(acct.ID, "x@y.test", "bored"); e == nil {
+		t.Error("unknown reason accepted")
+	}
+	if e := a.DeleteSuppression(acct.ID, "USER@example.com"); e != nil {
+		t.Fatal(e)
+	}
+	if e := a.DeleteSuppression(acct.ID, "user@example.com"); e == nil || e.Status != 404 {
+		t.Errorf("second delete: %v", e)
+	}
+	inv, e := a.Invite(acct.ID, "Dev@Example.com", "developer")
+	if e != nil || inv.Token == "" || inv.Member.Status != "invited" || inv.Member.Email != "dev@example.com" {
+		t.Fatalf("%+v %v", inv, e)
+	}
+	if _, e := a.Invite(acct.ID, "dev@example.com", "admin"); e == nil || e.Code != CodeConflict {
+		t.Errorf("duplicate invite: %v", e)
+	}
+	if _, e := a.Invite(acct.ID, "x@example.com", "god"); e == nil || e.Code != CodeValidation {
+		t.Errorf("bad role: %v", e)
+	}
+}
+
+func TestWorkersStopAndDoNotPanic(t *testing.T) {
+	a, _ := newTestApp(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
+	k, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "k"})
+	a.Authenticate(k.Secret)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var used *time.Time
+		a.db.View(func(tx *storage.Tx) error {
+			got, _ := tx.APIKey(k.Key.ID)
+			used = got.LastUsedAt
+			return nil
+		})
+		if used != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("last_used_at never written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if a.Panics() != 0 {
+		t.Fatalf("%d worker panics", a.Panics())
+	}
+}

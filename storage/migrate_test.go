@@ -1,0 +1,123 @@
+package storage
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func writeFile(path string, data []byte) error { return os.WriteFile(path, data, 0o600) }
+
+// openAt creates a raw bbolt file migrated up to version v.
+func openAt(t *testing.T, v int) (*bolt.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upTo []migration
+	for _, m := range migrations {
+		if m.version <= v {
+			upTo = append(upTo, m)
+		}
+	}
+	if err := migrate(b, upTo); err != nil {
+		t.Fatal(err)
+	}
+	return b, path
+}
+
+func TestMigration1CreatesBuckets(t *testing.T) {
+	b, _ := openAt(t, 1)
+	defer b.Close()
+	b.View(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketMeta, bucketAccounts, bucketAPIKeys, bucketAPIKeyHashes,
+			bucketAPIKeysByAccount, bucketSuppressions, bucketTeam, bucketTeamEmails, bucketIdempotency, bucketExpiry} {
+			if tx.Bucket(name) == nil {
+				t.Errorf("bucket %s missing", name)
+			}
+		}
+		if v := schemaVersion(tx); v != 1 {
+			t.Errorf("version %d", v)
+		}
+		return nil
+	})
+}
+
+func TestMigration2BackfillsCounts(t *testing.T) {
+	b, path := openAt(t, 1)
+	// Records written by a version-1 binary, which kept no counts.
+	b.Update(func(tx *bolt.Tx) error {
+		for _, r := range []string{"a@x.test", "b@x.test", "c@x.test"} {
+			tx.Bucket(bucketSuppressions).Put(join("acct1", r), []byte(`{}`))
+		}
+		tx.Bucket(bucketSuppressions).Put(join("acct2", "z@x.test"), []byte(`{}`))
+		tx.Bucket(bucketAPIKeysByAccount).Put(join("acct1", "k1"), nil)
+		tx.Bucket(bucketTeam).Put(join("acct2", "m1"), []byte(`{}`))
+		return nil
+	})
+	b.Close()
+
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, _ := db.SchemaVersion(); v != LatestSchemaVersion() {
+		t.Fatalf("version %d, want %d", v, LatestSchemaVersion())
+	}
+	db.View(func(tx *Tx) error {
+		for _, c := range []struct {
+			got, want int
+			what      string
+		}{
+			{tx.SuppressionCount("acct1"), 3, "acct1 suppressions"},
+			{tx.SuppressionCount("acct2"), 1, "acct2 suppressions"},
+			{tx.APIKeyCount("acct1"), 1, "acct1 keys"},
+			{tx.TeamMemberCount("acct2"), 1, "acct2 team"},
+			{tx.TeamMemberCount("acct1"), 0, "acct1 team"},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s = %d, want %d", c.what, c.got, c.want)
+			}
+		}
+		return nil
+	})
+}
+
+func TestMigrationsAreIdempotentAcrossOpens(t *testing.T) {
+	dir := t.TempDir()
+	for range 2 {
+		db, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Update(func(tx *Tx) error {
+			_, _, err := tx.PutSuppression(Suppression{AccountID: "a", Recipient: "x@y.test"})
+			return err
+		})
+		db.Close()
+	}
+	db, _ := Open(dir, Options{})
+	defer db.Close()
+	db.View(func(tx *Tx) error {
+		if n := tx.SuppressionCount("a"); n != 1 {
+			t.Errorf("count %d after reopen", n)
+		}
+		return nil
+	})
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	b, path := openAt(t, LatestSchemaVersion())
+	b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, putU64(uint64(LatestSchemaVersion()+1)))
+	})
+	b.Close()
+	if _, err := OpenFile(path, Options{}); err == nil {
+		t.Fatal("opened a database from the future")
+	}
+}

@@ -1,0 +1,173 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+)
+
+// testClock is the clock every test server runs on.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is a real server on 127.0.0.1:0 over a real bbolt file, with one
+// account ("acme", generous rate limit) and a key of scope "*".
+type env struct {
+	t     *testing.T
+	app   *app.App
+	srv   *httptest.Server
+	clock *testClock
+	acct  storage.Account
+	key   string
+}
+
+func newEnv(t *testing.T, cfg Config) *env {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	a := app.New(db, app.Options{Now: clock.Now})
+	srv := httptest.NewServer(New(a, cfg))
+	t.Cleanup(func() {
+		srv.Close()
+		db.Close()
+	})
+	e := &env{t: t, app: a, srv: srv, clock: clock}
+	e.acct, e.key = e.account("acme", "enterprise", 100000)
+	return e
+}
+
+// account creates an account and a key of scope "*" for it.
+func (e *env) account(name, plan string, rate int) (storage.Account, string) {
+	e.t.Helper()
+	acct, ae := e.app.CreateAccount(app.AccountInput{Name: name, Plan: plan, RateLimit: rate})
+	if ae != nil {
+		e.t.Fatal(ae)
+	}
+	return acct, e.newKey(acct.ID, nil, false, nil)
+}
+
+func (e *env) newKey(accountID string, scopes []string, test bool, expires *time.Time) string {
+	e.t.Helper()
+	k, ae := e.app.CreateKey(app.KeyInput{AccountID: accountID, Name: "test key", Scopes: scopes, Test: test, ExpiresAt: expires})
+	if ae != nil {
+		e.t.Fatal(ae)
+	}
+	return k.Secret
+}
+
+// reply is a response with its body read.
+type reply struct {
+	*http.Response
+	body []byte
+}
+
+func (r reply) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+	return m
+}
+
+// code is the error code of an error answer.
+func (r reply) code(t testing.TB) string {
+	t.Helper()
+	errObj, _ := r.json(t)["error"].(map[string]any)
+	code, _ := errObj["code"].(string)
+	return code
+}
+
+// do sends a request and checks the answer against the OpenAPI document.
+// body may be nil, a string (sent as is) or a value to encode as JSON.
+// hdr holds header name/value pairs.
+func (e *env) do(method, path, key string, body any, hdr ...string) reply {
+	e.t.Helper()
+	return doRequest(e.t, e.srv.URL, method, path, key, body, hdr...)
+}
+
+func doRequest(t testing.TB, base, method, path, key string, body any, hdr ...string) reply {
+	t.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("%s %s: no X-Request-Id", method, path)
+	}
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if resp.Header.Get(h) == "" {
+			t.Errorf("%s %s: no %s", method, path, h)
+		}
+	}
+	if resp.StatusCode >= 400 && !strings.Contains(string(data), `"code"`) {
+		t.Errorf("%s %s: error %d without envelope: %s", method, path, resp.StatusCode, data)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	checkOpenAPI(t, req, resp, data)
+	return reply{resp, data}
+}
+
+// want fails the test unless the answer has the status (and error code).
+func (r reply) want(t testing.TB, status int, code ...string) reply {
+	t.Helper()
+	if r.StatusCode != status {
+		t.Fatalf("%s %s: status %d, want %d: %s", r.Request.Method, r.Request.URL.Path, r.StatusCode, status, r.body)
+	}
+	if len(code) > 0 && r.code(t) != code[0] {
+		t.Fatalf("%s %s: code %q, want %q: %s", r.Request.Method, r.Request.URL.Path, r.code(t), code[0], r.body)
+	}
+	return r
+}
