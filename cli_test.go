@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// syncBuffer is an io.Writer safe to read while a command writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.Write(p) }
+func (b *syncBuffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
+
+// run executes one CLI command in-process and returns its output.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := run(t, args...)
+	if err != nil {
+		t.Fatalf("mailbolt %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+var (
+	listenRe  = regexp.MustCompile(`listening on (http://\S+)`)
+	liveKeyRe = regexp.MustCompile(`live key: (svc_live_\w+)`)
+	testKeyRe = regexp.MustCompile(`test key: (svc_test_\w+)`)
+)
+
+// startServe runs `mailbolt serve` in-process until the test ends and
+// returns the base URL and the printed output.
+func startServe(t *testing.T, dataDir string, extra ...string) (string, *syncBuffer, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	cmd := newRootCommand()
+	cmd.SetOut(out)
+	cmd.SetErr(&syncBuffer{})
+	cmd.SetArgs(append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0"}, extra...))
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !listenRe.MatchString(out.String()) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v\n%s", err, out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return listenRe.FindStringSubmatch(out.String())[1], out, stop
+}
+
+func get(t *testing.T, url, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestFirstStartPrintsKeysOnce(t *testing.T) {
+	dir := t.TempDir()
+	base, out, stop := startServe(t, dir)
+	live := liveKeyRe.FindStringSubmatch(out.String())
+	test := testKeyRe.FindStringSubmatch(out.String())
+	if live == nil || test == nil {
+		t.Fatalf("no keys printed:\n%s", out)
+	}
+	status, acct := get(t, base+"/v1/account", live[1])
+	if status != 200 || acct["name"] != "default" {
+		t.Fatalf("default account: %d %v", status, acct)
+	}
+	if status, _ := get(t, base+"/v1/account", test[1]); status != 200 {
+		t.Fatalf("test key: %d", status)
+	}
+	stop()
+	_, out2, _ := startServe(t, dir)
+	if strings.Contains(out2.String(), "svc_") {
+		t.Fatalf("second start printed keys again:\n%s", out2)
+	}
+}
+
+func TestManagementWhileServingAndStopped(t *testing.T) {
+	dir := t.TempDir()
+	base, _, stop := startServe(t, dir)
+
+	// While serving: the CLI goes through the management socket.
+	info, err := os.Stat(filepath.Join(dir, "mailbolt.sock"))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("socket: %v %v", info, err)
+	}
+	acctID := lastLine(mustRun(t, "accounts", "create", "--name", "Acme", "--plan", "pro", "--data-dir", dir))
+	if _, err := uuid.Parse(acctID); err != nil {
+		t.Fatalf("last line %q is not an account id", acctID)
+	}
+	key := lastLine(mustRun(t, "keys", "create", "--account", acctID, "--name", "ci", "--scopes", "account:read,suppressions:write", "--data-dir", dir))
+	if !strings.HasPrefix(key, "svc_live_") {
+		t.Fatalf("last line %q is not a key", key)
+	}
+	status, acct := get(t, base+"/v1/account", key)
+	if status != 200 || acct["id"] != acctID || acct["plan"] != "pro" {
+		t.Fatalf("new key: %d %v", status, acct)
+	}
+	testKey := lastLine(mustRun(t, "keys", "create", "--account", acctID, "--name", "sandbox", "--test", "--expires-in", "30d", "--data-dir", dir))
+	if !strings.HasPrefix(testKey, "svc_test_") {
+		t.Fatalf("test key %q", testKey)
+	}
+	list := mustRun(t, "keys", "list", "--account", acctID, "--data-dir", dir)
+	if !strings.Contains(list, "ci") || !strings.Contains(list, "sandbox") || strings.Contains(list, key) {
+		t.Fatalf("keys list:\n%s", list)
+	}
+	if out := mustRun(t, "accounts", "list", "--data-dir", dir); !strings.Contains(out, acctID) || !strings.Contains(out, "default") {
+		t.Fatalf("accounts list:\n%s", out)
+	}
+	var keyID string
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " ci ") {
+			keyID = strings.Fields(line)[0]
+		}
+	}
+	mustRun(t, "keys", "revoke", keyID, "--data-dir", dir)
+	if status, body := get(t, base+"/v1/account", key); status != 401 {
+		t.Fatalf("revoked key still works: %d %v", status, body)
+	}
+	if _, err := run(t, "keys", "revoke", "no-such-key", "--data-dir", dir); err == nil {
+		t.Error("revoking an unknown key succeeded")
+	}
+	if _, err := run(t, "accounts", "create", "--name", "x", "--plan", "platinum", "--data-dir", dir); err == nil {
+		t.Error("unknown plan accepted")
+	}
+
+	// Backup while serving, and restore refused while serving.
+	backup := filepath.Join(t.TempDir(), "snap.db")
+	if out := mustRun(t, "backup", "--out", backup, "--data-dir", dir); !strings.Contains(out, "consistency check passed") {
+		t.Fatalf("backup: %s", out)
+	}
+	if _, err := run(t, "restore", "--from", backup, "--data-dir", dir); err == nil {
+		t.Fatal("restore ran while the server was up")
+	}
+	stop()
+
+	// Stopped: the CLI opens the database itself.
+	other := lastLine(mustRun(t, "accounts", "create", "--name", "Offline", "--data-dir", dir))
+	if _, err := uuid.Parse(other); err != nil {
+		t.Fatalf("offline create: %q", other)
+	}
+	offlineBackup := filepath.Join(t.TempDir(), "offline.db")
+	mustRun(t, "backup", "--out", offlineBackup, "--data-dir", dir)
+
+	// Restore the backup taken while serving into a fresh data dir and read it back.
+	restored := t.TempDir()
+	mustRun(t, "restore", "--from", backup, "--data-dir", restored)
+	out := mustRun(t, "accounts", "list", "--data-dir", restored)
+	if !strings.Contains(out, acctID) || strings.Contains(out, other) {
+		t.Fatalf("restored accounts:\n%s", out)
+	}
+	// Restoring over an existing database keeps the old one.
+	out = mustRun(t, "restore", "--from", offlineBackup, "--data-dir", restored)
+	if !strings.Contains(out, "pre-restore") {
+		t.Fatalf("restore over existing: %s", out)
+	}
+	if out := mustRun(t, "accounts", "list", "--data-dir", restored); !strings.Contains(out, other) {
+		t.Fatalf("second restore not applied:\n%s", out)
+	}
+	base2, _, _ := startServe(t, restored)
+	if status, _ := get(t, base2+"/v1/account", testKey); status != 200 {
+		t.Fatalf("key from the backup does not work after restore: %d", status)
+	}
+}
+
+func TestEnvironmentVariables(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("MAILBOLT_DATA_DIR", dir)
+	id := lastLine(mustRun(t, "accounts", "create", "--name", "FromEnv"))
+	if _, err := os.Stat(filepath.Join(dir, "mailbolt.db")); err != nil {
+		t.Fatal("MAILBOLT_DATA_DIR ignored")
+	}
+	// A flag beats its environment variable.
+	other := t.TempDir()
+	mustRun(t, "accounts", "create", "--name", "FromFlag", "--data-dir", other)
+	if out := mustRun(t, "accounts", "list"); !strings.Contains(out, id) || strings.Contains(out, "FromFlag") {
+		t.Fatalf("accounts list:\n%s", out)
+	}
+	t.Setenv("MAILBOLT_PLAN", "growth")
+	mustRun(t, "accounts", "create", "--name", "Grower")
+	if out := mustRun(t, "accounts", "list"); !strings.Contains(out, "growth") {
+		t.Fatalf("MAILBOLT_PLAN ignored:\n%s", out)
+	}
+	t.Setenv("MAILBOLT_HTTP_ADDR", "not an address")
+	if _, err := run(t, "serve", "--data-dir", t.TempDir()); err == nil {
+		t.Fatal("MAILBOLT_HTTP_ADDR ignored")
+	}
+}
+
+func TestServeFlagsValidation(t *testing.T) {
+	for _, args := range [][]string{
+		{"--deprecate", "v9"},
+		{"--sunset", "2027-06-30"},
+		{"--deprecate", "v1", "--sunset", "June"},
+		{"--log-level", "loud"},
+	} {
+		if _, err := run(t, append([]string{"serve", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0"}, args...)...); err == nil {
+			t.Errorf("serve %v accepted", args)
+		}
+	}
+}
+
+func TestDeprecateFlags(t *testing.T) {
+	base, out, _ := startServe(t, t.TempDir(), "--deprecate", "v1", "--sunset", "2099-06-30")
+	key := liveKeyRe.FindStringSubmatch(out.String())[1]
+	req, _ := http.NewRequest("GET", base+"/v1/account", nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Deprecation") != "true" || resp.Header.Get("Sunset") != "Tue, 30 Jun 2099 00:00:00 GMT" {
+		t.Fatalf("headers: %v", resp.Header)
+	}
+	base2, _, _ := startServe(t, t.TempDir(), "--deprecate", "v1", "--sunset", "2020-01-01")
+	status, body := get(t, base2+"/v1/account", key)
+	if status != 410 || fmt.Sprint(body["error"].(map[string]any)["code"]) != "VERSION_SUNSET" {
+		t.Fatalf("after sunset: %d %v", status, body)
+	}
+}
+
+func TestSecondServerOnSameDataDirRefused(t *testing.T) {
+	dir := t.TempDir()
+	startServe(t, dir)
+	if _, err := run(t, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0"); err == nil {
+		t.Fatal("second server started on a locked data dir")
+	}
+}
+
+func TestVersion(t *testing.T) {
+	if out := mustRun(t, "version"); !strings.HasPrefix(out, "mailbolt ") {
+		t.Fatalf("version: %q", out)
+	}
+}
