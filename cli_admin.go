@@ -16,12 +16,17 @@ import (
 
 // withAdmin runs fn against the server on --data-dir when one is running
 // (through its management socket), or else on the database opened here.
-func withAdmin(cmd *cobra.Command, fn func(web.Admin) error) error {
+// Commands that only read or change existing records pass mustExist, so a
+// mistyped --data-dir is an error rather than a new empty database.
+func withAdmin(cmd *cobra.Command, mustExist bool, fn func(web.Admin) error) error {
 	dataDir, _ := cmd.Flags().GetString("data-dir")
 	if c, err := web.DialAdmin(dataDir); err == nil {
 		return fn(c)
 	}
-	db, err := storage.Open(dataDir, storage.Options{})
+	db, err := storage.Open(dataDir, storage.Options{MustExist: mustExist})
+	if errors.Is(err, storage.ErrNoDatabase) {
+		return fmt.Errorf("no database in %s: check --data-dir (or MAILBOLT_DATA_DIR), or start `mailbolt serve` there once", dataDir)
+	}
 	if errors.Is(err, storage.ErrLocked) {
 		return fmt.Errorf("the database in %s is locked by another process, and no server answers on its management socket", dataDir)
 	}
@@ -40,7 +45,7 @@ func newAccountsCommand() *cobra.Command {
 		Short: "Create an account; prints its id as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, func(a web.Admin) error {
+			return withAdmin(cmd, false, func(a web.Admin) error {
 				acct, err := a.CreateAccount(in)
 				if err != nil {
 					return err
@@ -63,7 +68,7 @@ func newAccountsCommand() *cobra.Command {
 		Short: "List accounts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a web.Admin) error {
 				accts, err := a.ListAccounts()
 				if err != nil {
 					return err
@@ -98,7 +103,7 @@ func newKeysCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(cmd, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a web.Admin) error {
 				k, err := a.CreateKey(app.KeyInput{AccountID: account, Name: name, Scopes: scopes, Test: test, ExpiresAt: expires})
 				if err != nil {
 					return err
@@ -128,7 +133,7 @@ func newKeysCommand() *cobra.Command {
 		Short: "List an account's API keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a web.Admin) error {
 				keys, err := a.ListKeys(listAccount)
 				if err != nil {
 					return err
@@ -155,7 +160,7 @@ func newKeysCommand() *cobra.Command {
 		Short: "Revoke an API key; it stops working on the next request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a web.Admin) error {
 				k, err := a.RevokeKey(args[0])
 				if err != nil {
 					return err
@@ -183,7 +188,7 @@ func newBackupCommand() *cobra.Command {
 		Short: "Write a consistent, checked copy of the database (safe while serving)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a web.Admin) error {
 				n, err := a.Backup(out)
 				if err != nil {
 					return err

@@ -286,6 +286,23 @@ func TestSecondServerOnSameDataDirRefused(t *testing.T) {
 	}
 }
 
+func TestReadCommandsNeedAnExistingDatabase(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{
+		{"accounts", "list"}, {"keys", "list", "--account", "x"}, {"keys", "revoke", "x"},
+		{"backup", "--out", filepath.Join(t.TempDir(), "b.db")},
+		{"keys", "create", "--account", "x", "--name", "k"},
+	} {
+		out, err := run(t, append(args, "--data-dir", missing)...)
+		if err == nil || !strings.Contains(err.Error(), "no database") {
+			t.Errorf("%v: %v %s", args, err, out)
+		}
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Error("a read command created the data dir")
+	}
+}
+
 func TestVersion(t *testing.T) {
 	if out := mustRun(t, "version"); !strings.HasPrefix(out, "mailbolt ") {
 		t.Fatalf("version: %q", out)

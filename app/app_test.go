@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -62,7 +64,7 @@ func TestAuthenticateCodes(t *testing.T) {
 	good, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "k"})
 	expiring, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "e", ExpiresAt: &exp})
 	revoked, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "r"})
-	a.RevokeKey(acct.ID, revoked.Key.ID)
+	a.RevokeKey(nil, revoked.Key.ID)
 
 	c.add(2 * time.Hour)
 	for _, tc := range []struct {
@@ -138,7 +140,7 @@ func TestIdempotentRunsOnceUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, replayed, e := a.Idempotent(context.Background(), "key1", "idem", []byte("fp"), func() Response {
+			resp, replayed, e := a.Idempotent(context.Background(), pk("key1"), "s1", "idem", []byte("fp"), func() Response {
 				runs.Add(1)
 				time.Sleep(50 * time.Millisecond)
 				return Response{Status: 202, Body: []byte("first")}
@@ -169,29 +171,65 @@ func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
 	run := func(status int) func() Response {
 		return func() Response { return Response{Status: status, Body: []byte("x")} }
 	}
-	a.Idempotent(context.Background(), "k1", "same", []byte("A"), run(201))
-	if _, _, e := a.Idempotent(context.Background(), "k1", "same", []byte("B"), run(201)); e == nil || e.Code != CodeIdempotencyConflict {
+	a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("A"), run(201))
+	if _, _, e := a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("B"), run(201)); e == nil || e.Code != CodeIdempotencyConflict {
 		t.Errorf("different body: %v", e)
 	}
 	// Another API key's identical idempotency key is a different slot.
-	if _, replayed, _ := a.Idempotent(context.Background(), "k2", "same", []byte("B"), run(201)); replayed {
+	if _, replayed, _ := a.Idempotent(context.Background(), pk("k2"), "s2", "same", []byte("B"), run(201)); replayed {
 		t.Error("k2 replayed k1's answer")
 	}
 	// 429 and 503 are not stored.
-	a.Idempotent(context.Background(), "k1", "busy", []byte("A"), run(429))
-	if _, replayed, _ := a.Idempotent(context.Background(), "k1", "busy", []byte("A"), run(201)); replayed {
+	a.Idempotent(context.Background(), pk("k1"), "s1", "busy", []byte("A"), run(429))
+	if _, replayed, _ := a.Idempotent(context.Background(), pk("k1"), "s1", "busy", []byte("A"), run(201)); replayed {
 		t.Error("429 was stored")
 	}
 	// After 24 h the key is fresh.
 	c.add(24*time.Hour + time.Second)
-	if _, replayed, e := a.Idempotent(context.Background(), "k1", "same", []byte("B"), run(201)); replayed || e != nil {
+	if _, replayed, e := a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("B"), run(201)); replayed || e != nil {
 		t.Errorf("expired key: replayed=%v e=%v", replayed, e)
+	}
+}
+
+func pk(id string) Principal { return Principal{Key: storage.APIKey{ID: id}} }
+
+func TestIdempotentAnswersAreSealed(t *testing.T) {
+	a, _ := newTestApp(t)
+	secretBody := []byte(`{"key":"svc_live_TOPSECRET"}`)
+	a.Idempotent(context.Background(), pk("k1"), "svc_live_owner", "x", []byte("A"), func() Response {
+		return Response{Status: 201, Header: map[string][]string{"Location": {"/v1/x"}}, Body: secretBody}
+	})
+	a.db.View(func(tx *storage.Tx) error {
+		rec, err := tx.IdempotencyRecord("k1", "x")
+		if err != nil || rec.Status != 201 || bytes.Contains(rec.Sealed, []byte("TOPSECRET")) {
+			t.Errorf("stored record exposes the answer: %v %q", err, rec.Sealed)
+		}
+		return nil
+	})
+	resp, replayed, e := a.Idempotent(context.Background(), pk("k1"), "svc_live_owner", "x", []byte("A"), nil)
+	if e != nil || !replayed || !bytes.Equal(resp.Body, secretBody) || resp.Header["Location"][0] != "/v1/x" {
+		t.Fatalf("replay: %v %v %q", e, replayed, resp.Body)
+	}
+	if _, _, e := a.Idempotent(context.Background(), pk("k1"), "svc_live_other", "x", []byte("A"), nil); e == nil {
+		t.Fatal("another secret opened the stored answer")
+	}
+}
+
+func Test5xxIsNotStored(t *testing.T) {
+	a, _ := newTestApp(t)
+	for _, status := range []int{500, 503, 429} {
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
+		runs := 0
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { runs++; return Response{Status: 200} })
+		if runs != 1 {
+			t.Errorf("a %d answer was stored", status)
+		}
 	}
 }
 
 func TestSweepRemovesExpiredIdempotency(t *testing.T) {
 	a, c := newTestApp(t)
-	a.Idempotent(context.Background(), "k1", "x", []byte("A"), func() Response { return Response{Status: 200} })
+	a.Idempotent(context.Background(), pk("k1"), "s1", "x", []byte("A"), func() Response { return Response{Status: 200} })
 	c.add(25 * time.Hour)
 	n, err := a.Sweep()
 	if err != nil || n != 1 {

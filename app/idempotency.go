@@ -3,8 +3,14 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"mailbolt/storage"
@@ -37,8 +43,10 @@ func Fingerprint(method, path string, body []byte) []byte {
 // stored answer and replayed=true; a different fingerprint is 409
 // IDEMPOTENCY_CONFLICT. A repeat that arrives while the first is still
 // running waits for it, so the request never runs twice. Answers with status
-// 429 or 503 are not stored, so a retry can succeed.
-func (a *App) Idempotent(ctx context.Context, apiKeyID, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e *Error) {
+// 429 or any 5xx are not stored, so a retry can succeed. The stored answer is
+// sealed with a key derived from the API key's secret (see seal).
+func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e *Error) {
+	apiKeyID := p.Key.ID
 	slot := apiKeyID + "\x00" + key
 	for {
 		a.idemMu.Lock()
@@ -75,22 +83,91 @@ func (a *App) Idempotent(ctx context.Context, apiKeyID, key string, fingerprint 
 			return Response{}, false, &Error{Status: http.StatusConflict, Code: CodeIdempotencyConflict,
 				Message: "this Idempotency-Key was already used with a different request"}
 		}
-		return Response{Status: rec.Status, Header: rec.Header, Body: rec.Body}, true, nil
+		resp, err := open(secret, rec)
+		if err != nil {
+			return Response{}, false, Internal(err)
+		}
+		return resp, true, nil
 	case err != nil && !errors.Is(err, storage.ErrNotFound):
 		return Response{}, false, Internal(err)
 	}
 
 	resp = run()
-	if resp.Status == http.StatusTooManyRequests || resp.Status == http.StatusServiceUnavailable {
+	if resp.Status == http.StatusTooManyRequests || resp.Status >= 500 {
+		return resp, false, nil
+	}
+	sealed, err := seal(secret, resp)
+	if err != nil {
+		a.log.Error("seal idempotent answer", "api_key_id", apiKeyID, "err", err)
 		return resp, false, nil
 	}
 	now := a.Now()
-	rec = storage.IdempotencyRecord{Fingerprint: fingerprint, Status: resp.Status, Header: resp.Header,
-		Body: resp.Body, CreatedAt: now, ExpiresAt: now.Add(a.opts.IdempotencyTTL)}
+	rec = storage.IdempotencyRecord{Fingerprint: fingerprint, Status: resp.Status, Sealed: sealed,
+		CreatedAt: now, ExpiresAt: now.Add(a.opts.IdempotencyTTL)}
 	if err := a.db.Update(func(tx *storage.Tx) error { return tx.PutIdempotencyRecord(apiKeyID, key, rec) }); err != nil {
 		// The request itself succeeded and is committed; only its replay
 		// record is missing. Answer it rather than invite a second execution.
 		a.log.Error("store idempotent answer", "api_key_id", apiKeyID, "err", err)
 	}
 	return resp, false, nil
+}
+
+// sealKey derives the AES-256 key that protects stored answers from the API
+// key's secret. The database holds only SHA-256(secret), from which this key
+// cannot be computed.
+func sealKey(secret string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("mailbolt idempotency v1"))
+	return m.Sum(nil)
+}
+
+type sealedAnswer struct {
+	Header map[string][]string `json:"header,omitempty"`
+	Body   []byte              `json:"body,omitempty"`
+}
+
+func gcm(secret string) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(sealKey(secret))
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// seal encrypts an answer's headers and body with AES-256-GCM.
+func seal(secret string, r Response) ([]byte, error) {
+	plain, err := json.Marshal(sealedAnswer{Header: r.Header, Body: r.Body})
+	if err != nil {
+		return nil, err
+	}
+	aead, err := gcm(secret)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, plain, nil), nil
+}
+
+// open decrypts a stored answer.
+func open(secret string, rec storage.IdempotencyRecord) (Response, error) {
+	aead, err := gcm(secret)
+	if err != nil {
+		return Response{}, err
+	}
+	if len(rec.Sealed) < aead.NonceSize() {
+		return Response{}, errors.New("stored answer is truncated")
+	}
+	n := aead.NonceSize()
+	plain, err := aead.Open(nil, rec.Sealed[:n], rec.Sealed[n:], nil)
+	if err != nil {
+		return Response{}, fmt.Errorf("open stored answer: %w", err)
+	}
+	var s sealedAnswer
+	if err := json.Unmarshal(plain, &s); err != nil {
+		return Response{}, err
+	}
+	return Response{Status: rec.Status, Header: s.Header, Body: s.Body}, nil
 }

@@ -106,16 +106,25 @@ func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []stora
 	return keys, res, total, storageErr(err, "api key")
 }
 
-// RevokeKey revokes a key. With accountID set, a key of another account is
-// not found; the CLI passes "" to revoke any key. Revoking twice is a no-op
-// that returns the key as it is.
-func (a *App) RevokeKey(accountID, keyID string) (storage.APIKey, *Error) {
+// RevokeKey revokes a key. With by set (an API request), a key of another
+// account is not found, a test key cannot revoke a live key, and a key
+// cannot revoke one holding scopes it lacks itself; the CLI passes nil to
+// revoke any key. Revoking twice is a no-op that returns the key as it is.
+func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, *Error) {
 	var k storage.APIKey
 	err := a.db.Update(func(tx *storage.Tx) error {
 		var err error
 		k, err = tx.APIKey(keyID)
-		if err != nil || (accountID != "" && k.AccountID != accountID) {
+		if err != nil || (by != nil && k.AccountID != by.Account.ID) {
 			return NotFound("api key")
+		}
+		if by != nil && by.Key.Test && !k.Test {
+			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "a test key cannot revoke a live key"}
+		}
+		if by != nil && !CoversScopes(by.Key.Scopes, k.Scopes) {
+			return &Error{Status: http.StatusForbidden, Code: CodeInsufficientScopes,
+				Message: "a key cannot revoke a key with scopes it does not hold itself",
+				Details: map[string]any{"held": by.Key.Scopes, "target": k.Scopes}}
 		}
 		if k.RevokedAt == nil {
 			now := a.Now()

@@ -20,6 +20,8 @@ const FileName = "mailbolt.db"
 type Options struct {
 	// ReadOnly opens the file with a shared lock and runs no migrations.
 	ReadOnly bool
+	// MustExist fails with ErrNoDatabase instead of creating a new file.
+	MustExist bool
 	// LockTimeout bounds the wait for the file lock; zero means 1 s.
 	LockTimeout time.Duration
 	// MaxBatch caps how many writes share one commit; zero means 1000.
@@ -45,7 +47,7 @@ type DB struct {
 // Open opens (creating if needed) the database in dataDir and brings its
 // schema up to date. A database held by another process gives ErrLocked.
 func Open(dataDir string, opts Options) (*DB, error) {
-	if !opts.ReadOnly {
+	if !opts.ReadOnly && !opts.MustExist {
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
 		}
@@ -61,8 +63,10 @@ func OpenFile(path string, opts Options) (*DB, error) {
 	if opts.MaxBatch == 0 {
 		opts.MaxBatch = 1000
 	}
-	if opts.ReadOnly {
-		if _, err := os.Stat(path); err != nil {
+	if opts.ReadOnly || opts.MustExist {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s", ErrNoDatabase, path)
+		} else if err != nil {
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 	}

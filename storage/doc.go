@@ -28,6 +28,18 @@
 //	    <u64 unix-nanos><kind><record key> -> ""   (what the sweeper removes, oldest first)
 //	counts/                                        (schema v2)
 //	    <collection>·<account_id> -> u64           (list totals, kept in the same Tx as the records)
+//	domains/                                       (schema v3)
+//	    <domain_id>               -> Domain (JSON; holds the DKIM private keys)
+//	domains_by_account/
+//	    <account_id>·<domain_id>  -> ""
+//	domain_names/
+//	    <account_id>·<name>       -> <domain_id>   (one name per account)
+//	domain_schedule/
+//	    <u64 unix-nanos><domain_id> -> ""          (next DNS re-check, earliest first)
+//	templates/
+//	    <account_id>·<template_id> -> Template (JSON; newest version number)
+//	template_versions/
+//	    <template_id>·<u64 version> -> TemplateVersion (JSON; immutable)
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent

@@ -3,14 +3,16 @@ package storage
 import "time"
 
 // IdempotencyRecord is the stored answer to a write request sent with an
-// Idempotency-Key, scoped to the API key that sent it.
+// Idempotency-Key, scoped to the API key that sent it. Sealed holds the
+// answer's headers and body encrypted with a key only that API key's secret
+// derives, so answers that carry secrets (a new API key) are not readable
+// from the file or a backup.
 type IdempotencyRecord struct {
-	Fingerprint []byte              `json:"fingerprint"`
-	Status      int                 `json:"status"`
-	Header      map[string][]string `json:"header,omitempty"`
-	Body        []byte              `json:"body,omitempty"`
-	CreatedAt   time.Time           `json:"created_at"`
-	ExpiresAt   time.Time           `json:"expires_at"`
+	Fingerprint []byte    `json:"fingerprint"`
+	Status      int       `json:"status"`
+	Sealed      []byte    `json:"sealed,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
 }
 
 // IdempotencyRecord reads the stored answer for (apiKeyID, key).

@@ -21,6 +21,7 @@ type migration struct {
 var migrations = []migration{
 	{1, "create the base buckets", migrateBaseBuckets},
 	{2, "per-account list counts, backfilled", migrateCounts},
+	{3, "sending domains and templates", migrateDomainsTemplates},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -32,28 +33,30 @@ func schemaVersion(tx *bolt.Tx) int {
 }
 
 func migrate(db *bolt.DB, list []migration) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		current := schemaVersion(tx)
-		if latest := list[len(list)-1].version; current > latest {
-			return fmt.Errorf("database schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
+	var current int
+	db.View(func(tx *bolt.Tx) error { current = schemaVersion(tx); return nil })
+	if latest := list[len(list)-1].version; current > latest {
+		return fmt.Errorf("database schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
+	}
+	for _, m := range list {
+		if m.version <= current {
+			continue
 		}
-		for _, m := range list {
-			if m.version <= current {
-				continue
-			}
+		err := db.Update(func(tx *bolt.Tx) error {
 			if err := m.up(tx); err != nil {
-				return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+				return err
 			}
 			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 			if err != nil {
 				return err
 			}
-			if err := meta.Put(keySchemaVersion, putU64(uint64(m.version))); err != nil {
-				return err
-			}
+			return meta.Put(keySchemaVersion, putU64(uint64(m.version)))
+		})
+		if err != nil {
+			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func migrateBaseBuckets(tx *bolt.Tx) error {
@@ -100,4 +103,14 @@ func migrateCounts(tx *bolt.Tx) error {
 		return err
 	}
 	return perOwner(bucketTeam, collectionTeam)
+}
+
+func migrateDomainsTemplates(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketDomains, bucketDomainsByAccount, bucketDomainNames,
+		bucketDomainSchedule, bucketTemplates, bucketTemplateVersions} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }

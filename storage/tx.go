@@ -29,6 +29,12 @@ var (
 	bucketIdempotency      = []byte("idempotency")
 	bucketExpiry           = []byte("expiry")
 	bucketCounts           = []byte("counts")
+	bucketDomains          = []byte("domains")
+	bucketDomainsByAccount = []byte("domains_by_account")
+	bucketDomainNames      = []byte("domain_names")
+	bucketDomainSchedule   = []byte("domain_schedule")
+	bucketTemplates        = []byte("templates")
+	bucketTemplateVersions = []byte("template_versions")
 )
 
 var keySchemaVersion = []byte("schema_version")

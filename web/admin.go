@@ -87,7 +87,7 @@ func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
 }
 
 func (l LocalAdmin) RevokeKey(keyID string) (storage.APIKey, error) {
-	k, e := l.App.RevokeKey("", keyID)
+	k, e := l.App.RevokeKey(nil, keyID)
 	return k, asErr(e)
 }
 

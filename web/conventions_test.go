@@ -248,3 +248,22 @@ func TestCrossTenantIsNotFound(t *testing.T) {
 		t.Error("replayed across tenants")
 	}
 }
+
+func TestStrictJSONFieldNamesAndTimes(t *testing.T) {
+	e := newEnv(t, Config{})
+	for body, field := range map[string]string{
+		`{"Recipient":"a@b.test"}`:                        "Recipient",
+		`{"recipient":"a@b.test","recipient":"c@d.test"}`: "recipient",
+		`{"name":"x","expires_at":"tomorrow"}`:            "expires_at",
+		`{"name":"x","scopes":[1]}`:                       "scopes",
+	} {
+		path := "/v1/suppressions"
+		if strings.Contains(body, "name") {
+			path = "/v1/api-keys"
+		}
+		r := e.do("POST", path, e.key, body).want(t, 400, "VALIDATION_ERROR")
+		if got := r.json(t)["error"].(map[string]any)["details"].(map[string]any)["field"]; got != field {
+			t.Errorf("%s: field %v, want %s", body, got, field)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
+	"time"
 
 	"mailbolt/app"
 )
@@ -32,18 +34,46 @@ func readBody(r *http.Request, limit int64) ([]byte, *app.Error) {
 	return data, nil
 }
 
-// decodeStrict parses a JSON object into v. An unknown field, a wrong type,
-// a body that is not one JSON object, or trailing data is 400
-// VALIDATION_ERROR with the offending field named in details.
+// decodeStrict parses a JSON object into the struct v points to. Field
+// names must match the struct's json names exactly (encoding/json alone
+// would accept "Recipient" for "recipient"), each at most once. An unknown
+// or repeated field, a wrong type, a body that is not one JSON object, or
+// trailing data is 400 VALIDATION_ERROR naming the field in details.
 func decodeStrict(data []byte, v any) *app.Error {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return app.Validation("body", "must be a JSON object")
 	}
+	fields := jsonFields(v)
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
+	if _, err := dec.Token(); err != nil {
+		return syntaxError(err)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return syntaxError(err)
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return syntaxError(err)
+		}
+		field, ok := fields[name]
+		switch {
+		case !ok:
+			return app.Validation(name, "unknown field")
+		case seen[name]:
+			return app.Validation(name, "appears more than once")
+		}
+		seen[name] = true
+		if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
+			return fieldError(name, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return syntaxError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return app.Validation("body", "unexpected data after the JSON object")
@@ -51,43 +81,67 @@ func decodeStrict(data []byte, v any) *app.Error {
 	return nil
 }
 
-func decodeError(err error) *app.Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
+// jsonFields maps the json names of the struct v points to onto its fields.
+func jsonFields(v any) map[string]reflect.Value {
+	rv := reflect.ValueOf(v).Elem()
+	out := map[string]reflect.Value{}
+	for i := 0; i < rv.NumField(); i++ {
+		f := rv.Type().Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
 		}
-		return app.Validation(field, fmt.Sprintf("must be of type %s, not %s", jsonType(typeErr.Type.Kind().String()), typeErr.Value))
-	case errors.As(err, &syntaxErr):
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = rv.Field(i)
+	}
+	return out
+}
+
+func syntaxError(err error) *app.Error {
+	var syntaxErr *json.SyntaxError
+	if errors.As(err, &syntaxErr) {
 		return app.Validation("body", fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return app.Validation("body", "invalid JSON: unexpected end of input")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return app.Validation(field, "unknown field")
 	}
 	return app.Validation("body", "invalid JSON: "+err.Error())
 }
 
-// jsonType names a Go kind the way a JSON client thinks of it.
-func jsonType(kind string) string {
-	switch kind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "slice", "array":
-		return "array"
-	case "map", "struct", "ptr":
-		return "object"
-	case "float32", "float64":
-		return "number"
+// fieldError describes why a field's value did not fit its type.
+func fieldError(name string, err error) *app.Error {
+	var typeErr *json.UnmarshalTypeError
+	var timeErr *time.ParseError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			name += "." + typeErr.Field
+		}
+		return app.Validation(name, fmt.Sprintf("must be of type %s, not %s", jsonType(typeErr.Type.Kind()), typeErr.Value))
+	case errors.As(err, &timeErr):
+		return app.Validation(name, "must be an RFC 3339 time such as 2027-01-01T00:00:00Z")
 	}
-	if strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint") {
+	return app.Validation(name, "invalid value: "+err.Error())
+}
+
+// jsonType names a Go kind the way a JSON client thinks of it.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct, reflect.Pointer, reflect.Interface:
+		return "object"
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "integer"
 	}
-	return kind
+	return k.String()
 }

@@ -100,7 +100,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
-	k, e := s.app.RevokeKey(c.Account.ID, c.params.ByName("id"))
+	k, e := s.app.RevokeKey(&c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return

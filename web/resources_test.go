@@ -59,6 +59,18 @@ func TestAPIKeys(t *testing.T) {
 	e.do("POST", "/v1/api-keys", e.key, `{"name":""}`).want(t, 400, "VALIDATION_ERROR")
 	e.do("POST", "/v1/api-keys", e.key, `{"name":"old","expires_at":"2020-01-01T00:00:00Z"}`).want(t, 400, "VALIDATION_ERROR")
 
+	// Revoking is bounded like creating: no scope escalation, no test-on-live.
+	var allKeyID string
+	e.app.DB().View(func(tx *storage.Tx) error {
+		keys, _, _ := tx.APIKeys(e.acct.ID, storage.ListOptions{Limit: 1})
+		allKeyID = keys[0].ID
+		return nil
+	})
+	narrow := e.newKey(e.acct.ID, []string{"api_keys:write"}, false, nil)
+	e.do("DELETE", "/v1/api-keys/"+allKeyID, narrow, nil).want(t, 403, "INSUFFICIENT_SCOPES")
+	e.do("DELETE", "/v1/api-keys/"+allKeyID, testKey, nil).want(t, 403, "FORBIDDEN")
+	e.do("DELETE", "/v1/api-keys/"+tk["id"].(string), testKey, nil).want(t, 200)
+
 	// Revocation takes effect on the next request.
 	e.do("GET", "/v1/account", secret, nil).want(t, 403, "INSUFFICIENT_SCOPES")
 	rev := e.do("DELETE", "/v1/api-keys/"+k["id"].(string), e.key, nil).want(t, 200).json(t)

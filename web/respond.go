@@ -37,7 +37,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	out := envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}
 	if e.Status >= 500 {
-		s.log.Error("request failed", "request_id", w.Header().Get("X-Request-Id"),
+		reqID, _ := r.Context().Value(reqIDKey{}).(string)
+		s.log.Error("request failed", "request_id", reqID,
 			"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Details["cause"])
 		out.Details = nil
 	}

@@ -128,7 +128,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, c *call, key
 		return
 	}
 	fp := app.Fingerprint(r.Method, r.URL.Path, body)
-	resp, replayed, e := s.app.Idempotent(r.Context(), c.Key.ID, key, fp, func() app.Response {
+	resp, replayed, e := s.app.Idempotent(r.Context(), c.Principal, r.Header.Get("X-API-Key"), key, fp, func() app.Response {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		buf := &bufferedWriter{header: http.Header{}}
 		h(buf, r, c)

@@ -62,6 +62,9 @@ func New(a *app.App, cfg Config) *Server {
 
 type ctxKey struct{}
 
+// reqIDKey carries the request id, for log lines written below ServeHTTP.
+type reqIDKey struct{}
+
 // identity is who sent a request, resolved once before routing.
 type identity struct {
 	principal app.Principal
@@ -74,6 +77,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &recorder{ResponseWriter: w}
 	reqID := requestID(r)
 	rw.Header().Set("X-Request-Id", reqID)
+	r = r.WithContext(context.WithValue(r.Context(), reqIDKey{}, reqID))
 	var id identity
 	defer func() {
 		if p := recover(); p != nil {

@@ -1,0 +1,169 @@
+package storage
+
+import (
+	"time"
+)
+
+// Domain is a sending domain of one account with its DKIM keys and the
+// outcome of its last DNS check.
+type Domain struct {
+	ID            string      `json:"id"`
+	AccountID     string      `json:"account_id"`
+	Name          string      `json:"name"` // lower case, punycode
+	Status        string      `json:"status"`
+	StatusReason  string      `json:"status_reason,omitempty"`
+	DKIMKeys      []DomainKey `json:"dkim_keys"`
+	Checks        []DNSCheck  `json:"checks,omitempty"`
+	CreatedAt     time.Time   `json:"created_at"`
+	VerifiedAt    *time.Time  `json:"verified_at,omitempty"`
+	LastCheckedAt *time.Time  `json:"last_checked_at,omitempty"`
+	CheckError    string      `json:"check_error,omitempty"`
+	NextCheckAt   *time.Time  `json:"next_check_at,omitempty"`
+}
+
+// DomainKey is one DKIM key pair of a domain. The private key is stored
+// here and nowhere else; it is never returned by the API.
+type DomainKey struct {
+	Selector    string     `json:"selector"`
+	Algorithm   string     `json:"algorithm"`
+	PrivateKey  []byte     `json:"private_key"`
+	PublicKey   string     `json:"public_key"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ActivatedAt *time.Time `json:"activated_at,omitempty"` // signing uses the key activated last
+	RetiredAt   *time.Time `json:"retired_at,omitempty"`   // a newer key took over
+}
+
+// DNSCheck is what the last lookup of one record found.
+type DNSCheck struct {
+	Purpose string   `json:"purpose"`
+	Name    string   `json:"name"`
+	Status  string   `json:"status"`
+	Found   []string `json:"found,omitempty"`
+	Error   string   `json:"error,omitempty"`
+}
+
+const collectionDomains = "domains"
+
+// InsertDomain stores a new domain; ErrExists when the account already has
+// one of that name.
+func (tx *Tx) InsertDomain(d Domain) error {
+	names := tx.bucket(bucketDomainNames)
+	nk := join(d.AccountID, d.Name)
+	if names.Get(nk) != nil {
+		return ErrExists
+	}
+	if err := names.Put(nk, []byte(d.ID)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketDomainsByAccount).Put(join(d.AccountID, d.ID), nil); err != nil {
+		return err
+	}
+	if err := tx.putDomain(d, nil); err != nil {
+		return err
+	}
+	return tx.addCount(collectionDomains, d.AccountID, 1)
+}
+
+// UpdateDomain replaces a stored domain and moves its place in the re-check
+// schedule.
+func (tx *Tx) UpdateDomain(d Domain) error {
+	old, err := tx.Domain(d.ID)
+	if err != nil {
+		return err
+	}
+	d.AccountID, d.Name = old.AccountID, old.Name
+	return tx.putDomain(d, old.NextCheckAt)
+}
+
+func (tx *Tx) putDomain(d Domain, oldNext *time.Time) error {
+	sched := tx.bucket(bucketDomainSchedule)
+	if oldNext != nil {
+		if err := sched.Delete(scheduleKey(*oldNext, d.ID)); err != nil {
+			return err
+		}
+	}
+	if d.NextCheckAt != nil {
+		if err := sched.Put(scheduleKey(*d.NextCheckAt, d.ID), nil); err != nil {
+			return err
+		}
+	}
+	return putJSON(tx.bucket(bucketDomains), []byte(d.ID), d)
+}
+
+func scheduleKey(at time.Time, id string) []byte {
+	return append(putU64(uint64(at.UnixNano())), id...)
+}
+
+// Domain reads a domain by id.
+func (tx *Tx) Domain(id string) (Domain, error) {
+	var d Domain
+	err := getJSON(tx.bucket(bucketDomains), []byte(id), &d)
+	return d, err
+}
+
+// DomainByName finds an account's domain by its normalised name.
+func (tx *Tx) DomainByName(accountID, name string) (Domain, error) {
+	id := tx.bucket(bucketDomainNames).Get(join(accountID, name))
+	if id == nil {
+		return Domain{}, ErrNotFound
+	}
+	return tx.Domain(string(id))
+}
+
+// Domains lists an account's domains, oldest first.
+func (tx *Tx) Domains(accountID string, opts ListOptions) ([]Domain, ListResult, error) {
+	var out []Domain
+	res, err := scan(tx.bucket(bucketDomainsByAccount), prefix(accountID), opts, func(k, _ []byte) error {
+		d, err := tx.Domain(string(k))
+		if err != nil {
+			return err
+		}
+		out = append(out, d)
+		return nil
+	})
+	return out, res, err
+}
+
+// DomainCount is the number of domains of an account.
+func (tx *Tx) DomainCount(accountID string) int { return tx.count(collectionDomains, accountID) }
+
+// DeleteDomain removes a domain, its keys and its indexes.
+func (tx *Tx) DeleteDomain(id string) error {
+	d, err := tx.Domain(id)
+	if err != nil {
+		return err
+	}
+	if d.NextCheckAt != nil {
+		if err := tx.bucket(bucketDomainSchedule).Delete(scheduleKey(*d.NextCheckAt, id)); err != nil {
+			return err
+		}
+	}
+	for _, del := range []struct {
+		bucket []byte
+		key    []byte
+	}{
+		{bucketDomains, []byte(id)},
+		{bucketDomainNames, join(d.AccountID, d.Name)},
+		{bucketDomainsByAccount, join(d.AccountID, id)},
+	} {
+		if err := tx.bucket(del.bucket).Delete(del.key); err != nil {
+			return err
+		}
+	}
+	return tx.addCount(collectionDomains, d.AccountID, -1)
+}
+
+// DueDomainChecks returns the ids of at most max domains whose next
+// scheduled check is at or before now, earliest first.
+func (tx *Tx) DueDomainChecks(now time.Time, max int) []string {
+	var ids []string
+	limit := putU64(uint64(now.UnixNano()))
+	c := tx.bucket(bucketDomainSchedule).Cursor()
+	for k, _ := c.First(); k != nil && len(ids) < max; k, _ = c.Next() {
+		if len(k) < 8 || string(k[:8]) > string(limit) {
+			break
+		}
+		ids = append(ids, string(k[8:]))
+	}
+	return ids
+}

@@ -1,0 +1,95 @@
+package storage
+
+import "time"
+
+// Template is a message template of one account; its content lives in
+// numbered versions, Version being the newest.
+type Template struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Strict    bool      `json:"strict"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TemplateVersion is one immutable revision of a template's content.
+type TemplateVersion struct {
+	TemplateID string    `json:"template_id"`
+	Version    int       `json:"version"`
+	Name       string    `json:"name"`
+	Subject    string    `json:"subject"`
+	HTML       string    `json:"html"`
+	Text       string    `json:"text"`
+	Strict     bool      `json:"strict"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+const collectionTemplates = "templates"
+
+// PutTemplate stores a template and a new version of its content. The first
+// version creates the template.
+func (tx *Tx) PutTemplate(t Template, v TemplateVersion) error {
+	b := tx.bucket(bucketTemplates)
+	key := join(t.AccountID, t.ID)
+	if b.Get(key) == nil {
+		if err := tx.addCount(collectionTemplates, t.AccountID, 1); err != nil {
+			return err
+		}
+	}
+	if err := putJSON(b, key, t); err != nil {
+		return err
+	}
+	vk := append(prefix(t.ID), putU64(uint64(v.Version))...)
+	if tx.bucket(bucketTemplateVersions).Get(vk) != nil {
+		return ErrExists
+	}
+	return putJSON(tx.bucket(bucketTemplateVersions), vk, v)
+}
+
+// Template reads an account's template.
+func (tx *Tx) Template(accountID, id string) (Template, error) {
+	var t Template
+	err := getJSON(tx.bucket(bucketTemplates), join(accountID, id), &t)
+	return t, err
+}
+
+// TemplateVersion reads one version of a template.
+func (tx *Tx) TemplateVersion(templateID string, version int) (TemplateVersion, error) {
+	var v TemplateVersion
+	err := getJSON(tx.bucket(bucketTemplateVersions), append(prefix(templateID), putU64(uint64(version))...), &v)
+	return v, err
+}
+
+// Templates lists an account's templates, oldest first.
+func (tx *Tx) Templates(accountID string, opts ListOptions) ([]Template, ListResult, error) {
+	var out []Template
+	res, err := scan(tx.bucket(bucketTemplates), prefix(accountID), opts, func(k, v []byte) error {
+		var t Template
+		if err := decodeJSON(k, v, &t); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	return out, res, err
+}
+
+// TemplateCount is the number of templates of an account.
+func (tx *Tx) TemplateCount(accountID string) int { return tx.count(collectionTemplates, accountID) }
+
+// TemplateVersions lists a template's versions, newest first.
+func (tx *Tx) TemplateVersions(templateID string, opts ListOptions) ([]TemplateVersion, ListResult, error) {
+	var out []TemplateVersion
+	opts.Reverse = true
+	res, err := scan(tx.bucket(bucketTemplateVersions), prefix(templateID), opts, func(k, v []byte) error {
+		var tv TemplateVersion
+		if err := decodeJSON(k, v, &tv); err != nil {
+			return err
+		}
+		out = append(out, tv)
+		return nil
+	})
+	return out, res, err
+}
