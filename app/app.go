@@ -22,6 +22,10 @@ type Options struct {
 	SweepInterval  time.Duration // how often expired records are removed; 1 min
 	SweepBatch     int           // records removed per transaction; 500
 	KeyUsageEvery  time.Duration // last_used_at is written at most this often per key; 1 min
+	Domains        DomainOptions
+	// DomainCheckTick is how often the scheduler looks for domains due a
+	// re-check; 1 min.
+	DomainCheckTick time.Duration
 }
 
 // App is the set of use cases over one database.
@@ -60,6 +64,22 @@ func New(db *storage.DB, opts Options) *App {
 	if opts.KeyUsageEvery == 0 {
 		opts.KeyUsageEvery = time.Minute
 	}
+	if opts.DomainCheckTick == 0 {
+		opts.DomainCheckTick = time.Minute
+	}
+	d := &opts.Domains
+	if d.RecheckInterval == 0 {
+		d.RecheckInterval = 24 * time.Hour
+	}
+	if d.RotationGrace == 0 {
+		d.RotationGrace = 7 * 24 * time.Hour
+	}
+	if d.CheckTimeout == 0 {
+		d.CheckTimeout = 15 * time.Second
+	}
+	if d.Hostname == "" {
+		d.Hostname = "localhost"
+	}
 	return &App{
 		db: db, opts: opts, log: opts.Logger,
 		inflight:  map[string]chan struct{}{},
@@ -84,6 +104,7 @@ func (a *App) Run(ctx context.Context) error {
 	for name, worker := range map[string]func(context.Context){
 		"sweeper":   a.runSweeper,
 		"key_usage": a.runKeyUsage,
+		"domain_checks": a.runDomainChecks,
 	} {
 		wg.Add(1)
 		go func() {

@@ -1,0 +1,69 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"mailbolt/storage"
+)
+
+// CheckDueDomains re-verifies every domain whose scheduled check is due.
+// Each domain is first claimed by moving its next check a full interval
+// ahead (in storage, so several servers sharing a database would not check
+// it twice); the DNS lookups then run outside any transaction. It returns
+// how many domains it checked.
+func (a *App) CheckDueDomains(ctx context.Context) (int, error) {
+	checked := 0
+	for ctx.Err() == nil {
+		var claimed []storage.Domain
+		now := a.Now()
+		err := a.db.Update(func(tx *storage.Tx) error {
+			claimed = claimed[:0]
+			for _, id := range tx.DueDomainChecks(now, 20) {
+				d, err := tx.Domain(id)
+				if err != nil {
+					continue
+				}
+				next := now.Add(a.opts.Domains.RecheckInterval)
+				d.NextCheckAt = &next
+				if err := tx.UpdateDomain(d); err != nil {
+					return err
+				}
+				claimed = append(claimed, d)
+			}
+			return nil
+		})
+		if err != nil || len(claimed) == 0 {
+			return checked, err
+		}
+		for _, d := range claimed {
+			before := d.Status
+			after, e := a.verify(ctx, d)
+			if e != nil {
+				a.log.Warn("domain re-check failed", "domain", d.Name, "account", d.AccountID, "err", e)
+				continue
+			}
+			checked++
+			if after.Status != before {
+				a.log.Info("domain status changed", "domain", d.Name, "account", d.AccountID,
+					"from", before, "to", after.Status, "reason", after.StatusReason)
+			}
+		}
+	}
+	return checked, ctx.Err()
+}
+
+func (a *App) runDomainChecks(ctx context.Context) {
+	t := time.NewTicker(a.opts.DomainCheckTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := a.CheckDueDomains(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error("domain re-checks", "err", err)
+			}
+		}
+	}
+}

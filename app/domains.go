@@ -1,0 +1,392 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/net/publicsuffix"
+
+	"mailbolt/mta"
+	"mailbolt/storage"
+)
+
+// Domain statuses.
+const (
+	DomainPending  = "pending"  // created; its records have not verified yet
+	DomainVerified = "verified" // DKIM and SPF are in place: mail may be sent from it
+	DomainFailed   = "failed"   // was verified, then a check found its records gone
+)
+
+// CodeDomainNotVerified is the 422 for sending from a domain that is not
+// verified.
+const CodeDomainNotVerified = "DOMAIN_NOT_VERIFIED"
+
+// NormalizeDomain turns user input into the stored form of a domain name:
+// lower case, IDN labels in punycode, no trailing dot. The name must be a
+// registrable domain or below one (not a bare public suffix, not an IP).
+func NormalizeDomain(field, s string) (string, *Error) {
+	s = strings.TrimSuffix(strings.TrimSpace(s), ".")
+	if s == "" {
+		return "", Validation(field, "is required")
+	}
+	name, err := idna.Lookup.ToASCII(s)
+	if err != nil {
+		return "", Validation(field, fmt.Sprintf("%q is not a valid domain name: %v", s, err))
+	}
+	name = strings.ToLower(name)
+	if len(name) > 253 || !strings.Contains(name, ".") || net.ParseIP(name) != nil {
+		return "", Validation(field, fmt.Sprintf("%q is not a valid domain name", s))
+	}
+	for _, label := range strings.Split(name, ".") {
+		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") ||
+			strings.IndexFunc(label, func(r rune) bool { return !(r == '-' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) >= 0 {
+			return "", Validation(field, fmt.Sprintf("%q is not a valid domain name", s))
+		}
+	}
+	if _, err := publicsuffix.EffectiveTLDPlusOne(name); err != nil {
+		return "", Validation(field, fmt.Sprintf("%q is a public suffix, not a domain you can own", s))
+	}
+	return name, nil
+}
+
+// newSelector names a DKIM key: "mb" + creation date + a random suffix, so
+// selectors are unique per domain and tell when a key was made.
+func newSelector(now time.Time) string {
+	var b [3]byte
+	rand.Read(b[:])
+	return "mb" + now.Format("20060102") + "-" + hex.EncodeToString(b[:])
+}
+
+func (a *App) newKey(alg string) (storage.DomainKey, *Error) {
+	if alg == "" {
+		alg = mta.AlgRSA2048
+	}
+	if alg != mta.AlgRSA2048 && alg != mta.AlgEd25519 {
+		return storage.DomainKey{}, Validation("dkim_algorithm", "must be rsa-2048 or ed25519")
+	}
+	k, err := mta.GenerateDKIMKey(alg)
+	if err != nil {
+		return storage.DomainKey{}, Internal(err)
+	}
+	now := a.Now()
+	return storage.DomainKey{Selector: newSelector(now), Algorithm: alg, PrivateKey: k.PrivateDER,
+		PublicKey: k.PublicB64, CreatedAt: now}, nil
+}
+
+// CreateDomain adds a sending domain with a fresh DKIM key, status pending.
+func (a *App) CreateDomain(accountID, name, alg string) (storage.Domain, *Error) {
+	name, e := NormalizeDomain("name", name)
+	if e != nil {
+		return storage.Domain{}, e
+	}
+	key, e := a.newKey(alg)
+	if e != nil {
+		return storage.Domain{}, e
+	}
+	now := a.Now()
+	next := now.Add(a.opts.Domains.RecheckInterval)
+	d := storage.Domain{ID: NewID(), AccountID: accountID, Name: name, Status: DomainPending,
+		DKIMKeys: []storage.DomainKey{key}, CreatedAt: now, NextCheckAt: &next}
+	err := a.db.Update(func(tx *storage.Tx) error { return tx.InsertDomain(d) })
+	if errors.Is(err, storage.ErrExists) {
+		return storage.Domain{}, Conflict("this account already has the domain " + name)
+	}
+	return d, storageErr(err, "domain")
+}
+
+// Domain reads one of an account's domains.
+func (a *App) Domain(accountID, id string) (storage.Domain, *Error) {
+	var d storage.Domain
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		d, err = tx.Domain(id)
+		if err == nil && d.AccountID != accountID {
+			return storage.ErrNotFound
+		}
+		return err
+	})
+	return d, storageErr(err, "domain")
+}
+
+// ListDomains lists an account's domains.
+func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []storage.Domain, res storage.ListResult, total int, e *Error) {
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		list, res, err = tx.Domains(accountID, opts)
+		total = tx.DomainCount(accountID)
+		return err
+	})
+	return list, res, total, storageErr(err, "domain")
+}
+
+// DeleteDomain removes a domain; its DKIM keys are destroyed with it.
+func (a *App) DeleteDomain(accountID, id string) *Error {
+	err := a.db.Update(func(tx *storage.Tx) error {
+		d, err := tx.Domain(id)
+		if err != nil || d.AccountID != accountID {
+			return storage.ErrNotFound
+		}
+		return tx.DeleteDomain(id)
+	})
+	return storageErr(err, "domain")
+}
+
+// RotateDKIM adds a new DKIM key to a domain. Signing keeps using the
+// current key until the new key's record verifies; then the old key is
+// retired and reported removable after RotationGrace.
+func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, *Error) {
+	d, e := a.Domain(accountID, id)
+	if e != nil {
+		return d, e
+	}
+	if alg == "" {
+		alg = d.DKIMKeys[len(d.DKIMKeys)-1].Algorithm
+	}
+	key, e := a.newKey(alg)
+	if e != nil {
+		return d, e
+	}
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		if d, err = tx.Domain(id); err != nil {
+			return err
+		}
+		now := a.Now()
+		var kept []storage.DomainKey
+		for _, k := range d.DKIMKeys {
+			if k.ActivatedAt == nil && k.RetiredAt == nil && len(d.DKIMKeys) > 1 {
+				return Conflict("a rotation is already waiting for its record (" + k.Selector + ") to verify")
+			}
+			if k.RetiredAt != nil && !now.Before(k.RetiredAt.Add(a.opts.Domains.RotationGrace)) {
+				continue // past its grace period: forget it
+			}
+			kept = append(kept, k)
+		}
+		if len(kept) == 1 && kept[0].ActivatedAt == nil {
+			return Conflict("the domain's first key has not verified yet; publish it before rotating")
+		}
+		d.DKIMKeys = append(kept, key)
+		return tx.UpdateDomain(d)
+	})
+	return d, storageErr(err, "domain")
+}
+
+// DomainForSending returns the account's verified domain of that name, or
+// 422 DOMAIN_NOT_VERIFIED.
+func (a *App) DomainForSending(accountID, name string) (storage.Domain, *Error) {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	var d storage.Domain
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		d, err = tx.DomainByName(accountID, name)
+		return err
+	})
+	if err == nil && d.Status == DomainVerified {
+		return d, nil
+	}
+	msg := "the sending domain " + name + " is not verified for this account"
+	if err == nil && d.StatusReason != "" {
+		msg += ": " + d.StatusReason
+	}
+	return d, &Error{Status: http.StatusUnprocessableEntity, Code: CodeDomainNotVerified, Message: msg,
+		Details: map[string]any{"domain": name}}
+}
+
+// SigningKey is the selector and key that sign a verified domain's mail.
+func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) {
+	k, ok := activeKey(d)
+	if !ok {
+		return "", mta.DKIMKey{}, false
+	}
+	return k.Selector, mta.DKIMKey{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
+}
+
+// lookup is one record's DNS answer.
+type lookup struct {
+	found []string
+	err   error // ErrNotFound, a TempError, or nil
+}
+
+// VerifyDomain looks the domain's records up now and stores what was
+// found. It never mistakes a failed lookup for a missing record: when a
+// required record cannot be looked up the domain keeps its status and the
+// failure is reported in CheckError.
+func (a *App) VerifyDomain(ctx context.Context, accountID, id string) (storage.Domain, *Error) {
+	d, e := a.Domain(accountID, id)
+	if e != nil {
+		return d, e
+	}
+	return a.verify(ctx, d)
+}
+
+func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, *Error) {
+	o := a.opts.Domains
+	if o.Resolver == nil {
+		return d, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable, Message: "no DNS resolver configured"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
+	defer cancel()
+	records := a.Records(d)
+	answers := make([]lookup, len(records))
+	var wg sync.WaitGroup
+	for i, r := range records {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r.Type == "CNAME" {
+				target, err := o.Resolver.LookupCNAME(ctx, r.Name)
+				if err == nil {
+					answers[i].found = []string{target}
+				}
+				answers[i].err = err
+				return
+			}
+			answers[i].found, answers[i].err = o.Resolver.LookupTXT(ctx, r.Name)
+		}()
+	}
+	wg.Wait()
+
+	now := a.Now()
+	checks := make([]storage.DNSCheck, len(records))
+	var tempFailures []string
+	requiredFailed := false
+	for i, r := range records {
+		ans := answers[i]
+		c := storage.DNSCheck{Purpose: r.Purpose, Name: r.Name, Status: r.Status}
+		switch {
+		case ans.err != nil && mta.IsTemporary(ans.err):
+			c.Error = ans.err.Error()
+			tempFailures = append(tempFailures, ans.err.Error())
+			if r.Required {
+				requiredFailed = true
+			}
+		case ans.err != nil:
+			c.Status = RecordMissing
+		default:
+			c.Found = ans.found
+			c.Status = a.judge(d, r, ans.found)
+		}
+		checks[i] = c
+	}
+
+	var result storage.Domain
+	err := a.db.Update(func(tx *storage.Tx) error {
+		cur, err := tx.Domain(d.ID)
+		if err != nil {
+			return err
+		}
+		cur.Checks = checks
+		cur.LastCheckedAt = &now
+		cur.CheckError = strings.Join(tempFailures, "; ")
+		next := now.Add(o.RecheckInterval)
+		cur.NextCheckAt = &next
+		if !requiredFailed {
+			applyVerdict(&cur, checks, now)
+		}
+		result = cur
+		return tx.UpdateDomain(cur)
+	})
+	return result, storageErr(err, "domain")
+}
+
+// judge decides whether what was found matches what r asks for.
+func (a *App) judge(d storage.Domain, r DNSRecord, found []string) string {
+	switch r.Purpose {
+	case PurposeDKIM:
+		for _, k := range d.DKIMKeys {
+			if k.Selector == r.Selector {
+				for _, txt := range found {
+					if dkimMatches(txt, k) {
+						return RecordVerified
+					}
+				}
+			}
+		}
+		return RecordMismatch
+	case PurposeSPF:
+		var spf []string
+		for _, txt := range found {
+			if isSPF(txt) {
+				spf = append(spf, txt)
+			}
+		}
+		switch {
+		case len(spf) == 0:
+			return RecordMissing
+		case len(spf) > 1:
+			return RecordMismatch // RFC 7208 §4.5: more than one record is a permerror
+		case spfAuthorizes(spf[0], a.opts.Domains):
+			return RecordVerified
+		}
+		return RecordMismatch
+	case PurposeDMARC:
+		for _, txt := range found {
+			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(txt)), "v=dmarc1") {
+				return RecordVerified
+			}
+		}
+		return RecordMissing
+	default: // CNAMEs
+		for _, target := range found {
+			if strings.EqualFold(strings.TrimSuffix(target, "."), r.Value) {
+				return RecordVerified
+			}
+		}
+		return RecordMismatch
+	}
+}
+
+// applyVerdict moves a domain's status and active DKIM key after a complete
+// check. The newest key whose record verified signs; the key it replaces is
+// retired. The domain is verified when a signing key exists and SPF
+// authorises this server.
+func applyVerdict(d *storage.Domain, checks []storage.DNSCheck, now time.Time) {
+	verified := func(purpose, name string) bool {
+		return slices.ContainsFunc(checks, func(c storage.DNSCheck) bool {
+			return c.Purpose == purpose && c.Name == name && c.Status == RecordVerified
+		})
+	}
+	newest := -1
+	for i, k := range d.DKIMKeys {
+		if k.RetiredAt == nil && verified(PurposeDKIM, dkimName(k.Selector, d.Name)) {
+			newest = i
+		}
+	}
+	if newest >= 0 && d.DKIMKeys[newest].ActivatedAt == nil {
+		for i := range d.DKIMKeys {
+			if i != newest && d.DKIMKeys[i].ActivatedAt != nil && d.DKIMKeys[i].RetiredAt == nil {
+				d.DKIMKeys[i].RetiredAt = &now
+			}
+		}
+		d.DKIMKeys[newest].ActivatedAt = &now
+	}
+	active, hasActive := activeKey(*d)
+	var problems []string
+	if !hasActive || !verified(PurposeDKIM, dkimName(active.Selector, d.Name)) {
+		problems = append(problems, "the DKIM record is missing or does not match")
+	}
+	if !verified(PurposeSPF, d.Name) {
+		problems = append(problems, "SPF does not authorise this server")
+	}
+	if len(problems) == 0 {
+		if d.Status != DomainVerified {
+			d.VerifiedAt = &now
+		}
+		d.Status, d.StatusReason = DomainVerified, ""
+		return
+	}
+	d.StatusReason = strings.Join(problems, "; ")
+	if d.Status == DomainVerified || d.Status == DomainFailed {
+		d.Status = DomainFailed
+	}
+}

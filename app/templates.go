@@ -1,0 +1,311 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/cbroglie/mustache"
+
+	"mailbolt/storage"
+)
+
+func init() {
+	// Strictness is decided per template (see render): the library reports
+	// every missing variable, and lenient templates get empty defaults.
+	mustache.AllowMissingVariables = false
+}
+
+// Template error codes.
+const (
+	CodeInvalidTemplate      = "INVALID_TEMPLATE"
+	CodeTemplateRenderFailed = "TEMPLATE_RENDER_FAILED"
+)
+
+// MaxTemplatePart bounds each of subject, html and text.
+const MaxTemplatePart = 1 << 20
+
+// TemplateInput is the content of a template version. Nil fields of an
+// update keep the previous version's value.
+type TemplateInput struct {
+	Name    *string
+	Subject *string
+	HTML    *string
+	Text    *string
+	Strict  *bool
+}
+
+// Rendered is a template's output for one set of data.
+type Rendered struct {
+	Subject string
+	HTML    string
+	Text    string
+	Version int
+}
+
+// parts lists a version's templated parts. Only html escapes variables.
+func parts(v storage.TemplateVersion) []struct {
+	name, src string
+	escape    bool
+} {
+	return []struct {
+		name, src string
+		escape    bool
+	}{{"subject", v.Subject, false}, {"html", v.HTML, true}, {"text", v.Text, false}}
+}
+
+func parsePart(src string, escape bool) (*mustache.Template, error) {
+	t, err := mustache.ParseStringRaw(src, !escape)
+	if err != nil {
+		return nil, err
+	}
+	if name, found := findTag(t.Tags(), mustache.Partial); found {
+		return nil, fmt.Errorf("partials are not supported ({{> %s}})", name)
+	}
+	return t, nil
+}
+
+func findTag(tags []mustache.Tag, typ mustache.TagType) (string, bool) {
+	for _, t := range tags {
+		if t.Type() == typ {
+			return t.Name(), true
+		}
+		if t.Type() == mustache.Section || t.Type() == mustache.InvertedSection {
+			if name, ok := findTag(t.Tags(), typ); ok {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// ValidateTemplate checks a version's fields and that every part parses.
+// A parse error is 400 INVALID_TEMPLATE with the part, line and reason.
+func ValidateTemplate(v storage.TemplateVersion) *Error {
+	if _, e := cleanName("name", v.Name); e != nil {
+		return e
+	}
+	if strings.TrimSpace(v.Subject) == "" {
+		return Validation("subject", "is required")
+	}
+	if v.HTML == "" && v.Text == "" {
+		return Validation("html", "a template needs html, text or both")
+	}
+	for _, p := range parts(v) {
+		if len(p.src) > MaxTemplatePart {
+			return Validation(p.name, fmt.Sprintf("must be at most %d bytes", MaxTemplatePart))
+		}
+		if _, err := parsePart(p.src, p.escape); err != nil {
+			details := map[string]any{"part": p.name, "reason": err.Error()}
+			var pe mustache.ParseError
+			if errors.As(err, &pe) {
+				details["line"] = pe.Line
+				details["reason"] = string(pe.Code)
+			}
+			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate,
+				Message: fmt.Sprintf("the %s template does not parse: %v", p.name, err), Details: details}
+		}
+	}
+	return nil
+}
+
+// CreateTemplate stores a template and its version 1.
+func (a *App) CreateTemplate(accountID string, in TemplateInput) (storage.Template, storage.TemplateVersion, *Error) {
+	v := storage.TemplateVersion{Version: 1, Strict: true}
+	applyInput(&v, in)
+	v.Name = strings.TrimSpace(v.Name)
+	if e := ValidateTemplate(v); e != nil {
+		return storage.Template{}, v, e
+	}
+	now := a.Now()
+	t := storage.Template{ID: NewID(), AccountID: accountID, Name: v.Name, Version: 1, Strict: v.Strict, CreatedAt: now, UpdatedAt: now}
+	v.TemplateID, v.CreatedAt = t.ID, now
+	err := a.db.Update(func(tx *storage.Tx) error { return tx.PutTemplate(t, v) })
+	return t, v, storageErr(err, "template")
+}
+
+func applyInput(v *storage.TemplateVersion, in TemplateInput) {
+	for _, f := range []struct {
+		dst *string
+		src *string
+	}{{&v.Name, in.Name}, {&v.Subject, in.Subject}, {&v.HTML, in.HTML}, {&v.Text, in.Text}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if in.Strict != nil {
+		v.Strict = *in.Strict
+	}
+}
+
+// UpdateTemplate stores a new version: the previous content with the given
+// fields replaced.
+func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Template, storage.TemplateVersion, *Error) {
+	var t storage.Template
+	var v storage.TemplateVersion
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		if t, err = tx.Template(accountID, id); err != nil {
+			return err
+		}
+		if v, err = tx.TemplateVersion(id, t.Version); err != nil {
+			return err
+		}
+		applyInput(&v, in)
+		v.Name = strings.TrimSpace(v.Name)
+		if e := ValidateTemplate(v); e != nil {
+			return e
+		}
+		now := a.Now()
+		t.Version++
+		t.Name, t.Strict, t.UpdatedAt = v.Name, v.Strict, now
+		v.Version, v.CreatedAt = t.Version, now
+		return tx.PutTemplate(t, v)
+	})
+	return t, v, storageErr(err, "template")
+}
+
+// Template reads a template and one of its versions (0: the newest).
+func (a *App) Template(accountID, id string, version int) (storage.Template, storage.TemplateVersion, *Error) {
+	var t storage.Template
+	var v storage.TemplateVersion
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		if t, err = tx.Template(accountID, id); err != nil {
+			return err
+		}
+		if version == 0 {
+			version = t.Version
+		}
+		if v, err = tx.TemplateVersion(id, version); err != nil {
+			return NotFound(fmt.Sprintf("version %d of the template", version))
+		}
+		return nil
+	})
+	return t, v, storageErr(err, "template")
+}
+
+// ListTemplates lists an account's templates.
+func (a *App) ListTemplates(accountID string, opts storage.ListOptions) (list []storage.Template, res storage.ListResult, total int, e *Error) {
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		list, res, err = tx.Templates(accountID, opts)
+		total = tx.TemplateCount(accountID)
+		return err
+	})
+	return list, res, total, storageErr(err, "template")
+}
+
+// TemplateVersions lists a template's versions, newest first.
+func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (list []storage.TemplateVersion, res storage.ListResult, total int, e *Error) {
+	err := a.db.View(func(tx *storage.Tx) error {
+		t, err := tx.Template(accountID, id)
+		if err != nil {
+			return err
+		}
+		list, res, err = tx.TemplateVersions(id, opts)
+		total = t.Version
+		return err
+	})
+	return list, res, total, storageErr(err, "template")
+}
+
+// RenderTemplate renders one version (0: the newest) of a template.
+func (a *App) RenderTemplate(accountID, id string, version int, data map[string]any) (Rendered, *Error) {
+	_, v, e := a.Template(accountID, id, version)
+	if e != nil {
+		return Rendered{}, e
+	}
+	return Render(v, data)
+}
+
+var missingVar = regexp.MustCompile(`missing variable "([^"]*)"`)
+
+// Render fills a template version with data. A strict version fails with
+// 422 TEMPLATE_RENDER_FAILED naming the first variable data lacks; a lenient
+// one renders missing variables as empty. A subject that renders with a
+// line break is refused: it would split the header.
+func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
+	out := Rendered{Version: v.Version}
+	dst := map[string]*string{"subject": &out.Subject, "html": &out.HTML, "text": &out.Text}
+	for _, p := range parts(v) {
+		if p.src == "" {
+			continue
+		}
+		t, err := parsePart(p.src, p.escape)
+		if err != nil {
+			return Rendered{}, &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate, Message: err.Error(),
+				Details: map[string]any{"part": p.name}}
+		}
+		ctx := data
+		if !v.Strict {
+			ctx = withDefaults(data, t.Tags())
+		}
+		s, err := t.Render(ctx)
+		if err != nil {
+			details := map[string]any{"part": p.name}
+			msg := fmt.Sprintf("rendering the %s failed: %v", p.name, err)
+			if m := missingVar.FindStringSubmatch(err.Error()); m != nil {
+				details["variable"] = m[1]
+				msg = fmt.Sprintf("the %s uses the variable %q, which the data does not have", p.name, m[1])
+			}
+			return Rendered{}, &Error{Status: http.StatusUnprocessableEntity, Code: CodeTemplateRenderFailed, Message: msg, Details: details}
+		}
+		*dst[p.name] = s
+	}
+	if strings.ContainsAny(out.Subject, "\r\n\x00") {
+		return Rendered{}, &Error{Status: http.StatusUnprocessableEntity, Code: CodeTemplateRenderFailed,
+			Message: "the rendered subject contains a line break or NUL", Details: map[string]any{"part": "subject"}}
+	}
+	return out, nil
+}
+
+// withDefaults returns data with an empty value under every variable name
+// the template uses and data lacks, following dotted names into nested
+// maps, so a lenient template renders missing variables as "".
+func withDefaults(data map[string]any, tags []mustache.Tag) map[string]any {
+	out := make(map[string]any, len(data))
+	for k, v := range data {
+		out[k] = v
+	}
+	var walk func([]mustache.Tag)
+	walk = func(tags []mustache.Tag) {
+		for _, t := range tags {
+			switch t.Type() {
+			case mustache.Variable:
+				if t.Name() != "." {
+					setDefault(out, strings.Split(t.Name(), "."))
+				}
+			case mustache.Section, mustache.InvertedSection:
+				walk(t.Tags())
+			}
+		}
+	}
+	walk(tags)
+	return out
+}
+
+func setDefault(m map[string]any, path []string) {
+	cur, ok := m[path[0]]
+	if len(path) == 1 {
+		if !ok {
+			m[path[0]] = ""
+		}
+		return
+	}
+	switch next := cur.(type) {
+	case map[string]any:
+		copied := make(map[string]any, len(next))
+		for k, v := range next {
+			copied[k] = v
+		}
+		setDefault(copied, path[1:])
+		m[path[0]] = copied
+	case nil:
+		child := map[string]any{}
+		setDefault(child, path[1:])
+		m[path[0]] = child
+	}
+}

@@ -1,0 +1,167 @@
+// Package dnstest runs a real DNS server on 127.0.0.1 holding test zones,
+// so code that resolves through a configurable server can be tested
+// against every answer a zone can give: records, NXDOMAIN, no data,
+// SERVFAIL and silence (a timeout).
+package dnstest
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// Server is a DNS server on 127.0.0.1:<random port> (UDP and TCP).
+type Server struct {
+	Addr string
+
+	mu       sync.Mutex
+	records  map[string][]dns.RR // by lower-case FQDN
+	servfail map[string]bool
+	silent   map[string]bool
+	queries  int
+}
+
+// Start runs a server until the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{records: map[string][]dns.RR{}, servfail: map[string]bool{}, silent: map[string]bool{}}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Addr = pc.LocalAddr().String()
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp := &dns.Server{PacketConn: pc, Handler: s}
+	tcp := &dns.Server{Listener: ln, Handler: s}
+	go udp.ActivateAndServe()
+	go tcp.ActivateAndServe()
+	t.Cleanup(func() {
+		udp.Shutdown()
+		tcp.Shutdown()
+	})
+	return s
+}
+
+func key(name string) string { return strings.ToLower(dns.Fqdn(name)) }
+
+// TXT adds one TXT record at name made of the given character-strings
+// (several strings model a value split across 255-byte chunks).
+func (s *Server) TXT(name string, strs ...string) {
+	s.add(&dns.TXT{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: strs})
+}
+
+// LongTXT adds one TXT record holding value split into 255-byte strings,
+// as a DNS provider publishes a long DKIM key.
+func (s *Server) LongTXT(name, value string) {
+	var strs []string
+	for len(value) > 255 {
+		strs = append(strs, value[:255])
+		value = value[255:]
+	}
+	s.TXT(name, append(strs, value)...)
+}
+
+// CNAME adds a CNAME record.
+func (s *Server) CNAME(name, target string) {
+	s.add(&dns.CNAME{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 60}, Target: dns.Fqdn(target)})
+}
+
+// MX adds an MX record.
+func (s *Server) MX(name string, pref uint16, host string) {
+	s.add(&dns.MX{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeMX, Class: dns.ClassINET, Ttl: 60}, Preference: pref, Mx: dns.Fqdn(host)})
+}
+
+// A adds an A or AAAA record.
+func (s *Server) A(name, ip string) {
+	addr := net.ParseIP(ip)
+	hdr := dns.RR_Header{Name: dns.Fqdn(name), Class: dns.ClassINET, Ttl: 60}
+	if v4 := addr.To4(); v4 != nil {
+		hdr.Rrtype = dns.TypeA
+		s.add(&dns.A{Hdr: hdr, A: v4})
+		return
+	}
+	hdr.Rrtype = dns.TypeAAAA
+	s.add(&dns.AAAA{Hdr: hdr, AAAA: addr})
+}
+
+func (s *Server) add(rr dns.RR) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := key(rr.Header().Name)
+	s.records[k] = append(s.records[k], rr)
+}
+
+// Remove deletes every record at name (it becomes NXDOMAIN).
+func (s *Server) Remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.records, key(name))
+}
+
+// ServFail makes queries for name answer SERVFAIL (on=false restores it).
+func (s *Server) ServFail(name string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servfail[key(name)] = on
+}
+
+// Silent makes queries for name go unanswered, so the client times out.
+func (s *Server) Silent(name string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.silent[key(name)] = on
+}
+
+// Queries counts the questions the server has received.
+func (s *Server) Queries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queries
+}
+
+// ServeDNS answers from the zone: matching records, NOERROR with no data
+// when the name has records of other types, NXDOMAIN otherwise.
+func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
+	if len(req.Question) != 1 {
+		return
+	}
+	q := req.Question[0]
+	k := key(q.Name)
+	s.mu.Lock()
+	s.queries++
+	silent, servfail := s.silent[k], s.servfail[k]
+	rrs := append([]dns.RR(nil), s.records[k]...)
+	s.mu.Unlock()
+	if silent {
+		return
+	}
+	m := new(dns.Msg)
+	m.SetReply(req)
+	m.Authoritative = true
+	switch {
+	case servfail:
+		m.Rcode = dns.RcodeServerFailure
+	case len(rrs) == 0:
+		m.Rcode = dns.RcodeNameError
+	default:
+		for _, rr := range rrs {
+			if rr.Header().Rrtype == q.Qtype || q.Qtype == dns.TypeANY {
+				m.Answer = append(m.Answer, rr)
+			}
+		}
+	}
+	if _, udp := w.LocalAddr().(*net.UDPAddr); udp {
+		size := dns.MinMsgSize
+		if opt := req.IsEdns0(); opt != nil {
+			size = int(opt.UDPSize())
+		}
+		m.Truncate(size) // sets TC when the answer does not fit
+	}
+	w.WriteMsg(m)
+}

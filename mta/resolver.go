@@ -1,0 +1,120 @@
+// Package mta is Mailbolt's mail transfer side: DNS lookups through a
+// configurable server, DKIM keys and signing, and (with the sending issue)
+// message building and SMTP delivery.
+//
+// Lookups separate three outcomes that callers must never confuse: an
+// answer, a definite absence (NXDOMAIN or no record of that type), and a
+// failure to learn either (timeout, SERVFAIL, refused). Only the first two
+// say anything about the zone; a failure leaves earlier conclusions standing.
+package mta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// ErrNotFound means the name does not exist or has no record of the type
+// asked for: the zone's answer is "nothing here".
+var ErrNotFound = errors.New("dns: no such record")
+
+// TempError is a lookup that failed without an answer (timeout, SERVFAIL,
+// REFUSED, network error). Retrying later may succeed.
+type TempError struct {
+	Name string
+	Err  error
+}
+
+func (e *TempError) Error() string { return fmt.Sprintf("dns lookup of %s failed: %v", e.Name, e.Err) }
+func (e *TempError) Unwrap() error { return e.Err }
+
+// IsTemporary reports whether err is a lookup failure rather than an answer.
+func IsTemporary(err error) bool {
+	var t *TempError
+	return errors.As(err, &t)
+}
+
+// Resolver looks records up by asking one DNS server directly.
+type Resolver struct {
+	// Server is host:port of the DNS server to ask.
+	Server string
+	// Timeout bounds each exchange; 5 s when zero.
+	Timeout time.Duration
+}
+
+// SystemResolver asks the first nameserver in /etc/resolv.conf, falling
+// back to 127.0.0.1:53.
+func SystemResolver() *Resolver {
+	cfg, err := dns.ClientConfigFromFile("/etc/resolv.conf")
+	if err != nil || len(cfg.Servers) == 0 {
+		return &Resolver{Server: "127.0.0.1:53"}
+	}
+	return &Resolver{Server: net.JoinHostPort(cfg.Servers[0], cfg.Port)}
+}
+
+// exchange sends one query, retrying over TCP when the UDP answer is
+// truncated.
+func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
+	timeout := r.Timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	fqdn := dns.Fqdn(name)
+	m := new(dns.Msg)
+	m.SetQuestion(fqdn, qtype)
+	m.SetEdns0(4096, false)
+	c := &dns.Client{Timeout: timeout}
+	in, _, err := c.ExchangeContext(ctx, m, r.Server)
+	if err == nil && in.Truncated {
+		c.Net = "tcp"
+		in, _, err = c.ExchangeContext(ctx, m, r.Server)
+	}
+	if err != nil {
+		return nil, &TempError{Name: name, Err: err}
+	}
+	switch in.Rcode {
+	case dns.RcodeSuccess:
+	case dns.RcodeNameError:
+		return nil, ErrNotFound
+	default:
+		return nil, &TempError{Name: name, Err: fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode])}
+	}
+	var out []dns.RR
+	for _, rr := range in.Answer {
+		if rr.Header().Rrtype == qtype && strings.EqualFold(rr.Header().Name, fqdn) {
+			out = append(out, rr)
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return out, nil
+}
+
+// LookupTXT returns each TXT record at name with its strings joined, as
+// SPF (RFC 7208 §3.3) and DKIM (RFC 6376 §3.6.2.2) read them.
+func (r *Resolver) LookupTXT(ctx context.Context, name string) ([]string, error) {
+	rrs, err := r.exchange(ctx, name, dns.TypeTXT)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(rrs))
+	for _, rr := range rrs {
+		out = append(out, strings.Join(rr.(*dns.TXT).Txt, ""))
+	}
+	return out, nil
+}
+
+// LookupCNAME returns the target of the CNAME at name, without the final dot.
+func (r *Resolver) LookupCNAME(ctx context.Context, name string) (string, error) {
+	rrs, err := r.exchange(ctx, name, dns.TypeCNAME)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(rrs[0].(*dns.CNAME).Target, "."), nil
+}
