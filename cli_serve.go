@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"mailbolt/app"
+	"mailbolt/mta"
 	"mailbolt/storage"
 	"mailbolt/web"
 )
@@ -33,6 +34,16 @@ type serveConfig struct {
 	logLevel      string
 	logFormat     string
 	shutdownGrace time.Duration
+
+	dnsServer       string
+	dnsTimeout      time.Duration
+	hostname        string
+	spfInclude      string
+	sendingIPs      []net.IP
+	trackingHost    string
+	domainRecheck   time.Duration
+	dkimGrace       time.Duration
+	domainCheckTick time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -58,7 +69,36 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&cfg.logFormat, "log-format", "json", "json or text")
 	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish on shutdown")
+
+	host, _ := os.Hostname()
+	f.StringVar(&cfg.dnsServer, "dns-server", "", "DNS server (host:port) for domain checks and MX lookups (default: the first nameserver in /etc/resolv.conf)")
+	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", 5*time.Second, "timeout of one DNS query")
+	f.StringVar(&cfg.hostname, "hostname", host, "this server's mail host name: target of each domain's return-path CNAME, and its SPF a: mechanism when neither --spf-include nor --sending-ips is set")
+	f.StringVar(&cfg.spfInclude, "spf-include", "", "domain whose SPF record lists this server's addresses; sending domains publish include:<it>")
+	f.IPSliceVar(&cfg.sendingIPs, "sending-ips", nil, "this server's outbound IP addresses; sending domains publish ip4:/ip6: for each")
+	f.StringVar(&cfg.trackingHost, "tracking-host", "", "host name that open and click tracking is served on; sending domains then publish a track.<domain> CNAME to it")
+	f.DurationVar(&cfg.domainRecheck, "domain-recheck-interval", 24*time.Hour, "how often each domain's DNS records are checked again")
+	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", 7*24*time.Hour, "how long a replaced DKIM record must stay published before it is reported removable")
+	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", time.Minute, "how often the scheduler looks for domains due a check")
 	return cmd
+}
+
+func (cfg serveConfig) validate() error {
+	if cfg.dnsServer != "" {
+		if _, _, err := net.SplitHostPort(cfg.dnsServer); err != nil {
+			return fmt.Errorf("--dns-server: %q is not host:port", cfg.dnsServer)
+		}
+	}
+	if cfg.hostname == "" {
+		return errors.New("--hostname is required (the system host name is unknown)")
+	}
+	for name, d := range map[string]time.Duration{"--dns-timeout": cfg.dnsTimeout, "--domain-recheck-interval": cfg.domainRecheck,
+		"--dkim-rotation-grace": cfg.dkimGrace, "--domain-check-tick": cfg.domainCheckTick, "--sweep-interval": cfg.sweepInterval} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive", name)
+		}
+	}
+	return nil
 }
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
@@ -108,6 +148,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
 	wc, err := cfg.webConfig(log)
 	if err != nil {
 		return err
@@ -121,7 +164,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	defer db.Close()
 
-	a := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval})
+	resolver := mta.SystemResolver()
+	if cfg.dnsServer != "" {
+		resolver = &mta.Resolver{Server: cfg.dnsServer}
+	}
+	resolver.Timeout = cfg.dnsTimeout
+	a := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
+		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
+			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
+			RotationGrace: cfg.dkimGrace}})
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {
 		return fmt.Errorf("create the default account: %w", err)

@@ -102,8 +102,8 @@ func (a *App) Panics() int64 { return a.panics.Load() }
 func (a *App) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for name, worker := range map[string]func(context.Context){
-		"sweeper":   a.runSweeper,
-		"key_usage": a.runKeyUsage,
+		"sweeper":       a.runSweeper,
+		"key_usage":     a.runKeyUsage,
 		"domain_checks": a.runDomainChecks,
 	} {
 		wg.Add(1)

@@ -38,7 +38,9 @@ func PlanNames() []string {
 	for n := range plans {
 		names = append(names, n)
 	}
-	sort.Slice(names, func(i, j int) bool { return plans[names[i]].RateLimit < plans[names[j]].RateLimit || plans[names[i]].RateLimit == plans[names[j]].RateLimit && names[i] < names[j] })
+	sort.Slice(names, func(i, j int) bool {
+		return plans[names[i]].RateLimit < plans[names[j]].RateLimit || plans[names[i]].RateLimit == plans[names[j]].RateLimit && names[i] < names[j]
+	})
 	return names
 }
 

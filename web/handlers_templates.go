@@ -1,0 +1,179 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+)
+
+type templateView struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Strict    bool      `json:"strict"`
+	Subject   string    `json:"subject"`
+	HTML      string    `json:"html"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func viewTemplate(t storage.Template, v storage.TemplateVersion) templateView {
+	return templateView{ID: t.ID, Name: v.Name, Version: v.Version, Strict: v.Strict, Subject: v.Subject,
+		HTML: v.HTML, Text: v.Text, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: v.CreatedAt.UTC()}
+}
+
+type templateSummaryView struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Version   int       `json:"version"`
+	Strict    bool      `json:"strict"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func viewTemplateSummary(t storage.Template) templateSummaryView {
+	return templateSummaryView{ID: t.ID, Name: t.Name, Version: t.Version, Strict: t.Strict,
+		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC()}
+}
+
+type templateVersionView struct {
+	Version   int       `json:"version"`
+	Name      string    `json:"name"`
+	Strict    bool      `json:"strict"`
+	Subject   string    `json:"subject"`
+	HTML      string    `json:"html"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func viewTemplateVersion(v storage.TemplateVersion) templateVersionView {
+	return templateVersionView{Version: v.Version, Name: v.Name, Strict: v.Strict, Subject: v.Subject,
+		HTML: v.HTML, Text: v.Text, CreatedAt: v.CreatedAt.UTC()}
+}
+
+type templateRequest struct {
+	Name    *string `json:"name"`
+	Subject *string `json:"subject"`
+	HTML    *string `json:"html"`
+	Text    *string `json:"text"`
+	Strict  *bool   `json:"strict"`
+}
+
+func (t templateRequest) input() app.TemplateInput {
+	return app.TemplateInput{Name: t.Name, Subject: t.Subject, HTML: t.HTML, Text: t.Text, Strict: t.Strict}
+}
+
+func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, c *call) {
+	var req templateRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	t, v, e := s.app.CreateTemplate(c.Account.ID, req.input())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	w.Header().Set("Location", "/v1/templates/"+t.ID)
+	writeJSON(w, http.StatusCreated, viewTemplate(t, v))
+}
+
+func (s *Server) updateTemplate(w http.ResponseWriter, r *http.Request, c *call) {
+	var req templateRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	t, v, e := s.app.UpdateTemplate(c.Account.ID, c.params.ByName("id"), req.input())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewTemplate(t, v))
+}
+
+// versionParam reads ?version=N (0 when absent: the newest).
+func versionParam(r *http.Request) (int, *app.Error) {
+	v := r.URL.Query().Get("version")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, app.Validation("version", "must be a version number of 1 or more")
+	}
+	return n, nil
+}
+
+func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c *call) {
+	version, e := versionParam(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	t, v, e := s.app.Template(c.Account.ID, c.params.ByName("id"), version)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewTemplate(t, v))
+}
+
+func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c *call) {
+	pq, e := parsePage(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	list, res, total, e := s.app.ListTemplates(c.Account.ID, pq.options())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeList(w, r, pq, mapSlice(list, viewTemplateSummary), res, total)
+}
+
+func (s *Server) listTemplateVersions(w http.ResponseWriter, r *http.Request, c *call) {
+	pq, e := parsePage(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	list, res, total, e := s.app.TemplateVersions(c.Account.ID, c.params.ByName("id"), pq.options())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeList(w, r, pq, mapSlice(list, viewTemplateVersion), res, total)
+}
+
+type renderRequest struct {
+	Data    map[string]any `json:"data"`
+	Version int            `json:"version"`
+}
+
+type renderedView struct {
+	Subject string `json:"subject"`
+	HTML    string `json:"html"`
+	Text    string `json:"text"`
+	Version int    `json:"version"`
+}
+
+func (s *Server) renderTemplate(w http.ResponseWriter, r *http.Request, c *call) {
+	var req renderRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Version < 0 {
+		s.writeError(w, r, app.Validation("version", "must be a version number of 1 or more"))
+		return
+	}
+	out, e := s.app.RenderTemplate(c.Account.ID, c.params.ByName("id"), req.Version, req.Data)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, renderedView{Subject: out.Subject, HTML: out.HTML, Text: out.Text, Version: out.Version})
+}

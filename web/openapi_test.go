@@ -1,0 +1,604 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/pb33f/libopenapi-validator/config"
+	vErrors "github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/paths"
+	"github.com/pb33f/libopenapi/datamodel"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+)
+
+// The OpenAPI document (openapi.json) is the source of truth for the API
+// (DESIGN.md "HTTP API conventions"): these tests fail when a route is
+// missing from it, and checkOpenAPI fails any test that sees an answer the
+// document does not describe.
+
+// openAPI is the parsed document and its validator, built once: building
+// compiles every schema, which is slow.
+var openAPI struct {
+	once  sync.Once
+	doc   libopenapi.Document
+	model *v3.Document
+	val   validator.Validator
+	err   error
+	// mu serialises validation: the validator's caches are shared, and
+	// tests call checkOpenAPI from many goroutines at once.
+	mu sync.Mutex
+}
+
+func loadOpenAPI() (*v3.Document, validator.Validator, error) {
+	openAPI.once.Do(func() {
+		doc, err := libopenapi.NewDocument(OpenAPI)
+		if err != nil {
+			openAPI.err = fmt.Errorf("parse openapi.json: %w", err)
+			return
+		}
+		m, err := doc.BuildV3Model()
+		if err != nil {
+			openAPI.err = fmt.Errorf("build v3 model of openapi.json: %w", err)
+			return
+		}
+		// Format assertions make "format": "date-time" (and friends) checked
+		// rather than merely annotations.
+		v, errs := validator.NewValidator(doc, config.WithFormatAssertions())
+		if len(errs) > 0 {
+			openAPI.err = fmt.Errorf("build validator: %v", errs)
+			return
+		}
+		openAPI.doc, openAPI.model, openAPI.val = doc, &m.Model, v
+	})
+	return openAPI.model, openAPI.val, openAPI.err
+}
+
+// checkOpenAPI fails t unless the answer resp (whose body the caller has
+// already read into body) is described by the OpenAPI document for req:
+// the status must be documented for the operation, required headers must
+// be present and well-formed, and the body must match the schema. resp.Body
+// is not touched.
+//
+// Paths the document does not have (unversioned paths, unknown /v1 paths)
+// have no operation to check against: their answer must be an error with
+// the spec's envelope. A documented path with an undocumented method must
+// be 405 METHOD_NOT_ALLOWED with an Allow header naming exactly the
+// documented methods (or an error produced before routing: 410, 429, 500).
+// In both cases the headers every answer carries are checked by hand.
+func checkOpenAPI(t testing.TB, req *http.Request, resp *http.Response, body []byte) {
+	t.Helper()
+	model, val, err := loadOpenAPI()
+	if err != nil {
+		t.Errorf("OpenAPI document: %v", err)
+		return
+	}
+	what := req.Method + " " + req.URL.Path
+
+	pathItem, pathErrs, _ := paths.FindPath(req, model, nil)
+	if pathItem == nil || len(pathErrs) > 0 {
+		// No operation describes the answer; check the headers that every
+		// answer carries (DESIGN.md "HTTP API conventions") by hand.
+		for _, h := range []string{"X-Request-Id", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			if resp.Header.Get(h) == "" {
+				t.Errorf("OpenAPI: %s: answer %d without %s", what, resp.StatusCode, h)
+			}
+		}
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("OpenAPI: %s: 429 without Retry-After", what)
+		}
+	}
+	switch {
+	case pathItem == nil:
+		// No such path in the document.
+		if resp.StatusCode < 400 {
+			t.Errorf("OpenAPI: %s answered %d, but the path is not in the document", what, resp.StatusCode)
+			return
+		}
+		checkErrorEnvelope(t, what, req, resp, body)
+		return
+	case len(pathErrs) > 0:
+		// The path is documented but not with this method.
+		documented := documentedMethods(pathItem)
+		switch resp.StatusCode {
+		case http.StatusMethodNotAllowed:
+			checkErrorEnvelope(t, what, req, resp, body)
+			if c := errorCode(body); c != "METHOD_NOT_ALLOWED" && req.Method != http.MethodHead {
+				t.Errorf("OpenAPI: %s: 405 with code %q, want METHOD_NOT_ALLOWED", what, c)
+			}
+			var allow []string
+			for _, m := range strings.Split(resp.Header.Get("Allow"), ",") {
+				if m = strings.TrimSpace(m); m != "" {
+					allow = append(allow, m)
+				}
+			}
+			sort.Strings(allow)
+			if !slices.Equal(allow, documented) {
+				t.Errorf("OpenAPI: %s: 405 with Allow %q, but the document has %v for this path",
+					what, resp.Header.Get("Allow"), documented)
+			}
+		case http.StatusGone, http.StatusTooManyRequests, http.StatusInternalServerError:
+			checkErrorEnvelope(t, what, req, resp, body)
+		default:
+			t.Errorf("OpenAPI: %s answered %d, but the document has only %v for this path (expected 405)",
+				what, resp.StatusCode, documented)
+		}
+		return
+	}
+
+	copied := *resp
+	copied.Header = resp.Header.Clone()
+	copied.Body = io.NopCloser(bytes.NewReader(body))
+	// Workaround: the validator JSON-decodes response header values before
+	// checking them against the header's schema, so a caller-chosen
+	// X-Request-Id such as "123" or "true" would be judged a number or a
+	// boolean against "type": "string". Quote such values for the check.
+	if id := copied.Header.Get("X-Request-Id"); id != "" {
+		var v any
+		if json.Unmarshal([]byte(id), &v) == nil {
+			if _, isString := v.(string); !isString {
+				copied.Header.Set("X-Request-Id", `"`+id+`"`)
+			}
+		}
+	}
+
+	openAPI.mu.Lock()
+	ok, verrs := val.ValidateHttpResponse(req, &copied)
+	openAPI.mu.Unlock()
+	if !ok || len(verrs) > 0 {
+		t.Errorf("OpenAPI: %s answered %d, which the document does not describe:\n%s\nbody: %s",
+			what, resp.StatusCode, formatValidationErrors(verrs), truncate(body, 2000))
+	}
+}
+
+// documentedMethods lists a path's operations as sorted upper-case methods.
+func documentedMethods(item *v3.PathItem) []string {
+	var out []string
+	for m := range item.GetOperations().KeysFromOldest() {
+		out = append(out, strings.ToUpper(m))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkErrorEnvelope checks an error answer that no operation describes:
+// JSON {"error": {"code": string, "message": string, "details"?: object}}.
+func checkErrorEnvelope(t testing.TB, what string, req *http.Request, resp *http.Response, body []byte) {
+	t.Helper()
+	if req.Method == http.MethodHead {
+		return // no body to check
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("OpenAPI: %s: error %d with Content-Type %q, want application/json", what, resp.StatusCode, ct)
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Errorf("OpenAPI: %s: error %d body is not a JSON object: %v: %s", what, resp.StatusCode, err, truncate(body, 500))
+		return
+	}
+	var inner map[string]json.RawMessage
+	if len(env) != 1 || json.Unmarshal(env["error"], &inner) != nil || inner == nil {
+		t.Errorf("OpenAPI: %s: error %d body is not {\"error\": {...}}: %s", what, resp.StatusCode, truncate(body, 500))
+		return
+	}
+	var code, message string
+	if json.Unmarshal(inner["code"], &code) != nil || code == "" {
+		t.Errorf("OpenAPI: %s: error envelope without a string code: %s", what, truncate(body, 500))
+	}
+	if json.Unmarshal(inner["message"], &message) != nil || inner["message"] == nil {
+		t.Errorf("OpenAPI: %s: error envelope without a string message: %s", what, truncate(body, 500))
+	}
+	for k, v := range inner {
+		switch k {
+		case "code", "message":
+		case "details":
+			var details map[string]any
+			if json.Unmarshal(v, &details) != nil || details == nil {
+				t.Errorf("OpenAPI: %s: error details is not an object: %s", what, truncate(body, 500))
+			}
+		default:
+			t.Errorf("OpenAPI: %s: error envelope has unknown field %q: %s", what, k, truncate(body, 500))
+		}
+	}
+}
+
+// errorCode is the code of an error envelope, or "".
+func errorCode(body []byte) string {
+	var env struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &env)
+	return env.Error.Code
+}
+
+func formatValidationErrors(errs []*vErrors.ValidationError) string {
+	var b strings.Builder
+	for _, e := range errs {
+		fmt.Fprintf(&b, "  - %s: %s\n", e.Message, e.Reason)
+		for _, f := range e.SchemaValidationErrors {
+			loc := f.FieldPath
+			if loc == "" {
+				loc = f.KeywordLocation
+			}
+			fmt.Fprintf(&b, "      %s (at %s)\n", f.Reason, loc)
+		}
+	}
+	return b.String()
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// openAPIPath turns an httprouter path into an OpenAPI one:
+// /v1/api-keys/:id → /v1/api-keys/{id}.
+func openAPIPath(p string) string {
+	return regexp.MustCompile(`[:*]([A-Za-z_][A-Za-z0-9_]*)`).ReplaceAllString(p, "{$1}")
+}
+
+func TestOpenAPIDocumentIsValid(t *testing.T) {
+	doc, err := libopenapi.NewDocument(OpenAPI)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	info := doc.GetSpecInfo()
+	if info.SpecFormat != datamodel.OAS31 || info.Version != "3.1.0" {
+		t.Fatalf("document is %s %q, want OpenAPI 3.1.0", info.SpecFormat, info.Version)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatalf("build v3 model: %v", err)
+	}
+	if m.Model.Info == nil || m.Model.Info.Version != "1.0.0" || m.Model.Info.Title != "Mailbolt API" {
+		t.Errorf("info = %+v, want title Mailbolt API, version 1.0.0", m.Model.Info)
+	}
+	// The document also validates against the OpenAPI 3.1 schema.
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatalf("validator: %v", errs)
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		t.Fatalf("document does not validate against the OpenAPI 3.1 schema:\n%s", formatValidationErrors(verrs))
+	}
+	// The shared validator used by checkOpenAPI builds too.
+	if _, _, err := loadOpenAPI(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Conventions every operation must follow.
+	for p, item := range m.Model.Paths.PathItems.FromOldest() {
+		for method, op := range item.GetOperations().FromOldest() {
+			what := strings.ToUpper(method) + " " + p
+			if op.Summary == "" {
+				t.Errorf("%s: no summary", what)
+			}
+			public := op.Security != nil && len(op.Security) == 0
+			if public != (what == "GET /v1/openapi.json") {
+				t.Errorf("%s: public = %v", what, public)
+			}
+			if !public {
+				secured := len(op.Security) == 1 && op.Security[0].Requirements != nil
+				if secured {
+					_, secured = op.Security[0].Requirements.Get("ApiKeyAuth")
+				}
+				if !secured {
+					t.Errorf("%s: not secured by ApiKeyAuth", what)
+				}
+			}
+			write := method != "get"
+			hasIdem := false
+			for _, prm := range op.Parameters {
+				if prm.In == "header" && prm.Name == "Idempotency-Key" {
+					hasIdem = true
+				}
+			}
+			if hasIdem != write {
+				t.Errorf("%s: Idempotency-Key parameter = %v", what, hasIdem)
+			}
+			want := []string{"405", "410", "429", "500"}
+			if !public {
+				want = append(want, "400", "401", "403", "404")
+			}
+			if write {
+				want = append(want, "409", "413", "503")
+			}
+			for _, code := range want {
+				if op.Responses.Codes.GetOrZero(code) == nil {
+					t.Errorf("%s: response %s not documented", what, code)
+				}
+			}
+		}
+	}
+}
+
+// TestOpenAPIEnumsMatchCode keeps the document's enums in step with the
+// values the code accepts and produces.
+func TestOpenAPIEnumsMatchCode(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"Scope":             append([]string{app.ScopeAll}, app.Scopes...),
+		"Role":              app.Roles,
+		"SuppressionReason": app.SuppressionReasons,
+		"Plan":              app.PlanNames(),
+		"KeyMode":           {"live", "test"},
+	} {
+		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
+		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
+			t.Errorf("components.schemas.%s.enum = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// newOpenAPITestServer is a Server over a fresh database.
+func newOpenAPITestServer(t *testing.T) (*Server, *app.App) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	a := app.New(db, app.Options{})
+	return New(a, Config{}), a
+}
+
+func TestOpenAPICoversRoutes(t *testing.T) {
+	s, _ := newOpenAPITestServer(t)
+	model, _, err := loadOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for p, item := range model.Paths.PathItems.FromOldest() {
+		for method := range item.GetOperations().KeysFromOldest() {
+			documented[strings.ToUpper(method)+" "+p] = true
+		}
+	}
+	registered := map[string]bool{}
+	for _, rt := range s.Routes() {
+		op := rt[0] + " " + openAPIPath(rt[1])
+		registered[op] = true
+		if !documented[op] {
+			t.Errorf("route %s %s is not in openapi.json", rt[0], rt[1])
+		}
+	}
+	for op := range documented {
+		if !registered[op] {
+			t.Errorf("openapi.json documents %s, which is not a route", op)
+		}
+	}
+	if len(registered) == 0 {
+		t.Fatal("no routes")
+	}
+}
+
+// recordingTB is a testing.TB that records failures instead of failing.
+type recordingTB struct {
+	testing.TB
+	mu       sync.Mutex
+	failures []string
+}
+
+func (r *recordingTB) Helper() {}
+func (r *recordingTB) record(s string) {
+	r.mu.Lock()
+	r.failures = append(r.failures, s)
+	r.mu.Unlock()
+}
+func (r *recordingTB) Error(args ...any)                 { r.record(fmt.Sprint(args...)) }
+func (r *recordingTB) Errorf(format string, args ...any) { r.record(fmt.Sprintf(format, args...)) }
+func (r *recordingTB) Fatal(args ...any)                 { r.record(fmt.Sprint(args...)) }
+func (r *recordingTB) Fatalf(format string, args ...any) { r.record(fmt.Sprintf(format, args...)) }
+func (r *recordingTB) Fail()                             { r.record("Fail") }
+func (r *recordingTB) FailNow()                          { r.record("FailNow") }
+
+// fakeAnswer builds a response as a test would see it.
+func fakeAnswer(method, path string, status int, body string, hdr ...string) (*http.Request, *http.Response, []byte) {
+	req := httptest.NewRequest(method, path, nil)
+	h := http.Header{}
+	h.Set("X-Request-Id", "req-1")
+	h.Set("X-RateLimit-Limit", "100")
+	h.Set("X-RateLimit-Remaining", "99")
+	h.Set("X-RateLimit-Reset", "1790000000")
+	if body != "" {
+		h.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			h.Del(hdr[i])
+		} else {
+			h.Set(hdr[i], hdr[i+1])
+		}
+	}
+	resp := &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("unread")), Request: req}
+	return req, resp, []byte(body)
+}
+
+func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
+	const account = `{"id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a11","name":"acme","plan":"free",` +
+		`"limits":{"requests_per_second":10,"batch_size":100,"dedicated_ips":0},"created_at":"2026-01-02T03:04:05Z"}`
+	const key = `{"id":"k1","name":"ci","prefix":"svc_live_abcdefgh","mode":"live","scopes":["*"],` +
+		`"created_at":"2026-01-02T03:04:05Z","last_used_at":null,"expires_at":null,"revoked_at":"2026-01-03T00:00:00.123456789Z"}`
+	const createdKey = `{"id":"k1","name":"ci","prefix":"svc_live_abcdefgh","mode":"live","scopes":["messages:read"],` +
+		`"created_at":"2026-01-02T03:04:05Z","last_used_at":null,"expires_at":null,"revoked_at":null,` +
+		`"key":"svc_live_0123456789abcdefghijABCDEFGHIJ0123456789a"}`
+	const notFound = `{"error":{"code":"NOT_FOUND","message":"unknown path /foo: every API path begins with /v1/"}}`
+	const supp = `{"recipient":"a@b.test","reason":"manual","source_message_id":null,"created_at":"2026-01-02T03:04:05Z"}`
+
+	cases := []struct {
+		name   string
+		method string
+		path   string
+		status int
+		body   string
+		hdr    []string
+		ok     bool
+	}{
+		// Controls: answers the document describes pass.
+		{"account", "GET", "/v1/account", 200, account, nil, true},
+		{"account deprecated", "GET", "/v1/account", 200, account, []string{"Deprecation", "true", "Sunset", "Wed, 30 Jun 2027 00:00:00 GMT", "Warning", `299 - "deprecated"`}, true},
+		{"numeric request id", "GET", "/v1/account", 200, account, []string{"X-Request-Id", "12345"}, true},
+		{"unauthorized", "GET", "/v1/account", 401, `{"error":{"code":"UNAUTHORIZED","message":"missing API key"}}`, nil, true},
+		{"validation details", "POST", "/v1/suppressions", 400, `{"error":{"code":"VALIDATION_ERROR","message":"x","details":{"field":"recipient","reason":"is required"}}}`, []string{"Idempotent-Replayed", "true"}, true},
+		{"rate limited", "GET", "/v1/team", 429, `{"error":{"code":"RATE_LIMIT_EXCEEDED","message":"slow down"}}`, []string{"Retry-After", "1"}, true},
+		{"cursor list", "GET", "/v1/api-keys", 200, `{"data":[` + key + `],"limit":50,"has_more":true,"cursor":"abc"}`, nil, true},
+		{"last cursor page", "GET", "/v1/api-keys?limit=5", 200, `{"data":[],"limit":5,"has_more":false}`, nil, true},
+		{"page list", "GET", "/v1/suppressions?page=1", 200, `{"data":[` + supp + `],"page":1,"limit":50,"total":1}`, []string{"Link", `</v1/suppressions?limit=50&page=1>; rel="first"`}, true},
+		{"created key", "POST", "/v1/api-keys", 201, createdKey, []string{"Location", "/v1/api-keys/k1"}, true},
+		{"deleted suppression", "DELETE", "/v1/suppressions/a@b.test", 204, "", nil, true},
+		{"unversioned", "GET", "/foo", 404, notFound, nil, true},
+		{"unknown v1", "GET", "/v1/nope", 404, notFound, nil, true},
+		{"method not allowed", "PUT", "/v1/account", 405, `{"error":{"code":"METHOD_NOT_ALLOWED","message":"no"}}`, []string{"Allow", "GET"}, true},
+
+		// Answers the document does not describe fail.
+		{"undocumented status", "GET", "/v1/account", 418, `{"error":{"code":"TEAPOT","message":"short and stout"}}`, nil, false},
+		{"201 on a 200 route", "GET", "/v1/account", 201, account, nil, false},
+		{"missing field", "GET", "/v1/account", 200, strings.Replace(account, `"plan":"free",`, "", 1), nil, false},
+		{"extra field", "GET", "/v1/account", 200, strings.Replace(account, `"name"`, `"colour":"red","name"`, 1), nil, false},
+		{"bad enum", "GET", "/v1/account", 200, strings.Replace(account, `"free"`, `"platinum"`, 1), nil, false},
+		{"bad time", "GET", "/v1/account", 200, strings.Replace(account, `2026-01-02T03:04:05Z`, `yesterday`, 1), nil, false},
+		{"null non-null time", "GET", "/v1/api-keys", 200, `{"data":[` + strings.Replace(key, `"created_at":"2026-01-02T03:04:05Z"`, `"created_at":null`, 1) + `],"limit":50,"has_more":false}`, nil, false},
+		{"mixed list modes", "GET", "/v1/api-keys", 200, `{"data":[],"page":1,"limit":50,"total":0,"has_more":false}`, nil, false},
+		{"secret missing", "POST", "/v1/api-keys", 201, key, []string{"Location", "/v1/api-keys/k1"}, false},
+		{"no Location", "POST", "/v1/api-keys", 201, createdKey, nil, false},
+		{"no rate-limit header", "GET", "/v1/account", 200, account, []string{"X-RateLimit-Remaining", ""}, false},
+		{"non-integer rate-limit header", "GET", "/v1/account", 200, account, []string{"X-RateLimit-Limit", "lots"}, false},
+		{"no Retry-After", "GET", "/v1/team", 429, `{"error":{"code":"RATE_LIMIT_EXCEEDED","message":"slow down"}}`, nil, false},
+		{"200 on a 204 route", "DELETE", "/v1/suppressions/a@b.test", 200, supp, nil, false},
+		{"bad error envelope", "GET", "/v1/account", 401, `{"code":"UNAUTHORIZED","message":"x"}`, nil, false},
+		{"wrong error code", "GET", "/v1/account", 401, `{"error":{"code":"NOT_FOUND","message":"x"}}`, nil, false},
+		{"unknown path 200", "GET", "/v1/nope", 200, `{}`, nil, false},
+		{"unknown path bad envelope", "GET", "/foo", 404, `{"error":"not found"}`, nil, false},
+		{"unknown path no message", "GET", "/foo", 404, `{"error":{"code":"NOT_FOUND"}}`, nil, false},
+		{"unknown path no request id", "GET", "/foo", 404, notFound, []string{"X-Request-Id", ""}, false},
+		{"405 without Allow", "PUT", "/v1/account", 405, `{"error":{"code":"METHOD_NOT_ALLOWED","message":"no"}}`, nil, false},
+		{"405 with wrong Allow", "PUT", "/v1/account", 405, `{"error":{"code":"METHOD_NOT_ALLOWED","message":"no"}}`, []string{"Allow", "GET, OPTIONS"}, false},
+		{"undocumented method answered", "PUT", "/v1/account", 200, account, nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, resp, body := fakeAnswer(c.method, c.path, c.status, c.body, c.hdr...)
+			rec := &recordingTB{TB: t}
+			checkOpenAPI(rec, req, resp, body)
+			if c.ok && len(rec.failures) > 0 {
+				t.Errorf("checkOpenAPI rejected a documented answer:\n%s", strings.Join(rec.failures, "\n"))
+			}
+			if !c.ok && len(rec.failures) == 0 {
+				t.Errorf("checkOpenAPI accepted an undocumented answer: %d %s", c.status, c.body)
+			}
+			for _, f := range rec.failures {
+				t.Logf("rejected: %s", f)
+			}
+			if got, _ := io.ReadAll(resp.Body); string(got) != "unread" {
+				t.Errorf("checkOpenAPI consumed resp.Body")
+			}
+		})
+	}
+}
+
+// TestOpenAPIDescribesServerAnswers drives every route of a real Server
+// once, through the success and the common failure answers, and checks
+// each answer against the document.
+func TestOpenAPIDescribesServerAnswers(t *testing.T) {
+	s, a := newOpenAPITestServer(t)
+	acct, e := a.CreateAccount(app.AccountInput{Name: "acme", Plan: "enterprise", RateLimit: 100000})
+	if e != nil {
+		t.Fatal(e)
+	}
+	full, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "full"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	narrow, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "narrow", Scopes: []string{"account:read"}})
+	if e != nil {
+		t.Fatal(e)
+	}
+	do := func(method, path, key, body string, want int, hdr ...string) []byte {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("X-API-Key", key)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		resp := rec.Result()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, data)
+		}
+		checkOpenAPI(t, req, resp, data)
+		return data
+	}
+	k := full.Secret
+
+	served := do("GET", "/v1/openapi.json", "", "", 200)
+	if !bytes.Equal(served, OpenAPI) {
+		t.Error("GET /v1/openapi.json does not serve the embedded document")
+	}
+	do("GET", "/v1/account", k, "", 200)
+	do("GET", "/v1/account", "", "", 401)
+	do("GET", "/v1/account", "svc_live_nope", "", 401)
+	do("GET", "/v1/team", narrow.Secret, "", 403)
+	do("DELETE", "/v1/account", k, "", 405)
+	do("GET", "/v1/nope", k, "", 404)
+	do("GET", "/nope", k, "", 404)
+
+	created := do("POST", "/v1/api-keys", k, `{"name":"ci","scopes":["messages:read"],"expires_at":"2999-01-01T00:00:00Z"}`, 201)
+	var ck struct{ ID string }
+	_ = json.Unmarshal(created, &ck)
+	do("POST", "/v1/api-keys", k, `{"name":"ci","colour":"red"}`, 400)
+	do("POST", "/v1/api-keys", narrow.Secret, `{"name":"ci","scopes":["*"]}`, 403)
+	do("GET", "/v1/api-keys", k, "", 200)
+	do("GET", "/v1/api-keys?limit=1", k, "", 200)
+	do("GET", "/v1/api-keys?page=2&limit=1", k, "", 200)
+	do("GET", "/v1/api-keys?limit=0", k, "", 400)
+	do("DELETE", "/v1/api-keys/"+ck.ID, k, "", 200)
+	do("DELETE", "/v1/api-keys/nope", k, "", 404)
+	sandbox, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "sandbox", Test: true})
+	if e != nil {
+		t.Fatal(e)
+	}
+	do("DELETE", "/v1/api-keys/"+full.Key.ID, sandbox.Secret, "", 403)
+
+	do("POST", "/v1/suppressions", k, `{"recipient":"A@b.test"}`, 201, "Idempotency-Key", "s1")
+	do("POST", "/v1/suppressions", k, `{"recipient":"A@b.test"}`, 201, "Idempotency-Key", "s1")
+	do("POST", "/v1/suppressions", k, `{"recipient":"a@b.test","reason":"complaint"}`, 409, "Idempotency-Key", "s1")
+	do("POST", "/v1/suppressions", k, `{"recipient":"a@b.test","reason":"complaint"}`, 200)
+	do("GET", "/v1/suppressions?page=1", k, "", 200)
+	do("DELETE", "/v1/suppressions/a@b.test", k, "", 204)
+	do("DELETE", "/v1/suppressions/a@b.test", k, "", 404)
+
+	do("POST", "/v1/team/invite", k, `{"email":"ann@example.com","role":"admin"}`, 201)
+	do("POST", "/v1/team/invite", k, `{"email":"ann@example.com","role":"admin"}`, 409)
+	do("GET", "/v1/team", k, "", 200)
+}
