@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -106,6 +108,20 @@ func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []stora
 	return keys, res, total, storageErr(err, "api key")
 }
 
+// Key reads one of an account's keys.
+func (a *App) Key(accountID, keyID string) (storage.APIKey, *Error) {
+	var k storage.APIKey
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		k, err = tx.APIKey(keyID)
+		if err == nil && k.AccountID != accountID {
+			return storage.ErrNotFound
+		}
+		return err
+	})
+	return k, storageErr(err, "api key")
+}
+
 // RevokeKey revokes a key. With by set (an API request), a key of another
 // account is not found, a test key cannot revoke a live key, and a key
 // cannot revoke one holding scopes it lacks itself; the CLI passes nil to
@@ -167,6 +183,9 @@ func (a *App) Authenticate(secret string) (Principal, *Error) {
 		p.Account, err = tx.Account(k.AccountID)
 		return err
 	})
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return Principal{}, Internal(fmt.Errorf("authenticate: %w", err))
+	}
 	if err != nil || subtle.ConstantTimeCompare(p.Key.Hash, hash) != 1 || p.Key.RevokedAt != nil {
 		return Principal{}, invalid
 	}
@@ -229,7 +248,7 @@ func cleanName(field, s string) (string, *Error) {
 	if s == "" {
 		return "", Validation(field, "is required")
 	}
-	if len(s) > 100 {
+	if utf8.RuneCountInString(s) > 100 {
 		return "", Validation(field, "must be at most 100 characters")
 	}
 	for _, r := range s {

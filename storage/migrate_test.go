@@ -121,3 +121,31 @@ func TestNewerSchemaRefused(t *testing.T) {
 		t.Fatal("opened a database from the future")
 	}
 }
+
+func TestMigration3AddsDomainAndTemplateBuckets(t *testing.T) {
+	b, path := openAt(t, 2)
+	b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSuppressions).Put(join("acct1", "a@x.test"), []byte(`{"recipient":"a@x.test"}`))
+	})
+	b.Close()
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *Tx) error {
+		if err := tx.InsertDomain(Domain{ID: "d1", AccountID: "acct1", Name: "x.test"}); err != nil {
+			return err
+		}
+		return tx.PutTemplate(Template{ID: "t1", AccountID: "acct1", Version: 1}, TemplateVersion{TemplateID: "t1", Version: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if _, err := tx.Suppression("acct1", "a@x.test"); err != nil {
+			t.Error("older data lost:", err)
+		}
+		return nil
+	})
+}

@@ -68,6 +68,13 @@ func decodeStrict(data []byte, v any) *app.Error {
 			return app.Validation(name, "appears more than once")
 		}
 		seen[name] = true
+		if string(raw) == "null" {
+			switch field.Kind() {
+			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+			default:
+				return app.Validation(name, "must not be null")
+			}
+		}
 		if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
 			return fieldError(name, err)
 		}

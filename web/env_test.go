@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"mailbolt/app"
+	"mailbolt/mta"
+	"mailbolt/mta/dnstest"
 	"mailbolt/storage"
 )
 
@@ -35,6 +37,7 @@ type env struct {
 	app   *app.App
 	srv   *httptest.Server
 	clock *testClock
+	zone  *dnstest.Server
 	acct  storage.Account
 	key   string
 }
@@ -46,13 +49,15 @@ func newEnv(t *testing.T, cfg Config) *env {
 		t.Fatal(err)
 	}
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	a := app.New(db, app.Options{Now: clock.Now})
+	zone := dnstest.Start(t)
+	a := app.New(db, app.Options{Now: clock.Now, Domains: app.DomainOptions{
+		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"}})
 	srv := httptest.NewServer(New(a, cfg))
 	t.Cleanup(func() {
 		srv.Close()
 		db.Close()
 	})
-	e := &env{t: t, app: a, srv: srv, clock: clock}
+	e := &env{t: t, app: a, srv: srv, clock: clock, zone: zone}
 	e.acct, e.key = e.account("acme", "enterprise", 100000)
 	return e
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"net/http"
 	"time"
 
@@ -10,8 +11,17 @@ import (
 // decode reads and strictly decodes the body into v, answering the error
 // itself when it fails.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	return s.decodeBody(w, r, v, false)
+}
+
+// decodeOptional is decode for routes whose body may be empty.
+func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) bool {
+	return s.decodeBody(w, r, v, true)
+}
+
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
 	data, e := readBody(r, s.cfg.MaxBodyBytes)
-	if e == nil {
+	if e == nil && (!optional || len(bytes.TrimSpace(data)) > 0) {
 		e = decodeStrict(data, v)
 	}
 	if e != nil {
@@ -97,6 +107,15 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 	v.Key = created.Secret
 	w.Header().Set("Location", "/v1/api-keys/"+created.Key.ID)
 	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *call) {
+	k, e := s.app.Key(c.Account.ID, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewKey(k))
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {

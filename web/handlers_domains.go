@@ -131,7 +131,7 @@ type rotateRequest struct {
 
 func (s *Server) rotateDKIM(w http.ResponseWriter, r *http.Request, c *call) {
 	var req rotateRequest
-	if r.ContentLength != 0 && !s.decode(w, r, &req) {
+	if !s.decodeOptional(w, r, &req) {
 		return
 	}
 	d, e := s.app.RotateDKIM(c.Account.ID, c.params.ByName("id"), req.DKIMAlgorithm)

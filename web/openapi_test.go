@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -23,6 +24,8 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"mailbolt/app"
+	"mailbolt/mta"
+	"mailbolt/mta/dnstest"
 	"mailbolt/storage"
 )
 
@@ -349,6 +352,10 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"SuppressionReason": app.SuppressionReasons,
 		"Plan":              app.PlanNames(),
 		"KeyMode":           {"live", "test"},
+		"DomainStatus":      {app.DomainPending, app.DomainVerified, app.DomainFailed},
+		"DkimAlgorithm":     {mta.AlgRSA2048, mta.AlgEd25519},
+		"DnsRecordStatus":   {app.RecordPending, app.RecordVerified, app.RecordMissing, app.RecordMismatch, app.RecordRemovable},
+		"DnsRecordPurpose":  {app.PurposeDKIM, app.PurposeSPF, app.PurposeReturnPath, app.PurposeDMARC, app.PurposeTracking},
 	} {
 		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
 		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
@@ -358,19 +365,19 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 }
 
 // newOpenAPITestServer is a Server over a fresh database.
-func newOpenAPITestServer(t *testing.T) (*Server, *app.App) {
+func newOpenAPITestServer(t *testing.T, opts app.Options) (*Server, *app.App) {
 	t.Helper()
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	a := app.New(db, app.Options{})
+	a := app.New(db, opts)
 	return New(a, Config{}), a
 }
 
 func TestOpenAPICoversRoutes(t *testing.T) {
-	s, _ := newOpenAPITestServer(t)
+	s, _ := newOpenAPITestServer(t, app.Options{})
 	model, _, err := loadOpenAPI()
 	if err != nil {
 		t.Fatal(err)
@@ -451,6 +458,18 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 		`"key":"svc_live_0123456789abcdefghijABCDEFGHIJ0123456789a"}`
 	const notFound = `{"error":{"code":"NOT_FOUND","message":"unknown path /foo: every API path begins with /v1/"}}`
 	const supp = `{"recipient":"a@b.test","reason":"manual","source_message_id":null,"created_at":"2026-01-02T03:04:05Z"}`
+	const dkimRecord = `{"type":"TXT","name":"mb1._domainkey.example.test","value":"v=DKIM1; k=ed25519; p=AAAA","purpose":"dkim",` +
+		`"required":true,"status":"pending","found":[],"error":null,"selector":"mb1","active":false}`
+	const spfRecord = `{"type":"TXT","name":"example.test","value":"v=spf1 a:mx.test ~all","purpose":"spf",` +
+		`"required":true,"status":"pending","found":[],"error":null}`
+	domainWith := func(records ...string) string {
+		return `{"id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a11","name":"example.test","status":"pending","status_reason":null,` +
+			`"dkim_algorithm":"ed25519","dkim_selector":null,"records":[` + strings.Join(records, ",") + `],` +
+			`"created_at":"2026-01-02T03:04:05Z","verified_at":null,"last_checked_at":null,"check_error":null,"next_check_at":"2026-01-03T03:04:05Z"}`
+	}
+	const invalidTemplate = `{"error":{"code":"INVALID_TEMPLATE","message":"x","details":{"part":"html","line":2,"reason":"section_no_closing_tag"}}}`
+	const renderFailed = `{"error":{"code":"TEMPLATE_RENDER_FAILED","message":"x","details":{"part":"subject","variable":"name"}}}`
+	const unavailable = `{"error":{"code":"SERVICE_UNAVAILABLE","message":"no DNS resolver configured"}}`
 
 	cases := []struct {
 		name   string
@@ -476,6 +495,10 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 		{"unversioned", "GET", "/foo", 404, notFound, nil, true},
 		{"unknown v1", "GET", "/v1/nope", 404, notFound, nil, true},
 		{"method not allowed", "PUT", "/v1/account", 405, `{"error":{"code":"METHOD_NOT_ALLOWED","message":"no"}}`, []string{"Allow", "GET"}, true},
+		{"domain", "GET", "/v1/domains/d1", 200, domainWith(dkimRecord, spfRecord), nil, true},
+		{"invalid template", "POST", "/v1/templates", 400, invalidTemplate, nil, true},
+		{"render failed", "POST", "/v1/templates/t1/render", 422, renderFailed, nil, true},
+		{"no resolver", "POST", "/v1/domains/d1/verify", 503, unavailable, []string{"Retry-After", "1"}, true},
 
 		// Answers the document does not describe fail.
 		{"undocumented status", "GET", "/v1/account", 418, `{"error":{"code":"TEAPOT","message":"short and stout"}}`, nil, false},
@@ -501,6 +524,16 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 		{"405 without Allow", "PUT", "/v1/account", 405, `{"error":{"code":"METHOD_NOT_ALLOWED","message":"no"}}`, nil, false},
 		{"405 with wrong Allow", "PUT", "/v1/account", 405, `{"error":{"code":"METHOD_NOT_ALLOWED","message":"no"}}`, []string{"Allow", "GET, OPTIONS"}, false},
 		{"undocumented method answered", "PUT", "/v1/account", 200, account, nil, false},
+		{"dkim record without selector", "GET", "/v1/domains/d1", 200, domainWith(strings.Replace(dkimRecord, `"selector":"mb1",`, "", 1)), nil, false},
+		{"spf record with selector", "GET", "/v1/domains/d1", 200, domainWith(strings.Replace(spfRecord, `"error":null`, `"error":null,"selector":"x"`, 1)), nil, false},
+		{"null found list", "GET", "/v1/domains/d1", 200, domainWith(strings.Replace(spfRecord, `"found":[]`, `"found":null`, 1)), nil, false},
+		{"bad record status", "GET", "/v1/domains/d1", 200, domainWith(strings.Replace(spfRecord, `"pending"`, `"ok"`, 1)), nil, false},
+		{"missing domain field", "GET", "/v1/domains/d1", 200, strings.Replace(domainWith(), `"check_error":null,`, "", 1), nil, false},
+		{"invalid template without details", "POST", "/v1/templates", 400, `{"error":{"code":"INVALID_TEMPLATE","message":"x"}}`, nil, false},
+		{"invalid template on a domain", "POST", "/v1/domains", 400, invalidTemplate, nil, false},
+		{"render failed without part", "POST", "/v1/templates/t1/render", 422, `{"error":{"code":"TEMPLATE_RENDER_FAILED","message":"x","details":{"variable":"name"}}}`, nil, false},
+		{"422 on a read", "GET", "/v1/templates/t1", 422, renderFailed, nil, false},
+		{"503 without Retry-After", "POST", "/v1/domains/d1/verify", 503, unavailable, nil, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -527,7 +560,10 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 // once, through the success and the common failure answers, and checks
 // each answer against the document.
 func TestOpenAPIDescribesServerAnswers(t *testing.T) {
-	s, a := newOpenAPITestServer(t)
+	zone := dnstest.Start(t)
+	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	s, a := newOpenAPITestServer(t, app.Options{Now: clock.Now, Domains: app.DomainOptions{
+		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"}})
 	acct, e := a.CreateAccount(app.AccountInput{Name: "acme", Plan: "enterprise", RateLimit: 100000})
 	if e != nil {
 		t.Fatal(e)
@@ -540,7 +576,7 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	do := func(method, path, key, body string, want int, hdr ...string) []byte {
+	doOn := func(s *Server, method, path, key, body string, want int, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		if key != "" {
@@ -557,6 +593,11 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, data)
 		}
 		checkOpenAPI(t, req, resp, data)
+		return resp, data
+	}
+	do := func(method, path, key, body string, want int, hdr ...string) []byte {
+		t.Helper()
+		_, data := doOn(s, method, path, key, body, want, hdr...)
 		return data
 	}
 	k := full.Secret
@@ -582,7 +623,11 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	do("GET", "/v1/api-keys?limit=1", k, "", 200)
 	do("GET", "/v1/api-keys?page=2&limit=1", k, "", 200)
 	do("GET", "/v1/api-keys?limit=0", k, "", 400)
+	do("GET", "/v1/api-keys/"+ck.ID, k, "", 200)
+	do("GET", "/v1/api-keys/nope", k, "", 404)
+	do("GET", "/v1/api-keys/"+ck.ID, narrow.Secret, "", 403)
 	do("DELETE", "/v1/api-keys/"+ck.ID, k, "", 200)
+	do("GET", "/v1/api-keys/"+ck.ID, k, "", 200) // revoked: revoked_at set
 	do("DELETE", "/v1/api-keys/nope", k, "", 404)
 	sandbox, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "sandbox", Test: true})
 	if e != nil {
@@ -601,4 +646,157 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	do("POST", "/v1/team/invite", k, `{"email":"ann@example.com","role":"admin"}`, 201)
 	do("POST", "/v1/team/invite", k, `{"email":"ann@example.com","role":"admin"}`, 409)
 	do("GET", "/v1/team", k, "", 200)
+
+	// Domains, through every status and record status.
+	type record struct {
+		Name, Value, Purpose, Selector, Status string
+		Active                                 *bool
+		Error                                  *string
+		RemovableAfter                         *string `json:"removable_after"`
+	}
+	type domain struct {
+		ID, Status string
+		CheckError *string `json:"check_error"`
+		Records    []record
+	}
+	parseDomain := func(data []byte) domain {
+		t.Helper()
+		var d domain
+		if err := json.Unmarshal(data, &d); err != nil || d.ID == "" {
+			t.Fatalf("domain answer %s: %v", data, err)
+		}
+		return d
+	}
+	find := func(d domain, purpose string, pick func(record) bool) record {
+		t.Helper()
+		for _, r := range d.Records {
+			if r.Purpose == purpose && (pick == nil || pick(r)) {
+				return r
+			}
+		}
+		t.Fatalf("no %s record in %+v", purpose, d.Records)
+		return record{}
+	}
+	publish := func(r record) {
+		if strings.HasPrefix(r.Value, `"`) { // a long value split for pasting
+			zone.LongTXT(r.Name, strings.ReplaceAll(strings.Trim(r.Value, `"`), `" "`, ""))
+			return
+		}
+		zone.TXT(r.Name, r.Value)
+	}
+
+	d := parseDomain(do("POST", "/v1/domains", k, `{"name":"Mail.Example.TEST"}`, 201, "Idempotency-Key", "d1"))
+	do("POST", "/v1/domains", k, `{"name":"Mail.Example.TEST"}`, 201, "Idempotency-Key", "d1") // replayed
+	do("POST", "/v1/domains", k, `{"name":"mail.example.test"}`, 409)
+	do("POST", "/v1/domains", k, `{"name":"co.uk"}`, 400)
+	do("POST", "/v1/domains", k, `{"name":"x.test","dkim_algorithm":null}`, 400)
+	do("POST", "/v1/domains", k, `{"name":"x.test","dkim_algorithm":"dsa"}`, 400)
+	do("POST", "/v1/domains", narrow.Secret, `{"name":"x.test"}`, 403)
+	flaky := parseDomain(do("POST", "/v1/domains", k, `{"name":"flaky.test","dkim_algorithm":"ed25519"}`, 201))
+	do("GET", "/v1/domains", k, "", 200)
+	do("GET", "/v1/domains?limit=1", k, "", 200)
+	do("GET", "/v1/domains?page=2&limit=1", k, "", 200)
+	do("GET", "/v1/domains?limit=500", k, "", 400)
+	do("GET", "/v1/domains/"+d.ID, k, "", 200)
+	do("GET", "/v1/domains/nope", k, "", 404)
+	do("GET", "/v1/domains/"+d.ID, narrow.Secret, "", 403)
+	do("POST", "/v1/domains/"+d.ID+"/dkim/rotate", k, "", 409) // the first key has not verified
+
+	// A lookup that fails is reported, not taken for a missing record.
+	zone.ServFail("flaky.test", true)
+	if v := parseDomain(do("POST", "/v1/domains/"+flaky.ID+"/verify", k, "", 200)); v.CheckError == nil || find(v, "spf", nil).Error == nil {
+		t.Errorf("SERVFAIL not reported: %+v", v)
+	}
+
+	first := find(d, "dkim", nil)
+	publish(first)
+	publish(find(d, "spf", nil))
+	zone.CNAME("bounces.mail.example.test", "mx.mailbolt.test")
+	zone.TXT("_dmarc.mail.example.test", "v=DMARC1; p=none")
+	if v := parseDomain(do("POST", "/v1/domains/"+d.ID+"/verify", k, "", 200)); v.Status != "verified" {
+		t.Errorf("verify: status %q", v.Status)
+	}
+	rot := parseDomain(do("POST", "/v1/domains/"+d.ID+"/dkim/rotate", k, `{"dkim_algorithm":"ed25519"}`, 200))
+	next := find(rot, "dkim", func(r record) bool { return r.Selector != first.Selector })
+	do("POST", "/v1/domains/"+d.ID+"/dkim/rotate", k, "", 409)                         // a rotation is pending
+	do("POST", "/v1/domains/"+d.ID+"/dkim/rotate", k, `{"dkim_algorithm":"dsa"}`, 400) // checked first
+	do("POST", "/v1/domains/"+d.ID+"/dkim/rotate", k, `{"colour":"red"}`, 400)         // unknown field
+	zone.TXT(next.Name, "v=DKIM1; k=ed25519; p=AAAA")                                  // a wrong value
+	v := parseDomain(do("POST", "/v1/domains/"+d.ID+"/verify", k, "", 200))
+	if r := find(v, "dkim", func(r record) bool { return r.Selector == next.Selector }); r.Status != "mismatch" || r.Active == nil || *r.Active {
+		t.Errorf("a wrong DKIM value: %+v", r)
+	}
+	zone.Remove(next.Name)
+	publish(next)
+	v = parseDomain(do("POST", "/v1/domains/"+d.ID+"/verify", k, "", 200))
+	if old := find(v, "dkim", func(r record) bool { return r.Selector == first.Selector }); old.RemovableAfter == nil {
+		t.Errorf("the replaced key has no removable_after: %+v", old)
+	}
+	clock.Add(8 * 24 * time.Hour)
+	v = parseDomain(do("GET", "/v1/domains/"+d.ID, k, "", 200))
+	if old := find(v, "dkim", func(r record) bool { return r.Selector == first.Selector }); old.Status != "removable" {
+		t.Errorf("the replaced key is %q after its grace period", old.Status)
+	}
+	zone.Remove("mail.example.test") // SPF gone: the domain fails
+	if v := parseDomain(do("POST", "/v1/domains/"+d.ID+"/verify", k, "", 200)); v.Status != "failed" {
+		t.Errorf("verify without SPF: status %q", v.Status)
+	}
+	do("DELETE", "/v1/domains/"+d.ID, k, "", 204)
+	do("DELETE", "/v1/domains/"+d.ID, k, "", 404)
+	do("POST", "/v1/domains/"+d.ID+"/verify", k, "", 404)
+
+	// Without a DNS resolver, verification is 503 with Retry-After.
+	bare, bareApp := newOpenAPITestServer(t, app.Options{})
+	bareAcct, e := bareApp.CreateAccount(app.AccountInput{Name: "bare", Plan: "enterprise", RateLimit: 100000})
+	if e != nil {
+		t.Fatal(e)
+	}
+	bareKey, e := bareApp.CreateKey(app.KeyInput{AccountID: bareAcct.ID, Name: "full"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	_, data := doOn(bare, "POST", "/v1/domains", bareKey.Secret, `{"name":"bare.test"}`, 201)
+	bareDomain := parseDomain(data)
+	resp, _ := doOn(bare, "POST", "/v1/domains/"+bareDomain.ID+"/verify", bareKey.Secret, "", 503, "Idempotency-Key", "v1")
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+
+	// Templates.
+	var tpl struct{ ID string }
+	_ = json.Unmarshal(do("POST", "/v1/templates", k, `{"name":"Welcome","subject":"Hi {{name}}","html":"<p>{{name}}</p>","text":"Hi {{name}}"}`, 201), &tpl)
+	do("POST", "/v1/templates", k, `{"name":"x","subject":"s","html":"<p>\n{{#open}}"}`, 400)   // INVALID_TEMPLATE with a line
+	do("POST", "/v1/templates", k, `{"name":"x","subject":"s","text":"{{> partial}}"}`, 400)    // INVALID_TEMPLATE without
+	do("POST", "/v1/templates", k, `{"name":"x","subject":"s"}`, 400)                           // no html or text
+	do("POST", "/v1/templates", k, `{"name":"x","subject":"s","text":"t","strict":"yes"}`, 400) // wrong type
+	var lenient struct{ ID string }
+	_ = json.Unmarshal(do("POST", "/v1/templates", k, `{"name":"Lenient","subject":"Hi {{name}}","html":null,"text":"{{name}}","strict":false}`, 201), &lenient)
+	do("POST", "/v1/templates/"+lenient.ID+"/render", k, `{}`, 200) // no data: variables render empty
+	do("POST", "/v1/templates", narrow.Secret, `{"name":"x","subject":"s","text":"t"}`, 403)
+	do("GET", "/v1/templates", k, "", 200)
+	do("GET", "/v1/templates?page=1&limit=1", k, "", 200)
+	do("GET", "/v1/templates/"+tpl.ID, k, "", 200)
+	do("GET", "/v1/templates/nope", k, "", 404)
+	do("PUT", "/v1/templates/"+tpl.ID, k, `{"subject":"Hello {{name}}","html":""}`, 200)
+	do("PUT", "/v1/templates/"+tpl.ID, k, `{}`, 200)
+	do("PUT", "/v1/templates/"+tpl.ID, k, `{"text":"{{/x}}"}`, 400)
+	do("PUT", "/v1/templates/"+tpl.ID, k, `{"text":""}`, 400) // neither html nor text left
+	do("PUT", "/v1/templates/nope", k, `{"name":"n"}`, 404)
+	do("GET", "/v1/templates/"+tpl.ID+"?version=1", k, "", 200)
+	do("GET", "/v1/templates/"+tpl.ID+"?version=0", k, "", 400)
+	do("GET", "/v1/templates/"+tpl.ID+"?version=9", k, "", 404)
+	do("GET", "/v1/templates/"+tpl.ID+"/versions", k, "", 200)
+	do("GET", "/v1/templates/"+tpl.ID+"/versions?page=1&limit=2", k, "", 200)
+	do("GET", "/v1/templates/nope/versions", k, "", 404)
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{"name":"<Ann>"}}`, 200, "Idempotency-Key", "r1")
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{"name":"<Ann>"}}`, 200, "Idempotency-Key", "r1")
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{"name":"Bo"},"version":1}`, 200)
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{}}`, 422)              // a missing variable
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{"name":"a\nb"}}`, 422) // a line break in the subject
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":null}`, 422)
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{},"version":-1}`, 400)
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{},"version":null}`, 400)
+	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{},"version":9}`, 404)
+	do("POST", "/v1/templates/nope/render", k, `{"data":{}}`, 404)
+	do("POST", "/v1/templates/"+tpl.ID+"/render", narrow.Secret, `{"data":{}}`, 403)
 }

@@ -36,6 +36,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = app.Internal(err)
 	}
 	out := envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}
+	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
 	if e.Status >= 500 {
 		reqID, _ := r.Context().Value(reqIDKey{}).(string)
 		s.log.Error("request failed", "request_id", reqID,

@@ -28,15 +28,24 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{records: map[string][]dns.RR{}, servfail: map[string]bool{}, silent: map[string]bool{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// UDP and TCP must share a port; the TCP side of a free UDP port may be
+	// taken, so try a few.
+	var pc net.PacketConn
+	var ln net.Listener
+	for attempt := 0; ; attempt++ {
+		var err error
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
+		pc.Close()
+		if attempt == 20 {
+			t.Fatal(err)
+		}
 	}
 	s.Addr = pc.LocalAddr().String()
-	ln, err := net.Listen("tcp", s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	udp := &dns.Server{PacketConn: pc, Handler: s}
 	tcp := &dns.Server{Listener: ln, Handler: s}
 	go udp.ActivateAndServe()
