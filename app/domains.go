@@ -289,6 +289,10 @@ func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, *Er
 		cur.LastCheckedAt = &now
 		cur.CheckError = strings.Join(tempFailures, "; ")
 		next := now.Add(o.RecheckInterval)
+		if requiredFailed {
+			// The zone did not answer: look again soon rather than in a day.
+			next = now.Add(min(o.RecheckInterval, 5*time.Minute))
+		}
 		cur.NextCheckAt = &next
 		if !requiredFailed {
 			applyVerdict(&cur, checks, now)

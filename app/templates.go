@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/cbroglie/mustache"
@@ -89,6 +91,9 @@ func ValidateTemplate(v storage.TemplateVersion) *Error {
 	}
 	if strings.TrimSpace(v.Subject) == "" {
 		return Validation("subject", "is required")
+	}
+	if strings.ContainsAny(v.Subject, "\r\n\x00") {
+		return Validation("subject", "must be one line (no CR, LF or NUL)")
 	}
 	if v.HTML == "" && v.Text == "" {
 		return Validation("html", "a template needs html, text or both")
@@ -230,6 +235,7 @@ var missingVar = regexp.MustCompile(`missing variable "([^"]*)"`)
 func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
 	out := Rendered{Version: v.Version}
 	dst := map[string]*string{"subject": &out.Subject, "html": &out.HTML, "text": &out.Text}
+	base := normalizeData(data).(map[string]any)
 	for _, p := range parts(v) {
 		if p.src == "" {
 			continue
@@ -239,9 +245,9 @@ func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
 			return Rendered{}, &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate, Message: err.Error(),
 				Details: map[string]any{"part": p.name}}
 		}
-		ctx := data
+		ctx := base
 		if !v.Strict {
-			ctx = withDefaults(data, t.Tags())
+			ctx = withDefaults(ctx, t.Tags())
 		}
 		s, err := t.Render(ctx)
 		if err != nil {
@@ -260,6 +266,34 @@ func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
 			Message: "the rendered subject contains a line break or NUL", Details: map[string]any{"part": "subject"}}
 	}
 	return out, nil
+}
+
+// normalizeData prepares JSON-decoded data for rendering: whole numbers
+// print as integers (1000000, not 1e+06), other numbers in plain decimal,
+// and null as nothing.
+func normalizeData(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = normalizeData(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = normalizeData(val)
+		}
+		return out
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x)
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case nil:
+		return ""
+	}
+	return v
 }
 
 // withDefaults returns data with an empty value under every variable name

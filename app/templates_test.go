@@ -162,6 +162,20 @@ func TestTemplateVersionsAndRender(t *testing.T) {
 	}
 }
 
+func TestNumbersAndNullRenderPlainly(t *testing.T) {
+	v := storage.TemplateVersion{Name: "t", Subject: "s", Text: "{{big}} {{huge}} {{pi}} [{{none}}] {{#list}}{{.}},{{/list}}"}
+	var data map[string]any
+	json.Unmarshal([]byte(`{"big":1000000,"huge":12345678901,"pi":3.25,"none":null,"list":[1,2.5]}`), &data)
+	got, e := Render(v, data)
+	if e != nil || got.Text != "1000000 12345678901 3.25 [] 1,2.5," {
+		t.Fatalf("%q %v", got.Text, e)
+	}
+	a, _ := newTestApp(t)
+	if _, _, e := a.CreateTemplate("acct", TemplateInput{Name: ptr("t"), Subject: ptr("a\nb"), Text: ptr("x")}); e == nil || e.Code != CodeValidation {
+		t.Errorf("multi-line subject accepted: %v", e)
+	}
+}
+
 func TestLenientDefaultsFollowDottedNames(t *testing.T) {
 	v := storage.TemplateVersion{Name: "t", Subject: "s", Text: "[{{user.name}}|{{user.email}}|{{top}}]"}
 	got, e := Render(v, map[string]any{"user": map[string]any{"name": "Ann"}})

@@ -31,6 +31,12 @@ func TestResolverOutcomes(t *testing.T) {
 	if target, err := r.LookupCNAME(ctx, "bounces.example.test"); err != nil || target != "mx.mailbolt.test" {
 		t.Fatalf("CNAME = %q, %v", target, err)
 	}
+	// A TXT lookup follows a CNAME within the answer.
+	zone.TXT("key.provider.test", "v=DKIM1; p=abc")
+	zone.CNAME("sel._domainkey.example.test", "key.provider.test")
+	if txt, err := r.LookupTXT(ctx, "sel._domainkey.example.test"); err != nil || len(txt) != 1 || txt[0] != "v=DKIM1; p=abc" {
+		t.Fatalf("TXT through CNAME = %q, %v", txt, err)
+	}
 	if _, err := r.LookupTXT(ctx, "nowhere.test"); !errors.Is(err, ErrNotFound) || IsTemporary(err) {
 		t.Errorf("NXDOMAIN: %v", err)
 	}

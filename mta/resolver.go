@@ -84,9 +84,21 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]d
 	default:
 		return nil, &TempError{Name: name, Err: fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode])}
 	}
+	// Follow a CNAME chain inside the answer (e.g. a DKIM key delegated to
+	// a provider): records of the alias targets count as the name's own.
+	names := map[string]bool{strings.ToLower(fqdn): true}
+	for changed := true; changed; {
+		changed = false
+		for _, rr := range in.Answer {
+			if c, ok := rr.(*dns.CNAME); ok && qtype != dns.TypeCNAME && names[strings.ToLower(c.Hdr.Name)] && !names[strings.ToLower(c.Target)] {
+				names[strings.ToLower(c.Target)] = true
+				changed = true
+			}
+		}
+	}
 	var out []dns.RR
 	for _, rr := range in.Answer {
-		if rr.Header().Rrtype == qtype && strings.EqualFold(rr.Header().Name, fqdn) {
+		if rr.Header().Rrtype == qtype && names[strings.ToLower(rr.Header().Name)] {
 			out = append(out, rr)
 		}
 	}

@@ -49,8 +49,9 @@ func (s *Server) viewDomain(d storage.Domain) domainView {
 		DKIMAlgorithm: d.DKIMKeys[len(d.DKIMKeys)-1].Algorithm, CreatedAt: d.CreatedAt.UTC(),
 		VerifiedAt: utc(d.VerifiedAt), LastCheckedAt: utc(d.LastCheckedAt), CheckError: optional(d.CheckError),
 		NextCheckAt: utc(d.NextCheckAt), Records: []dnsRecordView{}}
-	if sel, _, ok := app.SigningKey(d); ok {
+	if sel, key, ok := app.SigningKey(d); ok {
 		v.DKIMSelector = &sel
+		v.DKIMAlgorithm = key.Algorithm
 	}
 	for _, r := range s.app.Records(d) {
 		rv := dnsRecordView{Type: r.Type, Name: r.Name, Value: r.Value, Purpose: r.Purpose, Required: r.Required,

@@ -164,6 +164,24 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 				m.Answer = append(m.Answer, rr)
 			}
 		}
+		// Like a recursive resolver, chase a CNAME to the records asked for.
+		if len(m.Answer) == 0 && q.Qtype != dns.TypeCNAME {
+			s.mu.Lock()
+			for hops := 0; hops < 8 && len(rrs) == 1; hops++ {
+				c, ok := rrs[0].(*dns.CNAME)
+				if !ok {
+					break
+				}
+				m.Answer = append(m.Answer, c)
+				rrs = s.records[key(c.Target)]
+				for _, rr := range rrs {
+					if rr.Header().Rrtype == q.Qtype {
+						m.Answer = append(m.Answer, rr)
+					}
+				}
+			}
+			s.mu.Unlock()
+		}
 	}
 	if _, udp := w.LocalAddr().(*net.UDPAddr); udp {
 		size := dns.MinMsgSize
