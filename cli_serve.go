@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"mailbolt/app"
+	"mailbolt/hooks"
 	"mailbolt/mta"
 	"mailbolt/storage"
 	"mailbolt/web"
@@ -44,6 +46,16 @@ type serveConfig struct {
 	domainRecheck   time.Duration
 	dkimGrace       time.Duration
 	domainCheckTick time.Duration
+
+	dev               bool
+	webhookBaseDelay  time.Duration
+	webhookTimeout    time.Duration
+	webhookMaxRetries int
+	webhookRotation   time.Duration
+	webhookAllow      []net.IPNet
+	webhookWorkers    int
+	webhookHostConns  int
+	eventRetention    time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -80,6 +92,16 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.domainRecheck, "domain-recheck-interval", 24*time.Hour, "how often each domain's DNS records are checked again")
 	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", 7*24*time.Hour, "how long a replaced DKIM record must stay published before it is reported removable")
 	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", time.Minute, "how often the scheduler looks for domains due a check")
+
+	f.BoolVar(&cfg.dev, "dev", false, "development mode: webhooks may target loopback and private addresses and plain http")
+	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", 30*time.Second, "delay before the first webhook retry; doubles per retry, capped at 1h")
+	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", 30*time.Second, "how long a webhook receiver has to answer")
+	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", 3, "retries after the first webhook attempt")
+	f.DurationVar(&cfg.webhookRotation, "webhook-rotation-window", 24*time.Hour, "how long a rotated-out webhook secret keeps signing")
+	f.IPNetSliceVar(&cfg.webhookAllow, "webhook-allow-cidrs", nil, "address ranges webhooks may reach even though private or loopback (e.g. 10.0.0.0/8)")
+	f.IntVar(&cfg.webhookWorkers, "webhook-workers", 64, "webhook requests in flight at once")
+	f.IntVar(&cfg.webhookHostConns, "webhook-host-connections", 8, "webhook requests in flight to one receiver host")
+	f.DurationVar(&cfg.eventRetention, "event-retention", 30*24*time.Hour, "how long events stay in the history")
 	return cmd
 }
 
@@ -93,12 +115,36 @@ func (cfg serveConfig) validate() error {
 		return errors.New("--hostname is required (the system host name is unknown)")
 	}
 	for name, d := range map[string]time.Duration{"--dns-timeout": cfg.dnsTimeout, "--domain-recheck-interval": cfg.domainRecheck,
-		"--dkim-rotation-grace": cfg.dkimGrace, "--domain-check-tick": cfg.domainCheckTick, "--sweep-interval": cfg.sweepInterval} {
+		"--dkim-rotation-grace": cfg.dkimGrace, "--domain-check-tick": cfg.domainCheckTick, "--sweep-interval": cfg.sweepInterval,
+		"--webhook-base-delay": cfg.webhookBaseDelay, "--webhook-timeout": cfg.webhookTimeout,
+		"--webhook-rotation-window": cfg.webhookRotation} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive", name)
 		}
 	}
+	if cfg.webhookMaxRetries < 0 || cfg.webhookWorkers < 1 || cfg.webhookHostConns < 1 {
+		return errors.New("--webhook-max-retries must be 0 or more, --webhook-workers and --webhook-host-connections 1 or more")
+	}
+	if cfg.eventRetention < 7*24*time.Hour {
+		return errors.New("--event-retention must be at least 7 days (failed webhook deliveries are replayable for 7 days)")
+	}
 	return nil
+}
+
+func (cfg serveConfig) webhookOptions() app.WebhookOptions {
+	guard := hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
+	for _, n := range cfg.webhookAllow {
+		if p, err := netip.ParsePrefix(n.String()); err == nil {
+			guard.Allow = append(guard.Allow, p)
+		}
+	}
+	retries := cfg.webhookMaxRetries
+	if retries == 0 {
+		retries = -1 // hooks.Options: negative means none, zero the default
+	}
+	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation,
+		Dispatch: hooks.Options{BaseDelay: cfg.webhookBaseDelay, Timeout: cfg.webhookTimeout, MaxRetries: retries,
+			Workers: cfg.webhookWorkers, PerHost: cfg.webhookHostConns}}
 }
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
@@ -172,7 +218,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	a := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
 		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
 			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
-			RotationGrace: cfg.dkimGrace}})
+			RotationGrace: cfg.dkimGrace},
+		EventRetention: cfg.eventRetention,
+		Webhooks:       cfg.webhookOptions()})
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {
 		return fmt.Errorf("create the default account: %w", err)

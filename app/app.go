@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"mailbolt/hooks"
 	"mailbolt/storage"
 )
 
@@ -26,6 +27,21 @@ type Options struct {
 	// DomainCheckTick is how often the scheduler looks for domains due a
 	// re-check; 1 min.
 	DomainCheckTick time.Duration
+	// EventRetention is how long events are kept in the history; 30 days.
+	EventRetention time.Duration
+	Webhooks       WebhookOptions
+}
+
+// WebhookOptions configure webhooks.
+type WebhookOptions struct {
+	Guard hooks.Guard
+	// RotationWindow is how long a rotated-out secret keeps signing; 24 h.
+	RotationWindow time.Duration
+	// FailedRetention is how long failed deliveries are kept and may be
+	// replayed; 7 days.
+	FailedRetention time.Duration
+	// Dispatch tunes delivery: delays, deadline, retries, concurrency.
+	Dispatch hooks.Options
 }
 
 // App is the set of use cases over one database.
@@ -42,6 +58,7 @@ type App struct {
 	usage     chan string
 
 	panics atomic.Int64
+	hooks  *hooks.Dispatcher
 }
 
 // New builds an App over db.
@@ -64,6 +81,15 @@ func New(db *storage.DB, opts Options) *App {
 	if opts.KeyUsageEvery == 0 {
 		opts.KeyUsageEvery = time.Minute
 	}
+	if opts.EventRetention == 0 {
+		opts.EventRetention = 30 * 24 * time.Hour
+	}
+	if opts.Webhooks.RotationWindow == 0 {
+		opts.Webhooks.RotationWindow = 24 * time.Hour
+	}
+	if opts.Webhooks.FailedRetention == 0 {
+		opts.Webhooks.FailedRetention = 7 * 24 * time.Hour
+	}
 	if opts.DomainCheckTick == 0 {
 		opts.DomainCheckTick = time.Minute
 	}
@@ -80,12 +106,14 @@ func New(db *storage.DB, opts Options) *App {
 	if d.Hostname == "" {
 		d.Hostname = "localhost"
 	}
-	return &App{
+	a := &App{
 		db: db, opts: opts, log: opts.Logger,
 		inflight:  map[string]chan struct{}{},
 		usageSeen: map[string]time.Time{},
 		usage:     make(chan string, 1024),
 	}
+	a.hooks = hooks.New(db, a.hooksOptions())
+	return a
 }
 
 // DB is the database the App works on.
@@ -95,7 +123,7 @@ func (a *App) DB() *storage.DB { return a.db }
 func (a *App) Now() time.Time { return a.opts.Now().UTC() }
 
 // Panics counts panics recovered in background workers; tests assert zero.
-func (a *App) Panics() int64 { return a.panics.Load() }
+func (a *App) Panics() int64 { return a.panics.Load() + a.hooks.Panics() }
 
 // Run runs the background workers (retention sweeper, key-usage writer)
 // until ctx ends, then waits for them to stop.
@@ -105,6 +133,7 @@ func (a *App) Run(ctx context.Context) error {
 		"sweeper":       a.runSweeper,
 		"key_usage":     a.runKeyUsage,
 		"domain_checks": a.runDomainChecks,
+		"webhooks":      func(ctx context.Context) { a.hooks.Run(ctx) },
 	} {
 		wg.Add(1)
 		go func() {

@@ -34,6 +34,7 @@ const (
 	CodeConflict            = "CONFLICT"
 	CodeIdempotencyConflict = "IDEMPOTENCY_CONFLICT"
 	CodeRateLimitExceeded   = "RATE_LIMIT_EXCEEDED"
+	CodeQuotaExceeded       = "QUOTA_EXCEEDED"
 	CodeInternal            = "INTERNAL_ERROR"
 	CodeServiceUnavailable  = "SERVICE_UNAVAILABLE"
 )

@@ -3,8 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"math"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"

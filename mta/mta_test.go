@@ -55,6 +55,16 @@ func TestResolverOutcomes(t *testing.T) {
 	}
 }
 
+func TestTXTBytesAreUnescaped(t *testing.T) {
+	zone := dnstest.Start(t)
+	zone.TXT("bytes.test", "caf\xc3\xa9 \"quoted\" back\\slash")
+	r := &Resolver{Server: zone.Addr}
+	txt, err := r.LookupTXT(context.Background(), "bytes.test")
+	if err != nil || len(txt) != 1 || txt[0] != "caf\xc3\xa9 \"quoted\" back\\slash" {
+		t.Fatalf("got %q, %v", txt, err)
+	}
+}
+
 func TestResolverFallsBackToTCPOnTruncation(t *testing.T) {
 	zone := dnstest.Start(t)
 	// Enough records to overflow a 512-byte UDP answer without EDNS0 room.

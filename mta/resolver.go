@@ -117,10 +117,42 @@ func (r *Resolver) LookupTXT(ctx context.Context, name string) ([]string, error)
 	}
 	out := make([]string, 0, len(rrs))
 	for _, rr := range rrs {
-		out = append(out, strings.Join(rr.(*dns.TXT).Txt, ""))
+		var b strings.Builder
+		for _, part := range rr.(*dns.TXT).Txt {
+			b.WriteString(unescapeTXT(part))
+		}
+		out = append(out, b.String())
 	}
 	return out, nil
 }
+
+// unescapeTXT turns a character-string from miekg/dns's presentation form
+// (\", \\, \DDD for bytes outside printable ASCII) back into its bytes.
+func unescapeTXT(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b = append(b, s[i])
+			continue
+		}
+		if i+3 < len(s) && isDigit(s[i+1]) && isDigit(s[i+2]) && isDigit(s[i+3]) {
+			n := int(s[i+1]-'0')*100 + int(s[i+2]-'0')*10 + int(s[i+3]-'0')
+			if n <= 255 {
+				b = append(b, byte(n))
+				i += 3
+				continue
+			}
+		}
+		b = append(b, s[i+1])
+		i++
+	}
+	return string(b)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // LookupCNAME returns the target of the CNAME at name, without the final dot.
 func (r *Resolver) LookupCNAME(ctx context.Context, name string) (string, error) {

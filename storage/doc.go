@@ -40,6 +40,26 @@
 //	    <account_id>·<template_id> -> Template (JSON; newest version number)
 //	template_versions/
 //	    <template_id>·<u64 version> -> TemplateVersion (JSON; immutable)
+//	events/                                        (schema v4)
+//	    <account_id>·<event_id>   -> Event (JSON; event ids are UUIDv7: time order)
+//	event_bodies/
+//	    <account_id>·<event_id>   -> the envelope bytes webhooks deliver, exactly as signed
+//	event_outbox/
+//	    <u64 sequence>            -> <account_id>·<event_id>   (awaiting webhook fan-out, commit order)
+//	webhooks/
+//	    <account_id>·<webhook_id> -> Webhook (JSON; signing secrets)
+//	webhook_ids/
+//	    <webhook_id>              -> <account_id>
+//	deliveries/
+//	    <delivery_id>             -> Delivery (JSON; every attempt)
+//	deliveries_by_webhook/
+//	    <webhook_id>·<delivery_id> -> ""
+//	deliveries_by_status/
+//	    <webhook_id>·<status>·<delivery_id> -> ""
+//	delivery_by_event/
+//	    <webhook_id>·<event_id>   -> <delivery_id>
+//	delivery_queue/
+//	    <u64 unix-nanos><delivery_id> -> <webhook_id>   (next attempt or lease expiry, earliest first)
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent

@@ -8,6 +8,8 @@ import (
 // Kinds of records the sweeper removes. A kind is one byte of the expiry key.
 const (
 	kindIdempotency byte = 1
+	kindDelivery    byte = 2
+	kindEvent       byte = 3
 )
 
 // expirers remove one record of a kind if it is still due at now. A record
@@ -25,6 +27,8 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 		}
 		return b.Delete(key)
 	},
+	kindDelivery: expireDelivery,
+	kindEvent:    expireEvent,
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {

@@ -22,6 +22,7 @@ var migrations = []migration{
 	{1, "create the base buckets", migrateBaseBuckets},
 	{2, "per-account list counts, backfilled", migrateCounts},
 	{3, "sending domains and templates", migrateDomainsTemplates},
+	{4, "events, webhooks and their deliveries", migrateWebhooks},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -108,6 +109,17 @@ func migrateCounts(tx *bolt.Tx) error {
 func migrateDomainsTemplates(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketDomains, bucketDomainsByAccount, bucketDomainNames,
 		bucketDomainSchedule, bucketTemplates, bucketTemplateVersions} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func migrateWebhooks(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketEvents, bucketEventBodies, bucketEventOutbox, bucketWebhooks, bucketWebhookIDs,
+		bucketDeliveries, bucketDeliveriesByWebhook, bucketDeliveriesByStatus, bucketDeliveryByEvent,
+		bucketDeliveryQueue} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

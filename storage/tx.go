@@ -35,6 +35,17 @@ var (
 	bucketDomainSchedule   = []byte("domain_schedule")
 	bucketTemplates        = []byte("templates")
 	bucketTemplateVersions = []byte("template_versions")
+
+	bucketEvents              = []byte("events")
+	bucketEventBodies         = []byte("event_bodies")
+	bucketEventOutbox         = []byte("event_outbox")
+	bucketWebhooks            = []byte("webhooks")
+	bucketWebhookIDs          = []byte("webhook_ids")
+	bucketDeliveries          = []byte("deliveries")
+	bucketDeliveriesByWebhook = []byte("deliveries_by_webhook")
+	bucketDeliveriesByStatus  = []byte("deliveries_by_status")
+	bucketDeliveryByEvent     = []byte("delivery_by_event")
+	bucketDeliveryQueue       = []byte("delivery_queue")
 )
 
 var keySchemaVersion = []byte("schema_version")

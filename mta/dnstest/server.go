@@ -5,6 +5,7 @@
 package dnstest
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -60,9 +61,32 @@ func Start(t testing.TB) *Server {
 func key(name string) string { return strings.ToLower(dns.Fqdn(name)) }
 
 // TXT adds one TXT record at name made of the given character-strings
-// (several strings model a value split across 255-byte chunks).
+// (several strings model a value split across 255-byte chunks). The
+// strings are raw bytes; they are escaped into miekg/dns's presentation
+// form here.
 func (s *Server) TXT(name string, strs ...string) {
-	s.add(&dns.TXT{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: strs})
+	escaped := make([]string, len(strs))
+	for i, str := range strs {
+		escaped[i] = escapeTXT(str)
+	}
+	s.add(&dns.TXT{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: escaped})
+}
+
+func escapeTXT(str string) string {
+	var b strings.Builder
+	for i := 0; i < len(str); i++ {
+		c := str[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c > 0x7e:
+			fmt.Fprintf(&b, "\\%03d", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // LongTXT adds one TXT record holding value split into 255-byte strings,

@@ -1,0 +1,230 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"mailbolt/hooks"
+	"mailbolt/storage"
+)
+
+// WebhookInput is a request for a new webhook.
+type WebhookInput struct {
+	URL         string
+	Events      []string
+	Description string
+}
+
+// MaxWebhooks is how many webhooks one account may have.
+const MaxWebhooks = 100
+
+// CreatedWebhook is a new webhook with its secret, shown only once.
+type CreatedWebhook struct {
+	Webhook storage.Webhook
+	Secret  string
+}
+
+func newWebhookSecret() string {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// CreateWebhook subscribes a URL to events. A webhook made with a test key
+// receives test-mode events; one made with a live key, live events.
+func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (CreatedWebhook, *Error) {
+	if len(in.URL) > 2048 {
+		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
+	}
+	lookup := net.DefaultResolver.LookupIPAddr
+	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.opts.Webhooks.Guard.CheckURL(checkCtx, in.URL, lookup); err != nil {
+		return CreatedWebhook{}, Validation("url", err.Error())
+	}
+	if len(in.Events) == 0 {
+		return CreatedWebhook{}, Validation("events", "at least one event type is required: "+strings.Join(EventTypes, ", "))
+	}
+	var events []string
+	for _, name := range in.Events {
+		typ, ok := NormalizeEventType(name)
+		if !ok {
+			return CreatedWebhook{}, &Error{Status: http.StatusBadRequest, Code: CodeValidation,
+				Message: "unknown event type " + name, Details: map[string]any{"field": "events", "reason": "unknown event type " + name, "allowed": append(EventTypes, EventAcceptedAlias)}}
+		}
+		if !slices.Contains(events, typ) {
+			events = append(events, typ)
+		}
+	}
+	if len(in.Description) > 500 {
+		return CreatedWebhook{}, Validation("description", "must be at most 500 characters")
+	}
+	secret := newWebhookSecret()
+	w := storage.Webhook{ID: NewID(), AccountID: p.Account.ID, URL: in.URL, Events: events,
+		Description: strings.TrimSpace(in.Description), Test: p.Key.Test, Secret: secret, CreatedAt: a.Now()}
+	err := a.db.Update(func(tx *storage.Tx) error {
+		if tx.WebhookCount(p.Account.ID) >= MaxWebhooks {
+			return &Error{Status: http.StatusTooManyRequests, Code: CodeQuotaExceeded,
+				Message: "an account can have at most 100 webhooks; delete one first"}
+		}
+		return tx.PutWebhook(w)
+	})
+	if e := storageErr(err, "webhook"); e != nil {
+		return CreatedWebhook{}, e
+	}
+	return CreatedWebhook{Webhook: w, Secret: secret}, nil
+}
+
+// webhookOf reads a webhook the principal may see: its account's, and of
+// its key's mode.
+func webhookOf(tx *storage.Tx, p Principal, id string) (storage.Webhook, error) {
+	w, err := tx.Webhook(p.Account.ID, id)
+	if err == nil && w.Test != p.Key.Test {
+		return w, storage.ErrNotFound
+	}
+	return w, err
+}
+
+// Webhook reads one webhook.
+func (a *App) Webhook(p Principal, id string) (storage.Webhook, *Error) {
+	var w storage.Webhook
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		w, err = webhookOf(tx, p, id)
+		return err
+	})
+	return w, storageErr(err, "webhook")
+}
+
+// ListWebhooks lists the webhooks of the principal's account and mode.
+func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storage.Webhook, res storage.ListResult, total int, e *Error) {
+	// Live and test webhooks share one list; filtering keeps the page
+	// short but exact, as accounts have few webhooks.
+	err := a.db.View(func(tx *storage.Tx) error {
+		all, _, err := tx.Webhooks(p.Account.ID, storage.ListOptions{Limit: 10000})
+		if err != nil {
+			return err
+		}
+		var mine []storage.Webhook
+		for _, w := range all {
+			if w.Test == p.Key.Test {
+				mine = append(mine, w)
+			}
+		}
+		total = len(mine)
+		start := 0
+		if opts.After != nil {
+			start = len(mine)
+			for i, w := range mine {
+				if w.ID > string(opts.After) {
+					start = i
+					break
+				}
+			}
+		}
+		start = min(start+opts.Offset, len(mine))
+		end := min(start+opts.Limit, len(mine))
+		list = mine[start:end]
+		if end < len(mine) {
+			res = storage.ListResult{HasMore: true, Next: []byte(list[len(list)-1].ID)}
+		}
+		return nil
+	})
+	return list, res, total, storageErr(err, "webhook")
+}
+
+// DeleteWebhook removes a webhook; its pending deliveries stop.
+func (a *App) DeleteWebhook(p Principal, id string) *Error {
+	err := a.db.Update(func(tx *storage.Tx) error {
+		if _, err := webhookOf(tx, p, id); err != nil {
+			return err
+		}
+		return tx.DeleteWebhook(p.Account.ID, id)
+	})
+	return storageErr(err, "webhook")
+}
+
+// RotateWebhookSecret gives a webhook a new secret. The previous one keeps
+// signing (a second v1 in the header) for RotationWindow.
+func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, *Error) {
+	var out CreatedWebhook
+	err := a.db.Update(func(tx *storage.Tx) error {
+		w, err := webhookOf(tx, p, id)
+		if err != nil {
+			return err
+		}
+		until := a.Now().Add(a.opts.Webhooks.RotationWindow)
+		w.PreviousSecret, w.PreviousUntil = w.Secret, &until
+		w.Secret = newWebhookSecret()
+		out = CreatedWebhook{Webhook: w, Secret: w.Secret}
+		return tx.PutWebhook(w)
+	})
+	return out, storageErr(err, "webhook")
+}
+
+// Deliveries lists a webhook's deliveries, newest first, optionally only
+// those of one status.
+func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOptions) (list []storage.Delivery, res storage.ListResult, total int, e *Error) {
+	if status != "" && status != storage.DeliveryPending && status != storage.DeliveryDelivered && status != storage.DeliveryFailed {
+		return nil, res, 0, Validation("status", "must be pending, delivered or failed")
+	}
+	err := a.db.View(func(tx *storage.Tx) error {
+		if _, err := webhookOf(tx, p, id); err != nil {
+			return err
+		}
+		var err error
+		list, res, err = tx.Deliveries(id, status, opts)
+		total = tx.DeliveryCount(id, status)
+		return err
+	})
+	return list, res, total, storageErr(err, "webhook")
+}
+
+// Replay queues a failed delivery again with a fresh retry budget. Only a
+// delivery that failed within the failed-event retention can be replayed:
+// a pending or delivered one is 409, an older or unknown one 404.
+func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, *Error) {
+	var d storage.Delivery
+	err := a.db.Update(func(tx *storage.Tx) error {
+		if _, err := webhookOf(tx, p, webhookID); err != nil {
+			return NotFound("webhook")
+		}
+		var err error
+		if d, err = tx.DeliveryByEvent(webhookID, eventID); err != nil {
+			return NotFound("failed delivery of this event to this webhook")
+		}
+		now := a.Now()
+		switch {
+		case d.Status != storage.DeliveryFailed:
+			return Conflict("the delivery is " + d.Status + "; only a failed delivery can be replayed")
+		case d.FailedAt == nil || now.Sub(*d.FailedAt) > a.opts.Webhooks.FailedRetention:
+			return NotFound("failed delivery of this event to this webhook (older than the retention window)")
+		}
+		d.Status, d.Retries, d.FailedAt, d.ExpiresAt = storage.DeliveryPending, 0, nil, time.Time{}
+		d.NextAttemptAt = &now
+		return tx.UpdateDelivery(d)
+	})
+	if e := storageErr(err, "delivery"); e != nil {
+		return d, e
+	}
+	a.EventsCommitted()
+	return d, nil
+}
+
+// hooksOptions fills the dispatcher's options from the App's.
+func (a *App) hooksOptions() hooks.Options {
+	o := a.opts.Webhooks.Dispatch
+	o.Guard = a.opts.Webhooks.Guard
+	o.FailedRetention = a.opts.Webhooks.FailedRetention
+	o.Now = a.opts.Now
+	o.Logger = a.log
+	return o
+}

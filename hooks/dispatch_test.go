@@ -1,0 +1,524 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"mailbolt/storage"
+)
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type harness struct {
+	t     *testing.T
+	dir   string
+	db    *storage.DB
+	d     *Dispatcher
+	clock *fakeClock
+	opts  Options
+}
+
+const testSecret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+func newHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
+	if opts.Timeout == 0 {
+		opts.Timeout = 2 * time.Second
+	}
+	if !opts.Guard.AllowPrivate && opts.Guard.Allow == nil {
+		opts.Guard = Guard{AllowPrivate: true, AllowHTTP: true}
+	}
+	opts.Now = h.clock.Now
+	h.opts = opts
+	h.open()
+	return h
+}
+
+func (h *harness) open() {
+	db, err := storage.Open(h.dir, storage.Options{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.db = db
+	h.d = New(db, h.opts)
+	h.t.Cleanup(func() { db.Close() })
+}
+
+// restart simulates a crash and a new process: the database is closed and
+// opened again with a fresh Dispatcher, whatever was in flight is lost.
+func (h *harness) restart() {
+	h.db.Close()
+	h.open()
+}
+
+func (h *harness) webhook(url string, events ...string) storage.Webhook {
+	h.t.Helper()
+	w := storage.Webhook{ID: uuid.Must(uuid.NewV7()).String(), AccountID: "acct", URL: url, Events: events,
+		Secret: testSecret, CreatedAt: h.clock.Now()}
+	if err := h.db.Update(func(tx *storage.Tx) error { return tx.PutWebhook(w) }); err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
+func (h *harness) event(typ string) storage.Event {
+	h.t.Helper()
+	id := uuid.Must(uuid.NewV7()).String()
+	body, _ := json.Marshal(map[string]any{"id": id, "event": typ, "timestamp": h.clock.Now().Format(time.RFC3339),
+		"data": map[string]any{"messageId": "m-" + id[:8]}})
+	ev := storage.Event{ID: id, AccountID: "acct", Type: typ, Timestamp: h.clock.Now(), Envelope: body,
+		ExpiresAt: h.clock.Now().Add(30 * 24 * time.Hour)}
+	if err := h.db.Update(func(tx *storage.Tx) error { return tx.AppendEvent(ev) }); err != nil {
+		h.t.Fatal(err)
+	}
+	return ev
+}
+
+// step runs one synchronous pass: fan-out, claim what is due, send, record.
+func (h *harness) step() int {
+	h.t.Helper()
+	if err := h.d.fanOut(); err != nil {
+		h.t.Fatal(err)
+	}
+	jobs, err := h.d.claim(100, map[string]int{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var results []result
+	for _, j := range jobs {
+		results = append(results, send(context.Background(), h.d.client, j, h.clock.Now()))
+	}
+	if err := h.d.record(results); err != nil {
+		h.t.Fatal(err)
+	}
+	return len(jobs)
+}
+
+// statusOf is a delivery's status, "" while it does not exist yet.
+func (h *harness) statusOf(w storage.Webhook, ev storage.Event) string {
+	var st string
+	h.db.View(func(tx *storage.Tx) error {
+		if d, err := tx.DeliveryByEvent(w.ID, ev.ID); err == nil {
+			st = d.Status
+		}
+		return nil
+	})
+	return st
+}
+
+func (h *harness) delivery(w storage.Webhook, ev storage.Event) storage.Delivery {
+	h.t.Helper()
+	var d storage.Delivery
+	err := h.db.View(func(tx *storage.Tx) error {
+		var err error
+		d, err = tx.DeliveryByEvent(w.ID, ev.ID)
+		return err
+	})
+	if err != nil {
+		h.t.Fatalf("no delivery: %v", err)
+	}
+	return d
+}
+
+// receiver is an httptest server answering with the handler, recording
+// every request.
+type receiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []*http.Request
+	body [][]byte
+}
+
+func newReceiver(t *testing.T, handler http.HandlerFunc) *receiver {
+	r := &receiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.reqs = append(r.reqs, req)
+		r.body = append(r.body, b)
+		r.mu.Unlock()
+		handler(w, req)
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) count() int { r.mu.Lock(); defer r.mu.Unlock(); return len(r.reqs) }
+
+func status(code int, headers ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.WriteHeader(code)
+		fmt.Fprintf(w, "answer %d", code)
+	}
+}
+
+func TestFirstAttemptOutcomes(t *testing.T) {
+	elsewhere := newReceiver(t, status(200))
+	cases := []struct {
+		name      string
+		handler   http.HandlerFunc
+		url       string // instead of a receiver
+		want      string
+		wait      time.Duration // until the next attempt, for retries
+		code      int
+		errSubstr string
+	}{
+		{name: "200", handler: status(200), want: storage.DeliveryDelivered, code: 200},
+		{name: "204", handler: status(204), want: storage.DeliveryDelivered, code: 204},
+		{name: "301 is not followed", handler: status(301, "Location", elsewhere.URL), want: storage.DeliveryFailed, code: 301},
+		{name: "400", handler: status(400), want: storage.DeliveryFailed, code: 400},
+		{name: "401", handler: status(401), want: storage.DeliveryFailed, code: 401},
+		{name: "410", handler: status(410), want: storage.DeliveryFailed, code: 410},
+		{name: "408", handler: status(408), want: storage.DeliveryPending, wait: 30 * time.Second, code: 408},
+		{name: "429 without Retry-After", handler: status(429), want: storage.DeliveryPending, wait: 30 * time.Second, code: 429},
+		{name: "429 with Retry-After", handler: status(429, "Retry-After", "120"), want: storage.DeliveryPending, wait: 2 * time.Minute, code: 429},
+		{name: "500", handler: status(500), want: storage.DeliveryPending, wait: 30 * time.Second, code: 500},
+		{name: "503 with a long Retry-After is capped", handler: status(503, "Retry-After", "7200"), want: storage.DeliveryPending, wait: time.Hour, code: 503},
+		{name: "stall past the deadline", handler: func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+		}, want: storage.DeliveryPending, wait: 30 * time.Second, errSubstr: "timeout"},
+		{name: "connection reset", handler: func(w http.ResponseWriter, r *http.Request) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}, want: storage.DeliveryPending, wait: 30 * time.Second, errSubstr: "reset"},
+		{name: "connection refused", url: "http://127.0.0.1:1/hook", want: storage.DeliveryPending, wait: 30 * time.Second, errSubstr: "refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, Options{Timeout: 300 * time.Millisecond})
+			url := c.url
+			if url == "" {
+				url = newReceiver(t, c.handler).URL + "/hook"
+			}
+			w := h.webhook(url, "message.delivered")
+			ev := h.event("message.delivered")
+			if n := h.step(); n != 1 {
+				t.Fatalf("sent %d", n)
+			}
+			d := h.delivery(w, ev)
+			if d.Status != c.want || len(d.Attempts) != 1 {
+				t.Fatalf("status %s with %d attempts: %+v", d.Status, len(d.Attempts), d.Attempts)
+			}
+			a := d.Attempts[0]
+			if a.StatusCode != c.code || (c.errSubstr != "" && !strings.Contains(a.Error, c.errSubstr)) {
+				t.Errorf("attempt %+v", a)
+			}
+			if c.code != 0 && c.code != 204 && !strings.HasPrefix(a.Response, fmt.Sprintf("answer %d", c.code)) {
+				t.Errorf("response snippet %q", a.Response)
+			}
+			if c.want == storage.DeliveryPending {
+				if got := d.NextAttemptAt.Sub(h.clock.Now()); got != c.wait {
+					t.Errorf("next attempt in %v, want %v", got, c.wait)
+				}
+			} else if d.NextAttemptAt != nil {
+				t.Errorf("a finished delivery is still queued")
+			}
+			if c.want == storage.DeliveryFailed && (d.FailedAt == nil || !d.ExpiresAt.Equal(h.clock.Now().Add(7*24*time.Hour))) {
+				t.Errorf("failed delivery retention: %v %v", d.FailedAt, d.ExpiresAt)
+			}
+		})
+	}
+	if elsewhere.count() != 0 {
+		t.Error("a redirect was followed")
+	}
+}
+
+func TestRetriesThenFail(t *testing.T) {
+	h := newHarness(t, Options{})
+	rec := newReceiver(t, status(500))
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	h.step()
+	for i, wait := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute} {
+		d := h.delivery(w, ev)
+		if d.Status != storage.DeliveryPending || d.NextAttemptAt.Sub(h.clock.Now()) != wait {
+			t.Fatalf("after attempt %d: %s, next in %v, want %v", i+1, d.Status, d.NextAttemptAt.Sub(h.clock.Now()), wait)
+		}
+		h.clock.Add(wait - time.Second)
+		if n := h.step(); n != 0 {
+			t.Fatalf("retried %v early", time.Second)
+		}
+		h.clock.Add(time.Second)
+		if n := h.step(); n != 1 {
+			t.Fatalf("retry %d not sent", i+1)
+		}
+	}
+	d := h.delivery(w, ev)
+	if d.Status != storage.DeliveryFailed || len(d.Attempts) != 4 || rec.count() != 4 {
+		t.Fatalf("after 3 retries: %s, %d attempts, %d requests", d.Status, len(d.Attempts), rec.count())
+	}
+	h.clock.Add(10 * time.Hour)
+	if n := h.step(); n != 0 {
+		t.Fatal("a failed delivery was sent again")
+	}
+	// Kept 7 days, then swept.
+	h.clock.Add(7 * 24 * time.Hour)
+	h.db.Update(func(tx *storage.Tx) error { _, err := tx.SweepExpired(h.clock.Now(), 100); return err })
+	h.db.View(func(tx *storage.Tx) error {
+		if _, err := tx.DeliveryByEvent(w.ID, ev.ID); err == nil {
+			t.Error("failed delivery kept past 7 days")
+		}
+		return nil
+	})
+}
+
+func TestRequestIsSignedAndExact(t *testing.T) {
+	h := newHarness(t, Options{})
+	rec := newReceiver(t, status(200))
+	w := h.webhook(rec.URL, "message.sent", "message.bounced")
+	ev := h.event("message.bounced")
+	h.event("message.opened") // not subscribed
+	h.step()
+	if rec.count() != 1 {
+		t.Fatalf("%d requests", rec.count())
+	}
+	req, body := rec.reqs[0], rec.body[0]
+	if string(body) != string(ev.Envelope) {
+		t.Fatalf("body changed on the way:\n%s\n%s", body, ev.Envelope)
+	}
+	if req.Method != "POST" || req.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("%s %s", req.Method, req.Header.Get("Content-Type"))
+	}
+	sig, ts := req.Header.Get(HeaderSignature), req.Header.Get(HeaderTimestamp)
+	if !strings.HasPrefix(sig, "t="+ts+",v1=") || strings.Count(sig, "v1=") != 1 {
+		t.Errorf("signature header %q, timestamp %q", sig, ts)
+	}
+	if err := Verify(body, sig, []string{w.Secret}, h.clock.Now(), 0); err != nil {
+		t.Errorf("receiver cannot verify: %v", err)
+	}
+}
+
+func TestRotationSignsWithBothSecrets(t *testing.T) {
+	h := newHarness(t, Options{})
+	rec := newReceiver(t, status(200))
+	w := h.webhook(rec.URL, "message.sent")
+	until := h.clock.Now().Add(24 * time.Hour)
+	newSecret := "//79/Pv6+fj39vX08/Lx8O/u7ezr6uno5+bl5OPi4eA="
+	w.PreviousSecret, w.PreviousUntil, w.Secret = w.Secret, &until, newSecret
+	h.db.Update(func(tx *storage.Tx) error { return tx.PutWebhook(w) })
+	h.event("message.sent")
+	h.step()
+	sig := rec.reqs[0].Header.Get(HeaderSignature)
+	if strings.Count(sig, "v1=") != 2 {
+		t.Fatalf("header during rotation: %s", sig)
+	}
+	for _, s := range []string{testSecret, newSecret} {
+		if err := Verify(rec.body[0], sig, []string{s}, h.clock.Now(), 0); err != nil {
+			t.Errorf("secret %s...: %v", s[:6], err)
+		}
+	}
+	// After the window only the new secret signs.
+	h.clock.Add(24*time.Hour + time.Second)
+	h.event("message.sent")
+	h.step()
+	sig = rec.reqs[1].Header.Get(HeaderSignature)
+	if strings.Count(sig, "v1=") != 1 || Verify(rec.body[1], sig, []string{testSecret}, h.clock.Now(), 0) == nil {
+		t.Fatalf("old secret still signs after the window: %s", sig)
+	}
+}
+
+func TestSSRFGuardChecksTheDialledAddress(t *testing.T) {
+	// A strict guard (no --dev): loopback receivers must not be reached,
+	// even through a name that resolves to them.
+	h := newHarness(t, Options{Guard: Guard{Allow: []netip.Prefix{}}})
+	rec := newReceiver(t, status(200))
+	port := rec.Listener.Addr().(*net.TCPAddr).Port
+	for _, url := range []string{rec.URL, fmt.Sprintf("http://localhost:%d/hook", port)} {
+		w := h.webhook(url, "message.sent")
+		ev := h.event("message.sent")
+		h.step()
+		d := h.delivery(w, ev)
+		if len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Error, "not allowed") {
+			t.Errorf("%s: %+v", url, d.Attempts)
+		}
+	}
+	if rec.count() != 0 {
+		t.Fatalf("the guard let %d requests through", rec.count())
+	}
+}
+
+func TestRestartMidRetriesLosesNothing(t *testing.T) {
+	h := newHarness(t, Options{})
+	var answer sync.Mutex
+	code := 500
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		answer.Lock()
+		defer answer.Unlock()
+		w.WriteHeader(code)
+	})
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	h.step() // 500: retry in 30 s
+	h.clock.Add(30 * time.Second)
+
+	// Crash 1: claimed (saved with a lease) but the process died before sending.
+	if jobs, _ := h.d.claim(10, map[string]int{}); len(jobs) != 1 {
+		t.Fatal("nothing claimed")
+	}
+	h.restart()
+	if n := h.step(); n != 0 {
+		t.Fatal("a leased delivery was sent again before its lease ran out")
+	}
+	// Crash 2: sent and answered, but the process died before recording.
+	h.clock.Add(h.opts.Timeout + 31*time.Second)
+	jobs, _ := h.d.claim(10, map[string]int{})
+	if len(jobs) != 1 {
+		t.Fatal("lease did not expire")
+	}
+	send(context.Background(), h.d.client, jobs[0], h.clock.Now())
+	h.restart()
+
+	answer.Lock()
+	code = 200
+	answer.Unlock()
+	h.clock.Add(h.opts.Timeout + 31*time.Second)
+	if n := h.step(); n != 1 {
+		t.Fatalf("after restart sent %d", n)
+	}
+	d := h.delivery(w, ev)
+	if d.Status != storage.DeliveryDelivered {
+		t.Fatalf("lost across restarts: %s %+v", d.Status, d.Attempts)
+	}
+	if len(d.Attempts) != 4 || d.Attempts[1].Error != interrupted || d.Attempts[2].Error != interrupted || d.Attempts[3].StatusCode != 200 {
+		t.Errorf("attempts %+v", d.Attempts)
+	}
+	// 500, the unrecorded one, and the final 200: at least once, and no more
+	// than the crashes explain.
+	if rec.count() != 3 {
+		t.Errorf("receiver saw %d requests, want 3", rec.count())
+	}
+	h.clock.Add(time.Hour)
+	if n := h.step(); n != 0 {
+		t.Error("delivered again")
+	}
+}
+
+func TestDeletedWebhookStopsItsDeliveries(t *testing.T) {
+	h := newHarness(t, Options{})
+	rec := newReceiver(t, status(503))
+	w := h.webhook(rec.URL, "message.sent")
+	h.event("message.sent")
+	h.step()
+	if err := h.db.Update(func(tx *storage.Tx) error { return tx.DeleteWebhook("acct", w.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Add(time.Hour)
+	if n := h.step(); n != 0 || rec.count() != 1 {
+		t.Fatalf("sent %d after delete (receiver saw %d)", n, rec.count())
+	}
+}
+
+func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	defer releaseAll()
+	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	fast := newReceiver(t, status(200))
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := New(db, Options{Workers: 4, PerHost: 2, Timeout: time.Minute, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
+	slowHook := h.webhook(slow.URL, "message.sent")
+	fastHook := h.webhook(fast.URL, "message.opened")
+	var slowEvents []storage.Event
+	for range 6 {
+		slowEvents = append(slowEvents, h.event("message.sent"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	time.Sleep(20 * time.Millisecond)
+	fastEvent := h.event("message.opened")
+	d.Kick()
+	deadline := time.Now().Add(10 * time.Second)
+	for h.statusOf(fastHook, fastEvent) != storage.DeliveryDelivered {
+		if time.Now().After(deadline) {
+			t.Fatal("the fast receiver waited behind the slow one")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := slow.count(); n != 2 {
+		t.Errorf("slow host had %d requests in flight, cap is 2", n)
+	}
+	releaseAll()
+	for _, ev := range slowEvents {
+		for h.statusOf(slowHook, ev) != storage.DeliveryDelivered {
+			if time.Now().After(deadline) {
+				t.Fatal("slow deliveries never finished")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d.Panics() != 0 {
+		t.Fatal("panics")
+	}
+}
+
+func TestShutdownPutsInFlightBack(t *testing.T) {
+	hold := make(chan struct{})
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hold)
+	h := newHarness(t, Options{Timeout: time.Minute})
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.d.Run(ctx) }()
+	for rec.count() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	d := h.delivery(w, ev)
+	if d.Status != storage.DeliveryPending || len(d.Attempts) != 0 || d.Retries != 0 || !d.NextAttemptAt.Equal(h.clock.Now()) {
+		t.Fatalf("after shutdown: %+v", d)
+	}
+}

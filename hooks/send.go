@@ -1,0 +1,109 @@
+package hooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// responseSnippet is how much of a receiver's answer an attempt keeps.
+const responseSnippet = 1024
+
+// job is one claimed delivery, ready to send.
+type job struct {
+	deliveryID string
+	url        string
+	host       string
+	keys       [][]byte
+	body       []byte
+	eventID    string
+	eventType  string
+}
+
+// result is what one attempt got.
+type result struct {
+	job        job
+	at         time.Time
+	status     int
+	retryAfter string
+	response   string
+	err        string
+	latency    time.Duration
+	aborted    bool // cut off by shutdown: not an attempt
+}
+
+func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: g.Control}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:               nil, // never route webhooks through an environment proxy
+			DialContext:         dialer.DialContext,
+			MaxIdleConns:        1024,
+			MaxIdleConnsPerHost: perHost,
+			MaxConnsPerHost:     perHost,
+			IdleConnTimeout:     90 * time.Second,
+			TLSHandshakeTimeout: 10 * time.Second,
+			TLSClientConfig:     &tls.Config{MinVersion: tls.VersionTLS12},
+		},
+		// Redirects are not followed: a 3xx is the receiver's answer.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// send makes one signed POST.
+func send(ctx context.Context, client *http.Client, j job, now time.Time) result {
+	r := result{job: j, at: now}
+	t := now.Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.url, bytes.NewReader(j.body))
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Mailbolt-Webhooks/1")
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(t, 10))
+	req.Header.Set(HeaderSignature, Signature(j.body, t, j.keys...))
+	req.Header.Set("X-Service-Event-Id", j.eventID)
+	req.Header.Set("X-Service-Event", j.eventType)
+	start := time.Now()
+	resp, err := client.Do(req)
+	r.latency = time.Since(start)
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			r.aborted = true
+		}
+		r.err = describe(err)
+		return r
+	}
+	defer resp.Body.Close()
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, responseSnippet))
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
+	r.status = resp.StatusCode
+	r.response = string(snippet)
+	r.retryAfter = resp.Header.Get("Retry-After")
+	return r
+}
+
+// describe shortens a client error for the attempt log.
+func describe(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout: no answer within the deadline"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout: " + err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"bytes"
+	"time"
+)
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// Delivery is one event's delivery to one webhook, with every attempt.
+type Delivery struct {
+	ID        string            `json:"id"`
+	WebhookID string            `json:"webhook_id"`
+	AccountID string            `json:"account_id"`
+	EventID   string            `json:"event_id"`
+	EventType string            `json:"event"`
+	Status    string            `json:"status"`
+	Attempts  []DeliveryAttempt `json:"attempts"`
+	// Retries counts retries used since the delivery was last queued; a
+	// replay starts a fresh budget.
+	Retries       int        `json:"retries"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	DeliveredAt   *time.Time `json:"delivered_at,omitempty"`
+	FailedAt      *time.Time `json:"failed_at,omitempty"`
+	// ExpiresAt is when a finished delivery is swept; zero while pending.
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
+}
+
+// DeliveryAttempt is one HTTP request to the receiver.
+type DeliveryAttempt struct {
+	At         time.Time `json:"at"`
+	StatusCode int       `json:"status_code,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	LatencyMS  float64   `json:"latency_ms"`
+	Response   string    `json:"response,omitempty"` // first 1 KB of the body
+}
+
+func hasPrefix(k, p []byte) bool { return bytes.HasPrefix(k, p) }
+
+func queueKey(at time.Time, id string) []byte {
+	return append(putU64(uint64(at.UnixNano())), id...)
+}
+
+const collectionDeliveries = "deliveries"
+
+// InsertDelivery stores a new delivery and queues it when it has a next
+// attempt.
+func (tx *Tx) InsertDelivery(d Delivery) error {
+	if err := tx.bucket(bucketDeliveryByEvent).Put(join(d.WebhookID, d.EventID), []byte(d.ID)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketDeliveriesByWebhook).Put(join(d.WebhookID, d.ID), nil); err != nil {
+		return err
+	}
+	if err := tx.addCount(collectionDeliveries, d.WebhookID, 1); err != nil {
+		return err
+	}
+	return tx.writeDelivery(d, nil)
+}
+
+// UpdateDelivery replaces a delivery and keeps its status index, queue
+// entry and expiry in step.
+func (tx *Tx) UpdateDelivery(d Delivery) error {
+	old, err := tx.Delivery(d.ID)
+	if err != nil {
+		return err
+	}
+	return tx.writeDelivery(d, &old)
+}
+
+// ReplaceDelivery is UpdateDelivery for a caller that read old in this
+// transaction and saves the re-read.
+func (tx *Tx) ReplaceDelivery(old, d Delivery) error {
+	return tx.writeDelivery(d, &old)
+}
+
+func (tx *Tx) writeDelivery(d Delivery, old *Delivery) error {
+	status := tx.bucket(bucketDeliveriesByStatus)
+	queue := tx.bucket(bucketDeliveryQueue)
+	if old != nil {
+		if old.Status != d.Status {
+			if err := status.Delete(join(d.WebhookID, old.Status, d.ID)); err != nil {
+				return err
+			}
+			if err := tx.addCount(collectionDeliveries+"_"+old.Status, d.WebhookID, -1); err != nil {
+				return err
+			}
+		}
+		if old.NextAttemptAt != nil {
+			if err := queue.Delete(queueKey(*old.NextAttemptAt, d.ID)); err != nil {
+				return err
+			}
+		}
+	}
+	if old == nil || old.Status != d.Status {
+		if err := status.Put(join(d.WebhookID, d.Status, d.ID), nil); err != nil {
+			return err
+		}
+		if err := tx.addCount(collectionDeliveries+"_"+d.Status, d.WebhookID, 1); err != nil {
+			return err
+		}
+	}
+	if d.NextAttemptAt != nil {
+		if err := queue.Put(queueKey(*d.NextAttemptAt, d.ID), []byte(d.WebhookID)); err != nil {
+			return err
+		}
+	}
+	if !d.ExpiresAt.IsZero() && (old == nil || !old.ExpiresAt.Equal(d.ExpiresAt)) {
+		if err := tx.addExpiry(d.ExpiresAt, kindDelivery, []byte(d.ID)); err != nil {
+			return err
+		}
+	}
+	return putJSON(tx.bucket(bucketDeliveries), []byte(d.ID), d)
+}
+
+// Delivery reads a delivery by id.
+func (tx *Tx) Delivery(id string) (Delivery, error) {
+	var d Delivery
+	err := getJSON(tx.bucket(bucketDeliveries), []byte(id), &d)
+	return d, err
+}
+
+// DeliveryByEvent finds the delivery of an event to a webhook.
+func (tx *Tx) DeliveryByEvent(webhookID, eventID string) (Delivery, error) {
+	id := tx.bucket(bucketDeliveryByEvent).Get(join(webhookID, eventID))
+	if id == nil {
+		return Delivery{}, ErrNotFound
+	}
+	return tx.Delivery(string(id))
+}
+
+// Deliveries lists a webhook's deliveries newest first, all of them or only
+// those with the given status.
+func (tx *Tx) Deliveries(webhookID, status string, opts ListOptions) ([]Delivery, ListResult, error) {
+	b, pfx := tx.bucket(bucketDeliveriesByWebhook), prefix(webhookID)
+	if status != "" {
+		b, pfx = tx.bucket(bucketDeliveriesByStatus), join(webhookID, status, "")
+	}
+	opts.Reverse = true
+	var out []Delivery
+	res, err := scan(b, pfx, opts, func(k, _ []byte) error {
+		d, err := tx.Delivery(string(k))
+		if err != nil {
+			return err
+		}
+		out = append(out, d)
+		return nil
+	})
+	return out, res, err
+}
+
+// DeliveryCount counts a webhook's deliveries (of one status, or all).
+func (tx *Tx) DeliveryCount(webhookID, status string) int {
+	if status == "" {
+		return tx.count(collectionDeliveries, webhookID)
+	}
+	return tx.count(collectionDeliveries+"_"+status, webhookID)
+}
+
+// QueuedDelivery is an entry of the delivery queue.
+type QueuedDelivery struct {
+	ID        string
+	WebhookID string
+	Due       time.Time
+}
+
+// DeliveryQueue returns up to max queued deliveries due at or before until,
+// earliest first, calling skip to leave some out (e.g. a busy host).
+func (tx *Tx) DeliveryQueue(until time.Time, max int, skip func(webhookID string) bool) []QueuedDelivery {
+	var out []QueuedDelivery
+	limit := putU64(uint64(until.UnixNano()))
+	c := tx.bucket(bucketDeliveryQueue).Cursor()
+	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
+		if len(k) < 8 || bytes.Compare(k[:8], limit) > 0 {
+			break
+		}
+		if skip != nil && skip(string(v)) {
+			continue
+		}
+		out = append(out, QueuedDelivery{ID: string(k[8:]), WebhookID: string(v),
+			Due: time.Unix(0, int64(getU64(k[:8]))).UTC()})
+	}
+	return out
+}
+
+// NextDeliveryDue is the time of the earliest queued delivery.
+func (tx *Tx) NextDeliveryDue() (time.Time, bool) {
+	k, _ := tx.bucket(bucketDeliveryQueue).Cursor().First()
+	if len(k) < 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(getU64(k[:8]))).UTC(), true
+}
+
+func (tx *Tx) deleteDelivery(id string) error {
+	d, err := tx.Delivery(id)
+	if err != nil {
+		return nil
+	}
+	for _, del := range []struct{ b, k []byte }{
+		{bucketDeliveries, []byte(id)},
+		{bucketDeliveriesByWebhook, join(d.WebhookID, id)},
+		{bucketDeliveriesByStatus, join(d.WebhookID, d.Status, id)},
+		{bucketDeliveryByEvent, join(d.WebhookID, d.EventID)},
+	} {
+		if err := tx.bucket(del.b).Delete(del.k); err != nil {
+			return err
+		}
+	}
+	if d.NextAttemptAt != nil {
+		if err := tx.bucket(bucketDeliveryQueue).Delete(queueKey(*d.NextAttemptAt, id)); err != nil {
+			return err
+		}
+	}
+	if err := tx.addCount(collectionDeliveries, d.WebhookID, -1); err != nil {
+		return err
+	}
+	return tx.addCount(collectionDeliveries+"_"+d.Status, d.WebhookID, -1)
+}
+
+func expireDelivery(tx *Tx, key []byte, now time.Time) error {
+	d, err := tx.Delivery(string(key))
+	if err != nil || d.Status == DeliveryPending || d.ExpiresAt.IsZero() || d.ExpiresAt.After(now) {
+		return nil
+	}
+	return tx.deleteDelivery(d.ID)
+}

@@ -1,0 +1,118 @@
+package storage
+
+import (
+	"bytes"
+	"time"
+)
+
+// Event is one entry of an account's event history (spec §6). Envelope is
+// the exact JSON body {id, event, timestamp, data} that webhooks deliver and
+// sign; it is built once, when the event is recorded.
+type Event struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	Type      string    `json:"event"`
+	Timestamp time.Time `json:"timestamp"`
+	Test      bool      `json:"test"`
+	MessageID string    `json:"message_id,omitempty"`
+	Recipient string    `json:"recipient,omitempty"`
+	Envelope  []byte    `json:"-"` // stored raw in event_bodies
+
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// AppendEvent records an event and queues it for webhook fan-out, in the
+// transaction of the state change it reports. The outbox key is a sequence
+// number, so fan-out sees events in the order their transactions committed.
+func (tx *Tx) AppendEvent(ev Event) error {
+	key := join(ev.AccountID, ev.ID)
+	if err := putJSON(tx.bucket(bucketEvents), key, ev); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketEventBodies).Put(key, ev.Envelope); err != nil {
+		return err
+	}
+	out := tx.bucket(bucketEventOutbox)
+	seq, err := out.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := out.Put(putU64(seq), key); err != nil {
+		return err
+	}
+	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
+		return err
+	}
+	return tx.addCount(collectionEvents, ev.AccountID, 1)
+}
+
+const collectionEvents = "events"
+
+// Event reads one event of an account, envelope included.
+func (tx *Tx) Event(accountID, id string) (Event, error) {
+	var ev Event
+	key := join(accountID, id)
+	if err := getJSON(tx.bucket(bucketEvents), key, &ev); err != nil {
+		return ev, err
+	}
+	ev.Envelope = append([]byte(nil), tx.bucket(bucketEventBodies).Get(key)...)
+	return ev, nil
+}
+
+// EventEnvelope reads only an event's envelope bytes.
+func (tx *Tx) EventEnvelope(accountID, id string) ([]byte, error) {
+	body := tx.bucket(bucketEventBodies).Get(join(accountID, id))
+	if body == nil {
+		return nil, ErrNotFound
+	}
+	return append([]byte(nil), body...), nil
+}
+
+// OutboxEntry is an event waiting for webhook fan-out.
+type OutboxEntry struct {
+	Seq   uint64
+	Event Event
+}
+
+// Outbox returns up to max events waiting for fan-out, oldest first,
+// without their envelopes.
+func (tx *Tx) Outbox(max int) ([]OutboxEntry, error) {
+	var out []OutboxEntry
+	c := tx.bucket(bucketEventOutbox).Cursor()
+	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
+		var ev Event
+		if err := getJSON(tx.bucket(bucketEvents), v, &ev); err != nil {
+			// Expired before fan-out: nothing left to deliver.
+			out = append(out, OutboxEntry{Seq: getU64(k)})
+			continue
+		}
+		out = append(out, OutboxEntry{Seq: getU64(k), Event: ev})
+	}
+	return out, nil
+}
+
+// DoneOutbox removes a fanned-out event from the outbox.
+func (tx *Tx) DoneOutbox(seq uint64) error {
+	return tx.bucket(bucketEventOutbox).Delete(putU64(seq))
+}
+
+func expireEvent(tx *Tx, key []byte, now time.Time) error {
+	b := tx.bucket(bucketEvents)
+	var ev Event
+	if err := getJSON(b, key, &ev); err != nil {
+		return nil
+	}
+	if ev.ExpiresAt.After(now) {
+		return nil
+	}
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketEventBodies).Delete(key); err != nil {
+		return err
+	}
+	if i := bytes.IndexByte(key, sep); i > 0 {
+		return tx.addCount(collectionEvents, string(key[:i]), -1)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"time"
+)
+
+// Webhook is an account's subscription to events.
+type Webhook struct {
+	ID          string   `json:"id"`
+	AccountID   string   `json:"account_id"`
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description,omitempty"`
+	Test        bool     `json:"test"` // receives test-mode events (created with a test key)
+	Secret      string   `json:"secret"`
+	// PreviousSecret still signs until PreviousUntil (secret rotation).
+	PreviousSecret string     `json:"previous_secret,omitempty"`
+	PreviousUntil  *time.Time `json:"previous_until,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+}
+
+const collectionWebhooks = "webhooks"
+
+// PutWebhook creates or replaces a webhook.
+func (tx *Tx) PutWebhook(w Webhook) error {
+	b := tx.bucket(bucketWebhooks)
+	key := join(w.AccountID, w.ID)
+	if b.Get(key) == nil {
+		if err := tx.addCount(collectionWebhooks, w.AccountID, 1); err != nil {
+			return err
+		}
+		if err := tx.bucket(bucketWebhookIDs).Put([]byte(w.ID), []byte(w.AccountID)); err != nil {
+			return err
+		}
+	}
+	return putJSON(b, key, w)
+}
+
+// Webhook reads one of an account's webhooks.
+func (tx *Tx) Webhook(accountID, id string) (Webhook, error) {
+	var w Webhook
+	err := getJSON(tx.bucket(bucketWebhooks), join(accountID, id), &w)
+	return w, err
+}
+
+// WebhookByID reads a webhook without knowing its account.
+func (tx *Tx) WebhookByID(id string) (Webhook, error) {
+	acct := tx.bucket(bucketWebhookIDs).Get([]byte(id))
+	if acct == nil {
+		return Webhook{}, ErrNotFound
+	}
+	return tx.Webhook(string(acct), id)
+}
+
+// Webhooks lists an account's webhooks, oldest first.
+func (tx *Tx) Webhooks(accountID string, opts ListOptions) ([]Webhook, ListResult, error) {
+	var out []Webhook
+	res, err := scan(tx.bucket(bucketWebhooks), prefix(accountID), opts, func(k, v []byte) error {
+		var w Webhook
+		if err := decodeJSON(k, v, &w); err != nil {
+			return err
+		}
+		out = append(out, w)
+		return nil
+	})
+	return out, res, err
+}
+
+// WebhookCount is the number of webhooks of an account.
+func (tx *Tx) WebhookCount(accountID string) int { return tx.count(collectionWebhooks, accountID) }
+
+// DeleteWebhook removes a webhook and every delivery made for it, so
+// nothing pending is sent to it again.
+func (tx *Tx) DeleteWebhook(accountID, id string) error {
+	b := tx.bucket(bucketWebhooks)
+	key := join(accountID, id)
+	if b.Get(key) == nil {
+		return ErrNotFound
+	}
+	var ids []string
+	c := tx.bucket(bucketDeliveriesByWebhook).Cursor()
+	pfx := prefix(id)
+	for k, _ := c.Seek(pfx); k != nil && hasPrefix(k, pfx); k, _ = c.Next() {
+		ids = append(ids, string(k[len(pfx):]))
+	}
+	for _, did := range ids {
+		if err := tx.deleteDelivery(did); err != nil {
+			return err
+		}
+	}
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketWebhookIDs).Delete([]byte(id)); err != nil {
+		return err
+	}
+	return tx.addCount(collectionWebhooks, accountID, -1)
+}
