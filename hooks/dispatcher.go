@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -186,14 +187,18 @@ func (d *Dispatcher) cycle(results []result, free int, perHost map[string]int) (
 		if err := d.recordTx(tx, results); err != nil {
 			return err
 		}
-		if err := d.fanOutTx(tx); err != nil {
-			return err
-		}
-		if free <= 0 {
-			return nil
-		}
 		var err error
-		jobs, err = d.claimTx(tx, free, perHost)
+		if free > 0 {
+			if jobs, err = d.claimTx(tx, free, perHost); err != nil {
+				return err
+			}
+		}
+		busy := maps.Clone(perHost)
+		for _, j := range jobs {
+			busy[j.host]++
+		}
+		fresh, err := d.fanOutTx(tx, free-len(jobs), busy)
+		jobs = append(jobs, fresh...)
 		return err
 	})
 	return jobs, err
@@ -229,7 +234,7 @@ func (d *Dispatcher) fanOut() error {
 	for {
 		var more bool
 		err := d.db.Update(func(tx *storage.Tx) error {
-			err := d.fanOutTx(tx)
+			_, err := d.fanOutTx(tx, 0, nil)
 			out, _ := tx.Outbox(1)
 			more = len(out) > 0
 			return err
@@ -241,14 +246,19 @@ func (d *Dispatcher) fanOut() error {
 }
 
 // fanOutTx turns up to 500 waiting events into one delivery per matching
-// webhook, and removes them from the outbox in the same transaction.
-func (d *Dispatcher) fanOutTx(tx *storage.Tx) error {
+// webhook, and removes them from the outbox in the same transaction. Up to
+// budget of the new deliveries whose host is not busy are created already
+// claimed (lease and placeholder attempt saved, as claimTx does) and
+// returned as jobs: a fresh event costs one write, not two.
+func (d *Dispatcher) fanOutTx(tx *storage.Tx, budget int, busy map[string]int) ([]job, error) {
 	entries, err := tx.Outbox(500)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var jobs []job
 	hooksOf := map[string][]storage.Webhook{}
 	now := d.now()
+	lease := now.Add(d.opts.Timeout + 30*time.Second)
 	for _, e := range entries {
 		ev := e.Event
 		if ev.ID != "" {
@@ -256,10 +266,11 @@ func (d *Dispatcher) fanOutTx(tx *storage.Tx) error {
 			if !ok {
 				subs, _, err = tx.Webhooks(ev.AccountID, storage.ListOptions{Limit: 10000})
 				if err != nil {
-					return err
+					return nil, err
 				}
 				hooksOf[ev.AccountID] = subs
 			}
+			var body []byte
 			for _, w := range subs {
 				if w.Test != ev.Test || !slices.Contains(w.Events, ev.Type) {
 					continue
@@ -267,16 +278,33 @@ func (d *Dispatcher) fanOutTx(tx *storage.Tx) error {
 				del := storage.Delivery{ID: uuid.Must(uuid.NewV7()).String(), WebhookID: w.ID, AccountID: w.AccountID,
 					EventID: ev.ID, EventType: ev.Type, Status: storage.DeliveryPending, Attempts: []storage.DeliveryAttempt{},
 					NextAttemptAt: &now, CreatedAt: now}
+				h := hostOf(w.URL)
+				if len(jobs) < budget && busy[h] < d.opts.PerHost {
+					if body == nil {
+						if body, err = tx.EventEnvelope(ev.AccountID, ev.ID); err != nil {
+							return nil, err
+						}
+					}
+					keys, err := signingKeys(w, now)
+					if err != nil {
+						return nil, err
+					}
+					del.NextAttemptAt = &lease
+					del.Attempts = []storage.DeliveryAttempt{{At: now, Error: interrupted}}
+					busy[h]++
+					jobs = append(jobs, job{deliveryID: del.ID, url: w.URL, host: h, keys: keys, body: body,
+						eventID: ev.ID, eventType: ev.Type})
+				}
 				if err := tx.InsertDelivery(del); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		if err := tx.DoneOutbox(e.Seq); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return jobs, nil
 }
 
 // claim takes up to max due deliveries, leaving out hosts already at their
