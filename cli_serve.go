@@ -125,13 +125,13 @@ func (cfg serveConfig) validate() error {
 	if cfg.webhookMaxRetries < 0 || cfg.webhookWorkers < 1 || cfg.webhookHostConns < 1 {
 		return errors.New("--webhook-max-retries must be 0 or more, --webhook-workers and --webhook-host-connections 1 or more")
 	}
-	if cfg.eventRetention < 7*24*time.Hour {
-		return errors.New("--event-retention must be at least 7 days (failed webhook deliveries are replayable for 7 days)")
+	if cfg.eventRetention < 8*24*time.Hour {
+		return errors.New("--event-retention must be at least 8 days (failed webhook deliveries stay replayable for 7 days after their last attempt)")
 	}
 	return nil
 }
 
-func (cfg serveConfig) webhookOptions() app.WebhookOptions {
+func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions {
 	guard := hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
 	for _, n := range cfg.webhookAllow {
 		if p, err := netip.ParsePrefix(n.String()); err == nil {
@@ -142,7 +142,7 @@ func (cfg serveConfig) webhookOptions() app.WebhookOptions {
 	if retries == 0 {
 		retries = -1 // hooks.Options: negative means none, zero the default
 	}
-	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation,
+	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation, Lookup: resolver.LookupIPAddr,
 		Dispatch: hooks.Options{BaseDelay: cfg.webhookBaseDelay, Timeout: cfg.webhookTimeout, MaxRetries: retries,
 			Workers: cfg.webhookWorkers, PerHost: cfg.webhookHostConns}}
 }
@@ -220,7 +220,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
 			RotationGrace: cfg.dkimGrace},
 		EventRetention: cfg.eventRetention,
-		Webhooks:       cfg.webhookOptions()})
+		Webhooks:       cfg.webhookOptions(resolver)})
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {
 		return fmt.Errorf("create the default account: %w", err)

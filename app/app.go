@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,9 @@ type Options struct {
 // WebhookOptions configure webhooks.
 type WebhookOptions struct {
 	Guard hooks.Guard
+	// Lookup resolves a webhook URL's host when it is created; the system
+	// resolver when nil.
+	Lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
 	// RotationWindow is how long a rotated-out secret keeps signing; 24 h.
 	RotationWindow time.Duration
 	// FailedRetention is how long failed deliveries are kept and may be
@@ -181,4 +185,20 @@ func storageErr(err error, what string) *Error {
 		return ae
 	}
 	return Internal(err)
+}
+
+// every runs fn each interval until ctx ends, logging its error under what.
+func (a *App) every(ctx context.Context, interval time.Duration, what string, fn func(context.Context) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := fn(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error(what+" failed", "err", err)
+			}
+		}
+	}
 }

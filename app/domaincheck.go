@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"mailbolt/storage"
 )
@@ -54,16 +53,8 @@ func (a *App) CheckDueDomains(ctx context.Context) (int, error) {
 }
 
 func (a *App) runDomainChecks(ctx context.Context) {
-	t := time.NewTicker(a.opts.DomainCheckTick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if _, err := a.CheckDueDomains(ctx); err != nil && ctx.Err() == nil {
-				a.log.Error("domain re-checks", "err", err)
-			}
-		}
-	}
+	a.every(ctx, a.opts.DomainCheckTick, "domain re-checks", func(ctx context.Context) error {
+		_, err := a.CheckDueDomains(ctx)
+		return err
+	})
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"time"
 
 	"mailbolt/storage"
 )
@@ -30,18 +29,11 @@ func (a *App) Sweep() (int, error) {
 }
 
 func (a *App) runSweeper(ctx context.Context) {
-	t := time.NewTicker(a.opts.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := a.Sweep(); err != nil {
-				a.log.Error("sweep failed", "err", err)
-			} else if n > 0 {
-				a.log.Info("swept expired records", "count", n)
-			}
+	a.every(ctx, a.opts.SweepInterval, "sweep", func(context.Context) error {
+		n, err := a.Sweep()
+		if n > 0 {
+			a.log.Info("swept expired records", "count", n)
 		}
-	}
+		return err
+	})
 }

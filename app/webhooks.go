@@ -44,7 +44,10 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	if len(in.URL) > 2048 {
 		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
 	}
-	lookup := net.DefaultResolver.LookupIPAddr
+	lookup := a.opts.Webhooks.Lookup
+	if lookup == nil {
+		lookup = net.DefaultResolver.LookupIPAddr
+	}
 	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := a.opts.Webhooks.Guard.CheckURL(checkCtx, in.URL, lookup); err != nil {
@@ -58,7 +61,8 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 		typ, ok := NormalizeEventType(name)
 		if !ok {
 			return CreatedWebhook{}, &Error{Status: http.StatusBadRequest, Code: CodeValidation,
-				Message: "unknown event type " + name, Details: map[string]any{"field": "events", "reason": "unknown event type " + name, "allowed": append(EventTypes, EventAcceptedAlias)}}
+				Message: "events: unknown event type " + name, Details: map[string]any{"field": "events",
+					"reason": "unknown event type " + name, "allowed": slices.Concat(EventTypes, []string{EventAcceptedAlias})}}
 		}
 		if !slices.Contains(events, typ) {
 			events = append(events, typ)
@@ -207,6 +211,9 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 			return Conflict("the delivery is " + d.Status + "; only a failed delivery can be replayed")
 		case d.FailedAt == nil || now.Sub(*d.FailedAt) > a.opts.Webhooks.FailedRetention:
 			return NotFound("failed delivery of this event to this webhook (older than the retention window)")
+		}
+		if _, err := tx.EventEnvelope(d.AccountID, d.EventID); err != nil {
+			return NotFound("event (it has expired from the history)")
 		}
 		d.Status, d.Retries, d.FailedAt, d.ExpiresAt = storage.DeliveryPending, 0, nil, time.Time{}
 		d.NextAttemptAt = &now

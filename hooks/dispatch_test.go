@@ -361,6 +361,9 @@ func TestSSRFGuardChecksTheDialledAddress(t *testing.T) {
 		if len(d.Attempts) != 1 || !strings.Contains(d.Attempts[0].Error, "not allowed") {
 			t.Errorf("%s: %+v", url, d.Attempts)
 		}
+		if d.Status != storage.DeliveryFailed {
+			t.Errorf("%s: a refused address is retried (%s), though it cannot succeed", url, d.Status)
+		}
 	}
 	if rec.count() != 0 {
 		t.Fatalf("the guard let %d requests through", rec.count())
@@ -521,4 +524,36 @@ func TestShutdownPutsInFlightBack(t *testing.T) {
 	if d.Status != storage.DeliveryPending || len(d.Attempts) != 0 || d.Retries != 0 || !d.NextAttemptAt.Equal(h.clock.Now()) {
 		t.Fatalf("after shutdown: %+v", d)
 	}
+}
+
+func TestBusyHostDoesNotSpin(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	h := newHarness(t, Options{PerHost: 1, Timeout: time.Minute})
+	h.d = New(h.db, Options{PerHost: 1, Timeout: time.Minute, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	h.webhook(slow.URL, "message.sent")
+	for range 4 {
+		h.event("message.sent")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.d.Run(ctx) }()
+	for slow.count() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	before := h.db.Commits()
+	time.Sleep(300 * time.Millisecond)
+	// Three deliveries are due but held back by the cap of one request per
+	// host: the loop must wait for the answer, not commit in a tight loop.
+	if n := h.db.Commits() - before; n > 5 {
+		t.Errorf("%d commits while waiting on a busy host", n)
+	}
+	cancel()
+	<-done
 }

@@ -32,9 +32,17 @@ type Options struct {
 	Logger             *slog.Logger
 }
 
+// maxQueueScan bounds how many queue entries one claim looks at, so a
+// backlog behind a busy host costs a bounded scan, not O(queue).
+const maxQueueScan = 2000
+
 // interrupted marks an attempt whose answer was never recorded: the
 // process stopped while the request was out.
-const interrupted = "interrupted: no answer was recorded (the server stopped during the request)"
+const interrupted = Interrupted
+
+// Interrupted is the error of an attempt whose answer was never recorded.
+// While the delivery's lease runs it means the request is in flight.
+const Interrupted = "interrupted: no answer was recorded (the server stopped during the request)"
 
 // Dispatcher fans events out to webhooks and delivers them.
 type Dispatcher struct {
@@ -116,7 +124,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var batch []result
 	for {
-		jobs, err := d.cycle(batch, d.opts.Workers-inflight, perHost)
+		free := d.opts.Workers - inflight
+		jobs, err := d.cycle(batch, free, perHost)
 		if err != nil {
 			d.opts.Logger.Error("webhook delivery cycle", "err", err)
 		}
@@ -130,7 +139,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				results <- d.safeSend(sendCtx, j)
 			}()
 		}
-		timer.Reset(d.untilNext(inflight))
+		// When fewer jobs were claimed than workers were free, what is due
+		// waits on busy hosts: the next answer, not a timer, frees them.
+		timer.Reset(d.untilNext(inflight, len(jobs) < free && inflight+len(jobs) > 0))
 		select {
 		case <-ctx.Done():
 			stopSends()
@@ -173,7 +184,7 @@ func (d *Dispatcher) cycle(results []result, free int, perHost map[string]int) (
 			if out, _ := tx.Outbox(1); len(out) > 0 {
 				busy = true
 			} else if free > 0 {
-				busy = len(tx.DeliveryQueue(d.now(), 1, nil)) > 0
+				busy = len(tx.DeliveryQueue(d.now(), 1, 1, nil)) > 0
 			}
 			return nil
 		})
@@ -214,8 +225,10 @@ func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
 	return send(ctx, d.client, j, d.now())
 }
 
-// untilNext is how long to sleep before looking at the queue again.
-func (d *Dispatcher) untilNext(inflight int) time.Duration {
+// untilNext is how long to sleep before looking at the queue again. When
+// due work is held back by per-host caps (blocked), only an answer or a kick
+// can change that, so the wait is for the next due time after now.
+func (d *Dispatcher) untilNext(inflight int, blocked bool) time.Duration {
 	const poll = time.Minute
 	if inflight >= d.opts.Workers {
 		return poll
@@ -226,7 +239,11 @@ func (d *Dispatcher) untilNext(inflight int) time.Duration {
 	if !ok {
 		return poll
 	}
-	return min(poll, max(time.Millisecond, next.Sub(d.now())))
+	wait := next.Sub(d.now())
+	if wait <= 0 && blocked {
+		return poll
+	}
+	return min(poll, max(time.Millisecond, wait))
 }
 
 // fanOut turns every waiting event into deliveries (used by tests).
@@ -347,7 +364,7 @@ func (d *Dispatcher) claimTx(tx *storage.Tx, max int, perHost map[string]int) ([
 			h := hostOf(w.URL)
 			return perHost[h]+claimed[h] >= d.opts.PerHost
 		}
-		for _, q := range tx.DeliveryQueue(now, max, skip) {
+		for _, q := range tx.DeliveryQueue(now, max, maxQueueScan, skip) {
 			del, err := tx.Delivery(q.ID)
 			if err != nil {
 				continue
@@ -474,7 +491,11 @@ func (d *Dispatcher) recordTx(tx *storage.Tx, batch []result) error {
 			}
 			*last = storage.DeliveryAttempt{At: r.at, StatusCode: r.status, Error: r.err,
 				LatencyMS: float64(r.latency.Microseconds()) / 1000, Response: r.response}
-			switch Classify(r.status) {
+			outcome := Classify(r.status)
+			if r.refused {
+				outcome = Fail // the guard will refuse every retry too
+			}
+			switch outcome {
 			case Delivered:
 				d.finish(&del, storage.DeliveryDelivered, now)
 			case Retry:

@@ -37,6 +37,7 @@ type result struct {
 	err        string
 	latency    time.Duration
 	aborted    bool // cut off by shutdown: not an attempt
+	refused    bool // the guard refused the address: retrying cannot help
 }
 
 func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {
@@ -80,6 +81,7 @@ func send(ctx context.Context, client *http.Client, j job, now time.Time) result
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			r.aborted = true
 		}
+		r.refused = errors.Is(err, ErrForbiddenAddress)
 		r.err = describe(err)
 		return r
 	}

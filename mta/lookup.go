@@ -2,6 +2,7 @@ package mta
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sort"
 	"strings"
@@ -77,4 +78,25 @@ func (r *Resolver) LookupPTR(ctx context.Context, ip net.IP) ([]string, error) {
 		out = append(out, strings.TrimSuffix(rr.(*dns.PTR).Ptr, "."))
 	}
 	return out, nil
+}
+
+// LookupIPAddr returns the A and AAAA addresses of name, as
+// net.Resolver.LookupIPAddr does. A name with neither is ErrNotFound.
+func (r *Resolver) LookupIPAddr(ctx context.Context, name string) ([]net.IPAddr, error) {
+	var out []net.IPAddr
+	v4, err4 := r.LookupA(ctx, name)
+	v6, err6 := r.LookupAAAA(ctx, name)
+	for _, ip := range append(v4, v6...) {
+		out = append(out, net.IPAddr{IP: ip})
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	if err4 != nil && !errors.Is(err4, ErrNotFound) {
+		return nil, err4
+	}
+	if err6 != nil && !errors.Is(err6, ErrNotFound) {
+		return nil, err6
+	}
+	return nil, ErrNotFound
 }

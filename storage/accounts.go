@@ -30,16 +30,7 @@ func (tx *Tx) Account(id string) (Account, error) {
 
 // Accounts lists accounts in id order.
 func (tx *Tx) Accounts(opts ListOptions) ([]Account, ListResult, error) {
-	var out []Account
-	res, err := scan(tx.bucket(bucketAccounts), nil, opts, func(k, v []byte) error {
-		var a Account
-		if err := decodeJSON(k, v, &a); err != nil {
-			return err
-		}
-		out = append(out, a)
-		return nil
-	})
-	return out, res, err
+	return scanJSON[Account](tx.bucket(bucketAccounts), nil, opts)
 }
 
 // AccountCount is the number of accounts.

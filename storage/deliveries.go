@@ -171,12 +171,15 @@ type QueuedDelivery struct {
 }
 
 // DeliveryQueue returns up to max queued deliveries due at or before until,
-// earliest first, calling skip to leave some out (e.g. a busy host).
-func (tx *Tx) DeliveryQueue(until time.Time, max int, skip func(webhookID string) bool) []QueuedDelivery {
+// earliest first, looking at no more than scan entries and calling skip to
+// leave some out (e.g. a busy host).
+func (tx *Tx) DeliveryQueue(until time.Time, max, scan int, skip func(webhookID string) bool) []QueuedDelivery {
 	var out []QueuedDelivery
 	limit := putU64(uint64(until.UnixNano()))
 	c := tx.bucket(bucketDeliveryQueue).Cursor()
-	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
+	seen := 0
+	for k, v := c.First(); k != nil && len(out) < max && seen < scan; k, v = c.Next() {
+		seen++
 		if len(k) < 8 || bytes.Compare(k[:8], limit) > 0 {
 			break
 		}

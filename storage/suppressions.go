@@ -49,16 +49,7 @@ func (tx *Tx) DeleteSuppression(accountID, recipient string) error {
 
 // Suppressions lists an account's suppressions in recipient order.
 func (tx *Tx) Suppressions(accountID string, opts ListOptions) ([]Suppression, ListResult, error) {
-	var out []Suppression
-	res, err := scan(tx.bucket(bucketSuppressions), prefix(accountID), opts, func(k, v []byte) error {
-		var s Suppression
-		if err := decodeJSON(k, v, &s); err != nil {
-			return err
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, res, err
+	return scanJSON[Suppression](tx.bucket(bucketSuppressions), prefix(accountID), opts)
 }
 
 // SuppressionCount is the number of suppressions of an account.

@@ -36,16 +36,7 @@ func (tx *Tx) InsertTeamMember(m TeamMember) error {
 
 // TeamMembers lists an account's members, oldest first.
 func (tx *Tx) TeamMembers(accountID string, opts ListOptions) ([]TeamMember, ListResult, error) {
-	var out []TeamMember
-	res, err := scan(tx.bucket(bucketTeam), prefix(accountID), opts, func(k, v []byte) error {
-		var m TeamMember
-		if err := decodeJSON(k, v, &m); err != nil {
-			return err
-		}
-		out = append(out, m)
-		return nil
-	})
-	return out, res, err
+	return scanJSON[TeamMember](tx.bucket(bucketTeam), prefix(accountID), opts)
 }
 
 // TeamMemberCount is the number of members of an account.

@@ -64,16 +64,7 @@ func (tx *Tx) TemplateVersion(templateID string, version int) (TemplateVersion, 
 
 // Templates lists an account's templates, oldest first.
 func (tx *Tx) Templates(accountID string, opts ListOptions) ([]Template, ListResult, error) {
-	var out []Template
-	res, err := scan(tx.bucket(bucketTemplates), prefix(accountID), opts, func(k, v []byte) error {
-		var t Template
-		if err := decodeJSON(k, v, &t); err != nil {
-			return err
-		}
-		out = append(out, t)
-		return nil
-	})
-	return out, res, err
+	return scanJSON[Template](tx.bucket(bucketTemplates), prefix(accountID), opts)
 }
 
 // TemplateCount is the number of templates of an account.
@@ -81,15 +72,6 @@ func (tx *Tx) TemplateCount(accountID string) int { return tx.count(collectionTe
 
 // TemplateVersions lists a template's versions, newest first.
 func (tx *Tx) TemplateVersions(templateID string, opts ListOptions) ([]TemplateVersion, ListResult, error) {
-	var out []TemplateVersion
 	opts.Reverse = true
-	res, err := scan(tx.bucket(bucketTemplateVersions), prefix(templateID), opts, func(k, v []byte) error {
-		var tv TemplateVersion
-		if err := decodeJSON(k, v, &tv); err != nil {
-			return err
-		}
-		out = append(out, tv)
-		return nil
-	})
-	return out, res, err
+	return scanJSON[TemplateVersion](tx.bucket(bucketTemplateVersions), prefix(templateID), opts)
 }

@@ -134,6 +134,20 @@ type ListResult struct {
 	HasMore bool
 }
 
+// scanJSON lists the JSON records stored under pfx in b, one page of them.
+func scanJSON[T any](b *bolt.Bucket, pfx []byte, opts ListOptions) ([]T, ListResult, error) {
+	var out []T
+	res, err := scan(b, pfx, opts, func(k, v []byte) error {
+		var x T
+		if err := decodeJSON(k, v, &x); err != nil {
+			return err
+		}
+		out = append(out, x)
+		return nil
+	})
+	return out, res, err
+}
+
 // scan walks the keys of b that start with pfx, in the order opts asks for,
 // calling fn with the key (without pfx) and value of each record on the
 // page. Its cost is proportional to Offset+Limit, never to the number of

@@ -54,16 +54,7 @@ func (tx *Tx) WebhookByID(id string) (Webhook, error) {
 
 // Webhooks lists an account's webhooks, oldest first.
 func (tx *Tx) Webhooks(accountID string, opts ListOptions) ([]Webhook, ListResult, error) {
-	var out []Webhook
-	res, err := scan(tx.bucket(bucketWebhooks), prefix(accountID), opts, func(k, v []byte) error {
-		var w Webhook
-		if err := decodeJSON(k, v, &w); err != nil {
-			return err
-		}
-		out = append(out, w)
-		return nil
-	})
-	return out, res, err
+	return scanJSON[Webhook](tx.bucket(bucketWebhooks), prefix(accountID), opts)
 }
 
 // WebhookCount is the number of webhooks of an account.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"mailbolt/app"
+	"mailbolt/hooks"
 	"mailbolt/mta"
 	"mailbolt/mta/dnstest"
 	"mailbolt/storage"
@@ -44,14 +46,27 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
+	return newEnvWith(t, cfg, nil)
+}
+
+// newEnvWith is newEnv with a chance to adjust the App's options. Webhooks
+// may reach loopback receivers unless tune says otherwise.
+func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
+	t.Helper()
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	zone := dnstest.Start(t)
-	a := app.New(db, app.Options{Now: clock.Now, Domains: app.DomainOptions{
-		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"}})
+	opts := app.Options{Now: clock.Now, Domains: app.DomainOptions{
+		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"},
+		Webhooks: app.WebhookOptions{Guard: hooks.Guard{AllowPrivate: true, AllowHTTP: true},
+			Dispatch: hooks.Options{BaseDelay: time.Second, Timeout: 2 * time.Second}}}
+	if tune != nil {
+		tune(&opts)
+	}
+	a := app.New(db, opts)
 	srv := httptest.NewServer(New(a, cfg))
 	t.Cleanup(func() {
 		srv.Close()
@@ -60,6 +75,21 @@ func newEnv(t *testing.T, cfg Config) *env {
 	e := &env{t: t, app: a, srv: srv, clock: clock, zone: zone}
 	e.acct, e.key = e.account("acme", "enterprise", 100000)
 	return e
+}
+
+// runWorkers runs the App's background workers (webhook delivery among
+// them) until the test ends.
+func (e *env) runWorkers() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.app.Run(ctx); close(done) }()
+	e.t.Cleanup(func() {
+		cancel()
+		<-done
+		if n := e.app.Panics(); n != 0 {
+			e.t.Errorf("%d worker panics", n)
+		}
+	})
 }
 
 // account creates an account and a key of scope "*" for it.

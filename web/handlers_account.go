@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"mailbolt/app"
+	"mailbolt/storage"
 )
 
 // decode reads and strictly decodes the body into v, answering the error
@@ -41,17 +42,9 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, c *call) {
-	pq, e := parsePage(r)
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	keys, res, total, e := s.app.ListKeys(c.Account.ID, pq.options())
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	writeList(w, r, pq, mapSlice(keys, viewKey), res, total)
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.APIKey, storage.ListResult, int, *app.Error) {
+		return s.app.ListKeys(c.Account.ID, o)
+	}, viewKey)
 }
 
 type createKeyRequest struct {

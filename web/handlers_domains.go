@@ -87,17 +87,9 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, c *call) {
-	pq, e := parsePage(r)
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	list, res, total, e := s.app.ListDomains(c.Account.ID, pq.options())
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	writeList(w, r, pq, mapSlice(list, s.viewDomain), res, total)
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Domain, storage.ListResult, int, *app.Error) {
+		return s.app.ListDomains(c.Account.ID, o)
+	}, s.viewDomain)
 }
 
 func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, c *call) {

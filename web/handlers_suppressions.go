@@ -1,21 +1,15 @@
 package web
 
 import (
+	"mailbolt/app"
+	"mailbolt/storage"
 	"net/http"
 )
 
 func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request, c *call) {
-	pq, e := parsePage(r)
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	list, res, total, e := s.app.ListSuppressions(c.Account.ID, pq.options())
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	writeList(w, r, pq, mapSlice(list, viewSuppression), res, total)
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Suppression, storage.ListResult, int, *app.Error) {
+		return s.app.ListSuppressions(c.Account.ID, o)
+	}, viewSuppression)
 }
 
 type addSuppressionRequest struct {

@@ -1,19 +1,15 @@
 package web
 
-import "net/http"
+import (
+	"mailbolt/app"
+	"mailbolt/storage"
+	"net/http"
+)
 
 func (s *Server) listTeam(w http.ResponseWriter, r *http.Request, c *call) {
-	pq, e := parsePage(r)
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	list, res, total, e := s.app.Team(c.Account.ID, pq.options())
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	writeList(w, r, pq, mapSlice(list, viewMember), res, total)
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TeamMember, storage.ListResult, int, *app.Error) {
+		return s.app.Team(c.Account.ID, o)
+	}, viewMember)
 }
 
 type inviteRequest struct {

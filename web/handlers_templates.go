@@ -122,31 +122,15 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c *call) {
-	pq, e := parsePage(r)
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	list, res, total, e := s.app.ListTemplates(c.Account.ID, pq.options())
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	writeList(w, r, pq, mapSlice(list, viewTemplateSummary), res, total)
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Template, storage.ListResult, int, *app.Error) {
+		return s.app.ListTemplates(c.Account.ID, o)
+	}, viewTemplateSummary)
 }
 
 func (s *Server) listTemplateVersions(w http.ResponseWriter, r *http.Request, c *call) {
-	pq, e := parsePage(r)
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	list, res, total, e := s.app.TemplateVersions(c.Account.ID, c.params.ByName("id"), pq.options())
-	if e != nil {
-		s.writeError(w, r, e)
-		return
-	}
-	writeList(w, r, pq, mapSlice(list, viewTemplateVersion), res, total)
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TemplateVersion, storage.ListResult, int, *app.Error) {
+		return s.app.TemplateVersions(c.Account.ID, c.params.ByName("id"), o)
+	}, viewTemplateVersion)
 }
 
 type renderRequest struct {

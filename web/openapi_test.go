@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"mailbolt/app"
+	"mailbolt/hooks"
 	"mailbolt/mta"
 	"mailbolt/mta/dnstest"
 	"mailbolt/storage"
@@ -356,6 +358,10 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"DkimAlgorithm":     {mta.AlgRSA2048, mta.AlgEd25519},
 		"DnsRecordStatus":   {app.RecordPending, app.RecordVerified, app.RecordMissing, app.RecordMismatch, app.RecordRemovable},
 		"DnsRecordPurpose":  {app.PurposeDKIM, app.PurposeSPF, app.PurposeReturnPath, app.PurposeDMARC, app.PurposeTracking},
+		"EventType":         app.EventTypes,
+		"EventName":         append(slices.Clone(app.EventTypes), app.EventAcceptedAlias),
+		"WebhookMode":       {"live", "test"},
+		"DeliveryStatus":    {storage.DeliveryPending, storage.DeliveryDelivered, storage.DeliveryFailed},
 	} {
 		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
 		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
@@ -470,6 +476,17 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 	const invalidTemplate = `{"error":{"code":"INVALID_TEMPLATE","message":"x","details":{"part":"html","line":2,"reason":"section_no_closing_tag"}}}`
 	const renderFailed = `{"error":{"code":"TEMPLATE_RENDER_FAILED","message":"x","details":{"part":"subject","variable":"name"}}}`
 	const unavailable = `{"error":{"code":"SERVICE_UNAVAILABLE","message":"no DNS resolver configured"}}`
+	const webhook = `{"id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a11","url":"https://hooks.example.com/in","events":["message.sent"],` +
+		`"description":"","mode":"live","created_at":"2026-01-02T03:04:05Z","previous_secret_expires_at":null}`
+	const webhookSecret = `,"secret":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}`
+	const attempt = `{"at":"2026-01-02T03:04:05Z","status_code":null,"error":"dial tcp: connection refused","latency_ms":0.5,"response":""}`
+	delivery := func(status, nextAt, deliveredAt, failedAt string) string {
+		return `{"id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a12","webhook_id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a11",` +
+			`"event_id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a13","event":"message.sent","status":"` + status + `","attempts":[` + attempt + `],` +
+			`"created_at":"2026-01-02T03:04:05Z","next_attempt_at":` + nextAt + `,"delivered_at":` + deliveredAt + `,"failed_at":` + failedAt + `}`
+	}
+	const at = `"2026-01-02T03:04:35Z"`
+	const quota = `{"error":{"code":"QUOTA_EXCEEDED","message":"an account can have at most 100 webhooks"}}`
 
 	cases := []struct {
 		name   string
@@ -499,6 +516,13 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 		{"invalid template", "POST", "/v1/templates", 400, invalidTemplate, nil, true},
 		{"render failed", "POST", "/v1/templates/t1/render", 422, renderFailed, nil, true},
 		{"no resolver", "POST", "/v1/domains/d1/verify", 503, unavailable, []string{"Retry-After", "1"}, true},
+		{"webhook", "GET", "/v1/webhooks/w1", 200, webhook, nil, true},
+		{"created webhook", "POST", "/v1/webhooks", 201, strings.TrimSuffix(webhook, "}") + webhookSecret, []string{"Location", "/v1/webhooks/w1"}, true},
+		{"webhook quota", "POST", "/v1/webhooks", 429, quota, nil, true},
+		{"unknown event type", "POST", "/v1/webhooks", 400, `{"error":{"code":"VALIDATION_ERROR","message":"x","details":{"field":"events","reason":"x","allowed":["message.sent","message.accepted"]}}}`, nil, true},
+		{"pending delivery", "GET", "/v1/webhooks/w1/deliveries", 200, `{"data":[` + delivery("pending", at, "null", "null") + `],"limit":50,"has_more":false}`, nil, true},
+		{"replayed delivery", "POST", "/v1/webhooks/w1/events/e1/replay", 202, delivery("pending", at, "null", "null"), nil, true},
+		{"failed delivery", "GET", "/v1/webhooks/w1/deliveries", 200, `{"data":[` + delivery("failed", "null", "null", at) + `],"limit":50,"has_more":false}`, nil, true},
 
 		// Answers the document does not describe fail.
 		{"undocumented status", "GET", "/v1/account", 418, `{"error":{"code":"TEAPOT","message":"short and stout"}}`, nil, false},
@@ -534,6 +558,15 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 		{"render failed without part", "POST", "/v1/templates/t1/render", 422, `{"error":{"code":"TEMPLATE_RENDER_FAILED","message":"x","details":{"variable":"name"}}}`, nil, false},
 		{"422 on a read", "GET", "/v1/templates/t1", 422, renderFailed, nil, false},
 		{"503 without Retry-After", "POST", "/v1/domains/d1/verify", 503, unavailable, nil, false},
+		{"webhook secret shown again", "GET", "/v1/webhooks/w1", 200, strings.TrimSuffix(webhook, "}") + webhookSecret, nil, false},
+		{"created webhook without secret", "POST", "/v1/webhooks", 201, webhook, []string{"Location", "/v1/webhooks/w1"}, false},
+		{"webhook alias in an answer", "GET", "/v1/webhooks/w1", 200, strings.Replace(webhook, "message.sent", "message.accepted", 1), nil, false},
+		{"webhook without nullable field", "GET", "/v1/webhooks/w1", 200, strings.Replace(webhook, `,"previous_secret_expires_at":null`, "", 1), nil, false},
+		{"quota on another route", "POST", "/v1/domains", 429, quota, nil, false},
+		{"unknown detail on a webhook", "POST", "/v1/webhooks", 400, `{"error":{"code":"VALIDATION_ERROR","message":"x","details":{"field":"events","reason":"x","colour":"red"}}}`, nil, false},
+		{"delivered without delivered_at", "GET", "/v1/webhooks/w1/deliveries", 200, `{"data":[` + delivery("delivered", "null", "null", "null") + `],"limit":50,"has_more":false}`, nil, false},
+		{"failed with next attempt", "GET", "/v1/webhooks/w1/deliveries", 200, `{"data":[` + delivery("failed", at, "null", at) + `],"limit":50,"has_more":false}`, nil, false},
+		{"replay 200", "POST", "/v1/webhooks/w1/events/e1/replay", 200, delivery("pending", at, "null", "null"), nil, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -799,4 +832,240 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	do("POST", "/v1/templates/"+tpl.ID+"/render", k, `{"data":{},"version":9}`, 404)
 	do("POST", "/v1/templates/nope/render", k, `{"data":{}}`, 404)
 	do("POST", "/v1/templates/"+tpl.ID+"/render", narrow.Secret, `{"data":{}}`, 403)
+}
+
+// TestOpenAPIDescribesWebhookAnswers drives the webhook routes of a real
+// Server, with the background workers delivering to real receivers, through
+// every delivery status and the error answers, and checks each answer
+// against the document.
+func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
+	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	s, a := newOpenAPITestServer(t, app.Options{Now: clock.Now, Webhooks: app.WebhookOptions{
+		Guard:    hooks.Guard{AllowPrivate: true, AllowHTTP: true},
+		Dispatch: hooks.Options{BaseDelay: 10 * time.Millisecond, Timeout: time.Second}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	acct, e := a.CreateAccount(app.AccountInput{Name: "acme", Plan: "enterprise", RateLimit: 100000})
+	if e != nil {
+		t.Fatal(e)
+	}
+	newKey := func(accountID string, test bool, scopes ...string) string {
+		t.Helper()
+		k, e := a.CreateKey(app.KeyInput{AccountID: accountID, Name: "k", Test: test, Scopes: scopes})
+		if e != nil {
+			t.Fatal(e)
+		}
+		return k.Secret
+	}
+	k, sandbox, narrow := newKey(acct.ID, false), newKey(acct.ID, true), newKey(acct.ID, false, "account:read")
+
+	doOn := func(s *Server, method, path, key, body string, want int, hdr ...string) (*http.Response, []byte) {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("X-API-Key", key)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		resp := rec.Result()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, data)
+		}
+		checkOpenAPI(t, req, resp, data)
+		return resp, data
+	}
+	do := func(method, path, key, body string, want int, hdr ...string) []byte {
+		t.Helper()
+		_, data := doOn(s, method, path, key, body, want, hdr...)
+		return data
+	}
+	type attempt struct {
+		StatusCode *int    `json:"status_code"`
+		Error      *string `json:"error"`
+	}
+	type delivery struct {
+		EventID  string `json:"event_id"`
+		Status   string
+		Attempts []attempt
+	}
+	// waitFor polls the deliveries of a webhook until the event's delivery
+	// has the status and at least n attempts with an outcome.
+	waitFor := func(hookID, eventID, status string, n int) delivery {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var list struct{ Data []delivery }
+			_ = json.Unmarshal(do("GET", "/v1/webhooks/"+hookID+"/deliveries", k, "", 200), &list)
+			for _, d := range list.Data {
+				if d.EventID != eventID || d.Status != status || len(d.Attempts) < n {
+					continue
+				}
+				if last := d.Attempts[len(d.Attempts)-1]; last.StatusCode != nil || (last.Error != nil && !strings.HasPrefix(*last.Error, "interrupted")) {
+					return d
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the delivery of %s to %s never became %s with %d attempts: %+v", eventID, hookID, status, n, list.Data)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	receiver := func(code int, hdr ...string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			for i := 0; i+1 < len(hdr); i += 2 {
+				w.Header().Set(hdr[i], hdr[i+1])
+			}
+			w.WriteHeader(code)
+			io.WriteString(w, "thanks")
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	type webhook struct{ ID, Secret string }
+	create := func(url string, events ...string) webhook {
+		t.Helper()
+		ev, _ := json.Marshal(events)
+		var w webhook
+		_ = json.Unmarshal(do("POST", "/v1/webhooks", k, `{"url":"`+url+`","events":`+string(ev)+`}`, 201), &w)
+		if w.ID == "" || w.Secret == "" {
+			t.Fatalf("created webhook without id or secret: %+v", w)
+		}
+		return w
+	}
+	record := func(typ string) string {
+		t.Helper()
+		ev, err := a.RecordEvent(acct.ID, false, typ, map[string]any{"messageId": "m1", "to": "ann@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev.ID
+	}
+
+	// Create, with its errors.
+	ok := create(receiver(200), "message.accepted", "message.delivered", "message.sent")
+	unsubscribes := `{"url":"` + receiver(200) + `","events":["recipient.unsubscribed"],"description":"ops"}`
+	var other webhook
+	_ = json.Unmarshal(do("POST", "/v1/webhooks", k, unsubscribes, 201, "Idempotency-Key", "w1"), &other)
+	do("POST", "/v1/webhooks", k, unsubscribes, 201, "Idempotency-Key", "w1") // replayed
+	do("POST", "/v1/webhooks", k, `{"url":"https://x.test","events":["message.sent"]}`, 409, "Idempotency-Key", "w1")
+	do("POST", "/v1/webhooks", k, `{"url":"https://hooks.example.test/in","events":["message.exploded"]}`, 400) // details.allowed
+	do("POST", "/v1/webhooks", k, `{"url":"https://hooks.example.test/in","events":[]}`, 400)
+	do("POST", "/v1/webhooks", k, `{"url":"https://hooks.example.test/in","events":null}`, 400)
+	do("POST", "/v1/webhooks", k, `{"url":"https://hooks.example.test/in"}`, 400)
+	do("POST", "/v1/webhooks", k, `{"url":"not a url","events":["message.sent"]}`, 400)
+	do("POST", "/v1/webhooks", k, `{"url":"ftp://hooks.example.test/in","events":["message.sent"]}`, 400)
+	do("POST", "/v1/webhooks", k, `{"url":"https://hooks.example.test/in","events":["message.sent"],"secret":"mine"}`, 400)
+	do("POST", "/v1/webhooks", k, `{"url":"https://hooks.example.test/in","events":["message.sent"],"description":"`+strings.Repeat("d", 501)+`"}`, 400)
+	do("POST", "/v1/webhooks", narrow, `{"url":"https://hooks.example.test/in","events":["message.sent"]}`, 403)
+	do("POST", "/v1/webhooks", "", `{"url":"https://hooks.example.test/in","events":["message.sent"]}`, 401)
+	var testHook webhook
+	_ = json.Unmarshal(do("POST", "/v1/webhooks", sandbox, `{"url":"https://hooks.example.test/in","events":["message.sent"]}`, 201), &testHook)
+
+	// The SSRF guard of a server without --dev.
+	strict, strictApp := newOpenAPITestServer(t, app.Options{})
+	strictAcct, e := strictApp.CreateAccount(app.AccountInput{Name: "strict", Plan: "enterprise", RateLimit: 100000})
+	if e != nil {
+		t.Fatal(e)
+	}
+	strictKey, e := strictApp.CreateKey(app.KeyInput{AccountID: strictAcct.ID, Name: "k"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	for _, url := range []string{"https://127.0.0.1/hook", "https://10.1.2.3/hook", "https://[::1]/hook",
+		"https://169.254.169.254/latest", "https://localhost/hook", "http://93.184.216.34/hook"} {
+		doOn(strict, "POST", "/v1/webhooks", strictKey.Secret, `{"url":"`+url+`","events":["message.sent"]}`, 400)
+	}
+	doOn(strict, "POST", "/v1/webhooks", strictKey.Secret, `{"url":"https://93.184.216.34/hook","events":["message.sent"]}`, 201)
+
+	// The webhook quota: 100 per account.
+	for i := 0; i < app.MaxWebhooks-1; i++ {
+		req := httptest.NewRequest("POST", "/v1/webhooks", strings.NewReader(`{"url":"https://93.184.216.34/hook","events":["message.sent"]}`))
+		req.Header.Set("X-API-Key", strictKey.Secret)
+		rec := httptest.NewRecorder()
+		strict.ServeHTTP(rec, req)
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("webhook %d: %d %s", i+2, rec.Code, rec.Body)
+		}
+	}
+	doOn(strict, "POST", "/v1/webhooks", strictKey.Secret, `{"url":"https://93.184.216.34/hook","events":["message.sent"]}`, 429)
+
+	// Read.
+	do("GET", "/v1/webhooks", k, "", 200)
+	do("GET", "/v1/webhooks?limit=1", k, "", 200)
+	do("GET", "/v1/webhooks?page=2&limit=1", k, "", 200)
+	do("GET", "/v1/webhooks?limit=0", k, "", 400)
+	do("GET", "/v1/webhooks", sandbox, "", 200)
+	do("GET", "/v1/webhooks", narrow, "", 403)
+	do("GET", "/v1/webhooks/"+ok.ID, k, "", 200)
+	do("GET", "/v1/webhooks/"+ok.ID, sandbox, "", 404) // another mode
+	do("GET", "/v1/webhooks/"+testHook.ID, sandbox, "", 200)
+	do("GET", "/v1/webhooks/nope", k, "", 404)
+	do("PUT", "/v1/webhooks/"+ok.ID, k, "{}", 405)
+
+	// Deliveries through every status.
+	delivered := record(app.EventSent)
+	waitFor(ok.ID, delivered, "delivered", 1)
+	retrying := create(receiver(503, "Retry-After", "3600"), "message.sent")
+	refused := create("http://127.0.0.1:1/hook", "message.sent") // connection refused: no status code
+	failing := create(receiver(400), "message.sent")
+	ev := record(app.EventSent)
+	waitFor(retrying.ID, ev, "pending", 1)
+	waitFor(refused.ID, ev, "pending", 1)
+	waitFor(failing.ID, ev, "failed", 1)
+	do("GET", "/v1/webhooks/"+ok.ID+"/deliveries?status=delivered", k, "", 200)
+	do("GET", "/v1/webhooks/"+retrying.ID+"/deliveries?status=pending", k, "", 200)
+	do("GET", "/v1/webhooks/"+failing.ID+"/deliveries?status=failed", k, "", 200)
+	do("GET", "/v1/webhooks/"+failing.ID+"/deliveries?status=lost", k, "", 400)
+	do("GET", "/v1/webhooks/"+ok.ID+"/deliveries?page=1&limit=1", k, "", 200)
+	record(app.EventDelivered)
+	do("GET", "/v1/webhooks/"+ok.ID+"/deliveries?limit=1", k, "", 200)
+	do("GET", "/v1/webhooks/nope/deliveries", k, "", 404)
+	do("GET", "/v1/webhooks/"+ok.ID+"/deliveries", sandbox, "", 404)
+	do("GET", "/v1/webhooks/"+ok.ID+"/deliveries", narrow, "", 403)
+
+	// Replay.
+	do("POST", "/v1/webhooks/"+failing.ID+"/events/"+ev+"/replay", k, "", 202)
+	waitFor(failing.ID, ev, "failed", 2)
+	do("POST", "/v1/webhooks/"+failing.ID+"/events/"+ev+"/replay", k, "{}", 202, "Idempotency-Key", "r1")
+	waitFor(failing.ID, ev, "failed", 3)
+	do("POST", "/v1/webhooks/"+failing.ID+"/events/"+ev+"/replay", k, `{"force":true}`, 400)
+	do("POST", "/v1/webhooks/"+ok.ID+"/events/"+delivered+"/replay", k, "", 409)
+	do("POST", "/v1/webhooks/"+retrying.ID+"/events/"+ev+"/replay", k, "", 409)
+	do("POST", "/v1/webhooks/"+other.ID+"/events/"+ev+"/replay", k, "", 404) // never sent to this webhook
+	do("POST", "/v1/webhooks/nope/events/"+ev+"/replay", k, "", 404)
+	do("POST", "/v1/webhooks/"+failing.ID+"/events/"+ev+"/replay", narrow, "", 403)
+	clock.Add(7*24*time.Hour + time.Minute)
+	do("POST", "/v1/webhooks/"+failing.ID+"/events/"+ev+"/replay", k, "", 404) // past the retention
+
+	// Rotation.
+	var rotated struct {
+		Secret                  string
+		PreviousSecretExpiresAt *string `json:"previous_secret_expires_at"`
+	}
+	_ = json.Unmarshal(do("POST", "/v1/webhooks/"+ok.ID+"/rotate-secret", k, "", 200), &rotated)
+	if rotated.Secret == "" || rotated.Secret == ok.Secret || rotated.PreviousSecretExpiresAt == nil {
+		t.Errorf("rotate-secret: %+v", rotated)
+	}
+	do("POST", "/v1/webhooks/"+ok.ID+"/rotate-secret", k, "{}", 200)
+	do("POST", "/v1/webhooks/"+ok.ID+"/rotate-secret", k, `{"secret":"mine"}`, 400)
+	do("GET", "/v1/webhooks/"+ok.ID, k, "", 200) // previous_secret_expires_at set
+	do("POST", "/v1/webhooks/nope/rotate-secret", k, "", 404)
+	do("POST", "/v1/webhooks/"+ok.ID+"/rotate-secret", sandbox, "", 404)
+
+	// Delete.
+	do("DELETE", "/v1/webhooks/"+ok.ID, narrow, "", 403)
+	do("DELETE", "/v1/webhooks/"+ok.ID, k, "", 204)
+	do("DELETE", "/v1/webhooks/"+ok.ID, k, "", 404)
+	do("GET", "/v1/webhooks/"+ok.ID+"/deliveries", k, "", 404)
+	if n := a.Panics(); n != 0 {
+		t.Errorf("%d worker panics", n)
+	}
 }

@@ -116,3 +116,22 @@ func writeList(w http.ResponseWriter, r *http.Request, pq pageQuery, data any, r
 	w.Header().Set("Link", strings.Join(links, ", "))
 	writeJSON(w, http.StatusOK, pageBody{Data: data, Page: pq.page, Limit: pq.limit, Total: total})
 }
+
+// lister fetches one page of a list for the caller.
+type lister[T any] func(storage.ListOptions) ([]T, storage.ListResult, int, *app.Error)
+
+// serveList answers a list request: parse the page, fetch it, render each
+// record with view, write it in the mode asked for.
+func serveList[T, V any](s *Server, w http.ResponseWriter, r *http.Request, list lister[T], view func(T) V) {
+	pq, e := parsePage(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	items, res, total, e := list(pq.options())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeList(w, r, pq, mapSlice(items, view), res, total)
+}

@@ -39,6 +39,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
+	if e.Status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "60") // a quota: trying again soon will not help
+	}
 	if e.Status >= 500 {
 		reqID, _ := r.Context().Value(reqIDKey{}).(string)
 		s.log.Error("request failed", "request_id", reqID,

@@ -53,6 +53,13 @@ func (s *Server) routes() []route {
 		{Method: "PUT", Path: "/v1/templates/:id", Scope: "templates:write", h: s.updateTemplate},
 		{Method: "GET", Path: "/v1/templates/:id/versions", Scope: "templates:read", h: s.listTemplateVersions},
 		{Method: "POST", Path: "/v1/templates/:id/render", Scope: "templates:read", h: s.renderTemplate},
+		{Method: "GET", Path: "/v1/webhooks", Scope: "webhooks:read", h: s.listWebhooks},
+		{Method: "POST", Path: "/v1/webhooks", Scope: "webhooks:write", h: s.createWebhook},
+		{Method: "GET", Path: "/v1/webhooks/:id", Scope: "webhooks:read", h: s.getWebhook},
+		{Method: "DELETE", Path: "/v1/webhooks/:id", Scope: "webhooks:write", h: s.deleteWebhook},
+		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", Scope: "webhooks:write", h: s.rotateWebhookSecret},
+		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", Scope: "webhooks:read", h: s.listDeliveries},
+		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", Scope: "webhooks:write", h: s.replay},
 		{Method: "GET", Path: "/v1/team", Scope: "team:read", h: s.listTeam},
 		{Method: "POST", Path: "/v1/team/invite", Scope: "team:write", h: s.invite},
 	}

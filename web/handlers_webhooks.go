@@ -1,0 +1,158 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/hooks"
+	"mailbolt/storage"
+)
+
+type webhookView struct {
+	ID                      string     `json:"id"`
+	URL                     string     `json:"url"`
+	Events                  []string   `json:"events"`
+	Description             string     `json:"description"`
+	Mode                    string     `json:"mode"`
+	CreatedAt               time.Time  `json:"created_at"`
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+	// Secret is present only in the answers that create or rotate it.
+	Secret string `json:"secret,omitempty"`
+}
+
+func (s *Server) viewWebhook(w storage.Webhook) webhookView {
+	v := webhookView{ID: w.ID, URL: w.URL, Events: w.Events, Description: w.Description, Mode: "live",
+		CreatedAt: w.CreatedAt.UTC()}
+	if w.Test {
+		v.Mode = "test"
+	}
+	if w.PreviousUntil != nil && s.app.Now().Before(*w.PreviousUntil) {
+		v.PreviousSecretExpiresAt = utc(w.PreviousUntil)
+	}
+	return v
+}
+
+type attemptView struct {
+	At         time.Time `json:"at"`
+	StatusCode *int      `json:"status_code"`
+	Error      *string   `json:"error"`
+	LatencyMS  float64   `json:"latency_ms"`
+	Response   string    `json:"response"`
+}
+
+type deliveryView struct {
+	ID            string        `json:"id"`
+	WebhookID     string        `json:"webhook_id"`
+	EventID       string        `json:"event_id"`
+	Event         string        `json:"event"`
+	Status        string        `json:"status"`
+	Attempts      []attemptView `json:"attempts"`
+	CreatedAt     time.Time     `json:"created_at"`
+	NextAttemptAt *time.Time    `json:"next_attempt_at"`
+	DeliveredAt   *time.Time    `json:"delivered_at"`
+	FailedAt      *time.Time    `json:"failed_at"`
+}
+
+func (s *Server) viewDelivery(d storage.Delivery) deliveryView {
+	// A placeholder attempt whose lease still runs is a request in flight,
+	// not an interrupted one: leave it out until its answer is recorded.
+	if n := len(d.Attempts); n > 0 && d.Status == storage.DeliveryPending && d.Attempts[n-1].Error == hooks.Interrupted &&
+		d.NextAttemptAt != nil && s.app.Now().Before(*d.NextAttemptAt) {
+		d.Attempts = d.Attempts[:n-1]
+	}
+	v := deliveryView{ID: d.ID, WebhookID: d.WebhookID, EventID: d.EventID, Event: d.EventType, Status: d.Status,
+		Attempts: []attemptView{}, CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), FailedAt: utc(d.FailedAt)}
+	if d.Status == storage.DeliveryPending {
+		v.NextAttemptAt = utc(d.NextAttemptAt)
+	}
+	for _, a := range d.Attempts {
+		av := attemptView{At: a.At.UTC(), Error: optional(a.Error), LatencyMS: a.LatencyMS, Response: a.Response}
+		if a.StatusCode != 0 {
+			code := a.StatusCode
+			av.StatusCode = &code
+		}
+		v.Attempts = append(v.Attempts, av)
+	}
+	return v
+}
+
+type createWebhookRequest struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description"`
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	var req createWebhookRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	created, e := s.app.CreateWebhook(r.Context(), c.Principal, app.WebhookInput{URL: req.URL, Events: req.Events, Description: req.Description})
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	v := s.viewWebhook(created.Webhook)
+	v.Secret = created.Secret
+	w.Header().Set("Location", "/v1/webhooks/"+created.Webhook.ID)
+	writeJSON(w, http.StatusCreated, v)
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, c *call) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Webhook, storage.ListResult, int, *app.Error) {
+		return s.app.ListWebhooks(c.Principal, o)
+	}, s.viewWebhook)
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	hook, e := s.app.Webhook(c.Principal, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.viewWebhook(hook))
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	if e := s.app.DeleteWebhook(c.Principal, c.params.ByName("id")); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *call) {
+	var req struct{}
+	if !s.decodeOptional(w, r, &req) {
+		return
+	}
+	rotated, e := s.app.RotateWebhookSecret(c.Principal, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	v := s.viewWebhook(rotated.Webhook)
+	v.Secret = rotated.Secret
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call) {
+	status := r.URL.Query().Get("status")
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Delivery, storage.ListResult, int, *app.Error) {
+		return s.app.Deliveries(c.Principal, c.params.ByName("id"), status, o)
+	}, s.viewDelivery)
+}
+
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, c *call) {
+	var req struct{}
+	if !s.decodeOptional(w, r, &req) {
+		return
+	}
+	d, e := s.app.Replay(c.Principal, c.params.ByName("id"), c.params.ByName("event_id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, s.viewDelivery(d))
+}
