@@ -208,7 +208,9 @@ func (d *Dispatcher) cycle(results []result, free int, perHost map[string]int) (
 		for _, j := range jobs {
 			busy[j.host]++
 		}
-		fresh, err := d.fanOutTx(tx, free-len(jobs), busy)
+		// Fan out about as many events as can be sent now: a long turn
+		// delays every answer waiting to be recorded.
+		fresh, err := d.fanOutTx(tx, free-len(jobs), busy, max(2*free, 64))
 		jobs = append(jobs, fresh...)
 		return err
 	})
@@ -251,7 +253,7 @@ func (d *Dispatcher) fanOut() error {
 	for {
 		var more bool
 		err := d.db.Update(func(tx *storage.Tx) error {
-			_, err := d.fanOutTx(tx, 0, nil)
+			_, err := d.fanOutTx(tx, 0, nil, 500)
 			out, _ := tx.Outbox(1)
 			more = len(out) > 0
 			return err
@@ -262,13 +264,13 @@ func (d *Dispatcher) fanOut() error {
 	}
 }
 
-// fanOutTx turns up to 500 waiting events into one delivery per matching
+// fanOutTx turns up to limit waiting events into one delivery per matching
 // webhook, and removes them from the outbox in the same transaction. Up to
 // budget of the new deliveries whose host is not busy are created already
 // claimed (lease and placeholder attempt saved, as claimTx does) and
 // returned as jobs: a fresh event costs one write, not two.
-func (d *Dispatcher) fanOutTx(tx *storage.Tx, budget int, busy map[string]int) ([]job, error) {
-	entries, err := tx.Outbox(500)
+func (d *Dispatcher) fanOutTx(tx *storage.Tx, budget int, busy map[string]int, limit int) ([]job, error) {
+	entries, err := tx.Outbox(limit)
 	if err != nil {
 		return nil, err
 	}
