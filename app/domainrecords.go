@@ -120,12 +120,17 @@ func dkimName(selector, domain string) string { return selector + "._domainkey."
 func (a *App) Records(d storage.Domain) []DNSRecord {
 	o := a.opts.Domains
 	now := a.Now()
-	active, _ := activeKey(d)
+	active, hasActive := activeKey(d)
 	var out []DNSRecord
-	for _, k := range d.DKIMKeys {
+	for i, k := range d.DKIMKeys {
 		key := mta.DKIMKey{Algorithm: k.Algorithm, PublicB64: k.PublicKey}
+		isActive := hasActive && k.Selector == active.Selector
+		// The signing key's record is required; before any key signs, the
+		// first key's is. A rotation's new key is not: until it verifies,
+		// the domain keeps signing with the old one.
+		required := isActive || (!hasActive && i == 0)
 		r := DNSRecord{Type: "TXT", Name: dkimName(k.Selector, d.Name), Value: mta.SplitTXT(key.RecordValue()),
-			Purpose: PurposeDKIM, Required: k.RetiredAt == nil, Selector: k.Selector, Active: k.Selector == active.Selector && k.ActivatedAt != nil}
+			Purpose: PurposeDKIM, Required: required, Selector: k.Selector, Active: isActive}
 		if k.RetiredAt != nil {
 			after := k.RetiredAt.Add(o.RotationGrace)
 			r.RemovableAfter = &after

@@ -325,6 +325,15 @@ func TestDKIMRotation(t *testing.T) {
 	if dkims != 2 {
 		t.Fatalf("both DKIM records must be listed, got %d", dkims)
 	}
+	// A failing lookup of the waiting key does not freeze the verdict.
+	e.zone.ServFail(dkimName(newSel, d.Name), true)
+	e.zone.Remove(d.Name) // SPF gone: the domain must fail despite the SERVFAIL
+	d = e.verify(d)
+	if d.Status != DomainFailed || d.CheckError == "" {
+		t.Fatalf("with the new key's lookup failing: %s (%q)", d.Status, d.CheckError)
+	}
+	e.zone.ServFail(dkimName(newSel, d.Name), false)
+	e.zone.TXT(d.Name, e.record(d, PurposeSPF).Value)
 	// Not yet published: signing stays on the old key.
 	d = e.verify(d)
 	if sel, _, _ := SigningKey(d); sel != oldSel || d.Status != DomainVerified {
