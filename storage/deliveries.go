@@ -116,14 +116,16 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery) error {
 			return err
 		}
 	}
-	return putJSON(tx.bucket(bucketDeliveries), []byte(d.ID), d)
+	return tx.bucket(bucketDeliveries).Put([]byte(d.ID), encodeDelivery(d))
 }
 
 // Delivery reads a delivery by id.
 func (tx *Tx) Delivery(id string) (Delivery, error) {
-	var d Delivery
-	err := getJSON(tx.bucket(bucketDeliveries), []byte(id), &d)
-	return d, err
+	b := tx.bucket(bucketDeliveries).Get([]byte(id))
+	if b == nil {
+		return Delivery{}, ErrNotFound
+	}
+	return decodeDelivery(b)
 }
 
 // DeliveryByEvent finds the delivery of an event to a webhook.

@@ -1,0 +1,151 @@
+package storage
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"time"
+)
+
+// Deliveries are the hottest records (written twice per webhook event), so
+// they are stored in a compact binary form instead of JSON: a version byte,
+// then each field in order, strings as uvarint length + bytes, times as
+// varint Unix nanoseconds (0 for an unset time).
+
+const deliveryCodecV1 = 1
+
+var errDeliveryCodec = errors.New("storage: malformed delivery record")
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return binary.AppendVarint(b, 0)
+	}
+	return binary.AppendVarint(b, t.UnixNano())
+}
+
+func appendTimePtr(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return binary.AppendVarint(b, 0)
+	}
+	return appendTime(b, *t)
+}
+
+func encodeDelivery(d Delivery) []byte {
+	b := make([]byte, 0, 256+len(d.Attempts)*64)
+	b = append(b, deliveryCodecV1)
+	for _, s := range []string{d.ID, d.WebhookID, d.AccountID, d.EventID, d.EventType, d.Status} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(d.Retries))
+	b = appendTimePtr(b, d.NextAttemptAt)
+	b = appendTime(b, d.CreatedAt)
+	b = appendTimePtr(b, d.DeliveredAt)
+	b = appendTimePtr(b, d.FailedAt)
+	b = appendTime(b, d.ExpiresAt)
+	b = binary.AppendUvarint(b, uint64(len(d.Attempts)))
+	for _, a := range d.Attempts {
+		b = appendTime(b, a.At)
+		b = binary.AppendUvarint(b, uint64(a.StatusCode))
+		b = appendString(b, a.Error)
+		b = binary.AppendUvarint(b, math.Float64bits(a.LatencyMS))
+		b = appendString(b, a.Response)
+	}
+	return b
+}
+
+// reader walks an encoded record; the first error sticks.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errDeliveryCodec
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errDeliveryCodec
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil || n > uint64(len(r.b)) {
+		r.err = errDeliveryCodec
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) time() time.Time {
+	if ns := r.varint(); ns != 0 {
+		return time.Unix(0, ns).UTC()
+	}
+	return time.Time{}
+}
+
+func (r *reader) timePtr() *time.Time {
+	if t := r.time(); !t.IsZero() {
+		return &t
+	}
+	return nil
+}
+
+func decodeDelivery(b []byte) (Delivery, error) {
+	if len(b) == 0 || b[0] != deliveryCodecV1 {
+		return Delivery{}, errDeliveryCodec
+	}
+	r := &reader{b: b[1:]}
+	var d Delivery
+	for _, s := range []*string{&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.EventType, &d.Status} {
+		*s = r.string()
+	}
+	d.Retries = int(r.uvarint())
+	d.NextAttemptAt = r.timePtr()
+	d.CreatedAt = r.time()
+	d.DeliveredAt = r.timePtr()
+	d.FailedAt = r.timePtr()
+	d.ExpiresAt = r.time()
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		return Delivery{}, errDeliveryCodec
+	}
+	d.Attempts = make([]DeliveryAttempt, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		var a DeliveryAttempt
+		a.At = r.time()
+		a.StatusCode = int(r.uvarint())
+		a.Error = r.string()
+		a.LatencyMS = math.Float64frombits(r.uvarint())
+		a.Response = r.string()
+		d.Attempts = append(d.Attempts, a)
+	}
+	if r.err != nil {
+		return Delivery{}, r.err
+	}
+	return d, nil
+}
