@@ -1,8 +1,11 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -267,3 +270,32 @@ func TestStrictJSONFieldNamesAndTimes(t *testing.T) {
 		}
 	}
 }
+
+func TestAccessLog(t *testing.T) {
+	var buf syncLog
+	e := newEnv(t, Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	r := e.do("GET", "/v1/account", e.key, nil, "X-Request-Id", "log-test-1").want(t, 200)
+	_ = r
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if strings.Contains(l, "log-test-1") {
+			json.Unmarshal([]byte(l), &line)
+		}
+	}
+	if line["msg"] != "request" || line["method"] != "GET" || line["path"] != "/v1/account" || line["status"] != 200.0 ||
+		line["account"] != e.acct.ID || line["duration_ms"] == nil {
+		t.Fatalf("access log line %v in:\n%s", line, buf.String())
+	}
+	if strings.Contains(buf.String(), e.key) {
+		t.Fatal("the API key was logged")
+	}
+}
+
+// syncLog is a log sink safe for concurrent writes.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncLog) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncLog) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
