@@ -1,6 +1,8 @@
 package web
 
 import (
+	"strings"
+
 	"mailbolt/app"
 	"mailbolt/storage"
 	"net/http"
@@ -14,6 +16,7 @@ func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request, c *cal
 
 type addSuppressionRequest struct {
 	Recipient string `json:"recipient"`
+	Email     string `json:"email"` // alias of recipient, as many ESP APIs name it
 	Reason    string `json:"reason"`
 }
 
@@ -22,6 +25,13 @@ type addSuppressionRequest struct {
 func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call) {
 	var req addSuppressionRequest
 	if !s.decode(w, r, &req) {
+		return
+	}
+	switch {
+	case req.Recipient == "":
+		req.Recipient = req.Email
+	case req.Email != "" && !strings.EqualFold(req.Email, req.Recipient):
+		s.writeError(w, r, app.Validation("email", "differs from recipient; give one of the two"))
 		return
 	}
 	sup, created, e := s.app.AddSuppression(c.Account.ID, req.Recipient, req.Reason)

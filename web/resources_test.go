@@ -94,6 +94,11 @@ func TestSuppressions(t *testing.T) {
 		t.Errorf("duplicate changed the record: %v", dup)
 	}
 	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"not an address"}`).want(t, 400, "VALIDATION_ERROR")
+	if got := e.do("POST", "/v1/suppressions", e.key, `{"email":"Alias@Example.com"}`).want(t, 201).json(t); got["recipient"] != "alias@example.com" {
+		t.Errorf("email alias: %v", got)
+	}
+	e.do("DELETE", "/v1/suppressions/alias@example.com", e.key, nil).want(t, 204)
+	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"a@b.test","email":"c@d.test"}`).want(t, 400, "VALIDATION_ERROR")
 	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"a@b.test","reason":"because"}`).want(t, 400, "VALIDATION_ERROR")
 	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"a@b.test\r\nBcc: x@y.test"}`).want(t, 400, "VALIDATION_ERROR")
 	list := e.do("GET", "/v1/suppressions", e.key, nil).want(t, 200).json(t)["data"].([]any)
