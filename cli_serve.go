@@ -237,6 +237,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddr, err)
 	}
 	admin, err := web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: a})
+	if errors.Is(err, web.ErrSocketPathTooLong) {
+		// Serve anyway; only management commands during serving are lost.
+		log.Warn("no management socket: management commands will not work while this server runs", "err", err)
+		err = nil
+	}
 	if err != nil {
 		ln.Close()
 		return err
@@ -268,8 +273,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("http shutdown", "err", serr)
 	}
-	if serr := admin.Shutdown(shutdownCtx); serr != nil {
-		log.Warn("management socket shutdown", "err", serr)
+	if admin != nil {
+		if serr := admin.Shutdown(shutdownCtx); serr != nil {
+			log.Warn("management socket shutdown", "err", serr)
+		}
 	}
 	stopWorkers()
 	workers.Wait()

@@ -307,6 +307,18 @@ func TestReadCommandsNeedAnExistingDatabase(t *testing.T) {
 	}
 }
 
+func TestServeWithADataDirTooDeepForASocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), strings.Repeat("d", 60), strings.Repeat("e", 60))
+	base, out, _ := startServe(t, dir)
+	key := liveKeyRe.FindStringSubmatch(out.String())[1]
+	if status, _ := get(t, base+"/v1/account", key); status != 200 {
+		t.Fatalf("serve without a socket: %d", status)
+	}
+	if _, err := run(t, "accounts", "list", "--data-dir", dir); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("management command: %v", err)
+	}
+}
+
 func TestVersion(t *testing.T) {
 	if out := mustRun(t, "version"); !strings.HasPrefix(out, "mailbolt ") {
 		t.Fatalf("version: %q", out)

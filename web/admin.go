@@ -19,6 +19,13 @@ import (
 // SocketName is the management socket's file name inside the data dir.
 const SocketName = "mailbolt.sock"
 
+// maxSocketPath is the longest unix socket path Linux accepts (sun_path
+// holds 108 bytes including the terminating NUL).
+const maxSocketPath = 107
+
+// ErrSocketPathTooLong means the data dir is too deep for a unix socket.
+var ErrSocketPathTooLong = errors.New("management socket path too long")
+
 // Admin is what the management CLI does. LocalAdmin does it on a database
 // the CLI opened itself; DialAdmin does it through the socket of a running
 // server, which holds the database lock.
@@ -104,6 +111,9 @@ type AdminServer struct {
 // server is replaced; a live one means another server owns the data dir.
 func ListenAdmin(dataDir string, admin Admin) (*AdminServer, error) {
 	path := filepath.Join(dataDir, SocketName)
+	if abs, err := filepath.Abs(path); err == nil && len(abs) > maxSocketPath {
+		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrSocketPathTooLong, abs, len(abs), maxSocketPath)
+	}
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("another mailbolt server is listening on %s", path)
