@@ -611,22 +611,7 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	}
 	doOn := func(s *Server, method, path, key, body string, want int, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if key != "" {
-			req.Header.Set("X-API-Key", key)
-		}
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		resp := rec.Result()
-		data, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, data)
-		}
-		checkOpenAPI(t, req, resp, data)
-		return resp, data
+		return serveChecked(t, s, method, path, key, body, want, hdr...)
 	}
 	do := func(method, path, key, body string, want int, hdr ...string) []byte {
 		t.Helper()
@@ -864,22 +849,7 @@ func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 
 	doOn := func(s *Server, method, path, key, body string, want int, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if key != "" {
-			req.Header.Set("X-API-Key", key)
-		}
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		s.ServeHTTP(rec, req)
-		resp := rec.Result()
-		data, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, data)
-		}
-		checkOpenAPI(t, req, resp, data)
-		return resp, data
+		return serveChecked(t, s, method, path, key, body, want, hdr...)
 	}
 	do := func(method, path, key, body string, want int, hdr ...string) []byte {
 		t.Helper()
@@ -1068,4 +1038,26 @@ func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 	if n := a.Panics(); n != 0 {
 		t.Errorf("%d worker panics", n)
 	}
+}
+
+// serveChecked sends one request through s in-process, checks its status
+// and validates the answer against the OpenAPI document.
+func serveChecked(t *testing.T, s *Server, method, path, key, body string, want int, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	resp := rec.Result()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, data)
+	}
+	checkOpenAPI(t, req, resp, data)
+	return resp, data
 }
