@@ -43,10 +43,27 @@ func (tx *Tx) AppendEvent(ev Event) error {
 	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
 		return err
 	}
+	if ev.MessageID != "" {
+		if err := tx.bucket(bucketEventsByMessage).Put(join(ev.AccountID, ev.MessageID, ev.ID), nil); err != nil {
+			return err
+		}
+	}
+	if err := tx.addCount(eventCollection(ev.Test), ev.AccountID, 1); err != nil {
+		return err
+	}
 	return tx.addCount(collectionEvents, ev.AccountID, 1)
 }
 
 const collectionEvents = "events"
+
+// eventCollection names the per-mode event count: a test key sees only
+// test events, a live key only live ones.
+func eventCollection(test bool) string {
+	if test {
+		return "events_test"
+	}
+	return "events_live"
+}
 
 // Event reads one event of an account, envelope included.
 func (tx *Tx) Event(accountID, id string) (Event, error) {
@@ -111,8 +128,84 @@ func expireEvent(tx *Tx, key []byte, now time.Time) error {
 	if err := tx.bucket(bucketEventBodies).Delete(key); err != nil {
 		return err
 	}
-	if i := bytes.IndexByte(key, sep); i > 0 {
-		return tx.addCount(collectionEvents, string(key[:i]), -1)
+	if ev.MessageID != "" {
+		if err := tx.bucket(bucketEventsByMessage).Delete(join(ev.AccountID, ev.MessageID, ev.ID)); err != nil {
+			return err
+		}
 	}
-	return nil
+	if err := tx.addCount(eventCollection(ev.Test), ev.AccountID, -1); err != nil {
+		return err
+	}
+	return tx.addCount(collectionEvents, ev.AccountID, -1)
+}
+
+// EventFilter selects events of one account and mode.
+type EventFilter struct {
+	Test      bool
+	Types     []string // any of them; all when empty
+	MessageID string
+	Recipient string // lower case
+	Range     Range  // over event ids (UUIDv7: time order)
+}
+
+func (f EventFilter) plain() bool {
+	return len(f.Types) == 0 && f.MessageID == "" && f.Recipient == "" && f.Range.Lower == nil && f.Range.Upper == nil
+}
+
+func (f EventFilter) accepts(ev Event) bool {
+	if ev.Test != f.Test || (len(f.Types) > 0 && !contains(f.Types, ev.Type)) {
+		return false
+	}
+	if f.MessageID != "" && ev.MessageID != f.MessageID {
+		return false
+	}
+	if f.Recipient != "" {
+		for _, r := range bytes.Split([]byte(ev.Recipient), []byte{','}) {
+			if string(r) == f.Recipient {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// Events lists one page of an account's events, envelopes included. With a
+// message id it walks only that message's events.
+func (tx *Tx) Events(accountID string, f EventFilter, opts ListOptions, withTotal bool) ([]Event, ListResult, int, error) {
+	b, pfx := tx.bucket(bucketEvents), prefix(accountID)
+	match := func(k, v []byte) (Event, bool, error) {
+		var ev Event
+		if err := decodeJSON(k, v, &ev); err != nil {
+			return ev, false, err
+		}
+		return ev, f.accepts(ev), nil
+	}
+	if f.MessageID != "" {
+		events := tx.bucket(bucketEvents)
+		b, pfx = tx.bucket(bucketEventsByMessage), join(accountID, f.MessageID, "")
+		match = func(k, _ []byte) (Event, bool, error) {
+			var ev Event
+			if err := getJSON(events, join(accountID, string(k)), &ev); err != nil {
+				return ev, false, nil // expired between index and record
+			}
+			return ev, f.accepts(ev), nil
+		}
+	}
+	list, res, err := scanMatching(b, pfx, f.Range, opts, match)
+	if err != nil {
+		return nil, res, 0, err
+	}
+	bodies := tx.bucket(bucketEventBodies)
+	for i := range list {
+		list[i].Envelope = append([]byte(nil), bodies.Get(join(accountID, list[i].ID))...)
+	}
+	if !withTotal {
+		return list, res, 0, nil
+	}
+	if f.plain() {
+		return list, res, tx.count(eventCollection(f.Test), accountID), nil
+	}
+	total, err := countMatching(b, pfx, f.Range, match)
+	return list, res, total, err
 }

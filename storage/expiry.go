@@ -10,6 +10,7 @@ const (
 	kindIdempotency byte = 1
 	kindDelivery    byte = 2
 	kindEvent       byte = 3
+	kindMessage     byte = 4
 )
 
 // expirers remove one record of a kind if it is still due at now. A record
@@ -29,6 +30,7 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 	},
 	kindDelivery: expireDelivery,
 	kindEvent:    expireEvent,
+	kindMessage:  expireMessage,
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {

@@ -23,6 +23,7 @@ var migrations = []migration{
 	{2, "per-account list counts, backfilled", migrateCounts},
 	{3, "sending domains and templates", migrateDomainsTemplates},
 	{4, "events, webhooks and their deliveries", migrateWebhooks},
+	{5, "messages, their queue, per-mode event counts, dedicated IPs", migrateMessages},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -121,6 +122,38 @@ func migrateWebhooks(tx *bolt.Tx) error {
 		bucketDeliveries, bucketDeliveriesByWebhook, bucketDeliveriesByStatus, bucketDeliveryByEvent,
 		bucketDeliveryQueue} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateMessages adds messages and their delivery queue, an index of events
+// by message, dedicated IPs with their daily counts, and per-mode event
+// counts (a test key sees only test events), backfilled from the events
+// already stored.
+func migrateMessages(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMessages, bucketMessageContent, bucketMessageQueue, bucketMessageLeases,
+		bucketEventsByMessage, bucketIPs, bucketIPCounts} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	totals := map[string]uint64{}
+	err := tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
+		var ev Event
+		if err := decodeJSON(k, v, &ev); err != nil {
+			return err
+		}
+		totals[string(join(eventCollection(ev.Test), ev.AccountID))]++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	counts := tx.Bucket(bucketCounts)
+	for k, n := range totals {
+		if err := counts.Put([]byte(k), putU64(n)); err != nil {
 			return err
 		}
 	}

@@ -46,6 +46,14 @@ var (
 	bucketDeliveriesByStatus  = []byte("deliveries_by_status")
 	bucketDeliveryByEvent     = []byte("delivery_by_event")
 	bucketDeliveryQueue       = []byte("delivery_queue")
+
+	bucketMessages        = []byte("messages")
+	bucketMessageContent  = []byte("message_content")
+	bucketMessageQueue    = []byte("message_queue")
+	bucketMessageLeases   = []byte("message_leases")
+	bucketEventsByMessage = []byte("events_by_message")
+	bucketIPs             = []byte("ips")
+	bucketIPCounts        = []byte("ip_counts")
 )
 
 var keySchemaVersion = []byte("schema_version")

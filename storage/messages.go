@@ -1,0 +1,290 @@
+package storage
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Message is one accepted message of an account: its envelope, its state
+// and the delivery state of each recipient. The content (subject, bodies,
+// headers, attachments) is stored apart, in MessageContent, so state
+// changes do not rewrite it.
+type Message struct {
+	ID         string          `json:"id"`
+	AccountID  string          `json:"account_id"`
+	Test       bool            `json:"test"`
+	Status     string          `json:"status"`
+	From       string          `json:"from"`   // as given, normalised: "Name <addr>" or addr
+	Domain     string          `json:"domain"` // the sending domain (lower case, A-labels)
+	To         []string        `json:"to"`
+	Cc         []string        `json:"cc,omitempty"`
+	Bcc        []string        `json:"bcc,omitempty"`
+	ReplyTo    []string        `json:"reply_to,omitempty"`
+	Subject    string          `json:"subject"`
+	CampaignID string          `json:"campaign_id,omitempty"`
+	Tags       []string        `json:"tags,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	Template   *TemplateRef    `json:"template,omitempty"`
+	Tracking   Tracking        `json:"tracking"`
+	IPPool     string          `json:"ip_pool,omitempty"`
+	HeaderID   string          `json:"header_id"` // the Message-ID field, <...>
+
+	Recipients []Recipient `json:"recipients"`
+
+	CreatedAt   time.Time  `json:"created_at"`
+	SendAt      *time.Time `json:"send_at,omitempty"`
+	QueuedAt    *time.Time `json:"queued_at,omitempty"` // accepted for delivery (message.sent)
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
+	// QueueAt is the time the message's queue entry is filed under: its
+	// next attempt, or when its lease ends. Nil when it is not queued.
+	QueueAt   *time.Time `json:"queue_at,omitempty"`
+	ExpiresAt time.Time  `json:"expires_at"`
+}
+
+// TemplateRef names the template version a message was rendered from.
+type TemplateRef struct {
+	ID      string `json:"id"`
+	Version int    `json:"version"`
+}
+
+// Tracking says which engagement a message tracks.
+type Tracking struct {
+	Opens  bool `json:"opens"`
+	Clicks bool `json:"clicks"`
+}
+
+// Recipient is the delivery state of one recipient of a message.
+type Recipient struct {
+	Email          string     `json:"email"`
+	Kind           string     `json:"kind"` // to, cc or bcc
+	Status         string     `json:"status"`
+	Attempts       int        `json:"attempts"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at,omitempty"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
+	SMTPCode       int        `json:"smtp_code,omitempty"`
+	EnhancedCode   string     `json:"enhanced_code,omitempty"`
+	SMTPResponse   string     `json:"smtp_response,omitempty"`
+	MX             string     `json:"mx,omitempty"`
+	SourceIP       string     `json:"source_ip,omitempty"`
+	TLS            bool       `json:"tls,omitempty"`
+	BounceType     string     `json:"bounce_type,omitempty"`
+	BounceCategory string     `json:"bounce_category,omitempty"`
+	DeliveredAt    *time.Time `json:"delivered_at,omitempty"`
+	BouncedAt      *time.Time `json:"bounced_at,omitempty"`
+}
+
+// MessageContent is what a message says, rendered: templates are applied
+// before it is stored.
+type MessageContent struct {
+	Subject     string              `json:"subject"`
+	HTML        string              `json:"html,omitempty"`
+	Text        string              `json:"text,omitempty"`
+	Headers     [][2]string         `json:"headers,omitempty"`
+	Attachments []MessageAttachment `json:"attachments,omitempty"`
+}
+
+// MessageAttachment is a file carried by a message.
+type MessageAttachment struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type,omitempty"`
+	Content     []byte `json:"content"`
+	ContentID   string `json:"content_id,omitempty"`
+}
+
+func messageCollection(test bool) string {
+	if test {
+		return "messages_test"
+	}
+	return "messages_live"
+}
+
+// InsertMessage stores a new message with its content and, when QueueAt is
+// set, files it in the delivery queue.
+func (tx *Tx) InsertMessage(m Message, content MessageContent) error {
+	key := join(m.AccountID, m.ID)
+	if tx.bucket(bucketMessages).Get(key) != nil {
+		return ErrExists
+	}
+	if err := putJSON(tx.bucket(bucketMessageContent), []byte(m.ID), content); err != nil {
+		return err
+	}
+	if err := tx.putMessage(m, nil); err != nil {
+		return err
+	}
+	if err := tx.addExpiry(m.ExpiresAt, kindMessage, key); err != nil {
+		return err
+	}
+	return tx.addCount(messageCollection(m.Test), m.AccountID, 1)
+}
+
+// UpdateMessage rewrites a message and moves its queue entry to match
+// QueueAt (removing it when QueueAt is nil).
+func (tx *Tx) UpdateMessage(m Message) error {
+	var old Message
+	if err := getJSON(tx.bucket(bucketMessages), join(m.AccountID, m.ID), &old); err != nil {
+		return err
+	}
+	return tx.putMessage(m, old.QueueAt)
+}
+
+func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
+	q := tx.bucket(bucketMessageQueue)
+	if oldQueue != nil && (m.QueueAt == nil || !oldQueue.Equal(*m.QueueAt)) {
+		if err := q.Delete(queueKey(*oldQueue, m.ID)); err != nil {
+			return err
+		}
+	}
+	if m.QueueAt != nil {
+		if err := q.Put(queueKey(*m.QueueAt, m.ID), []byte(m.AccountID)); err != nil {
+			return err
+		}
+	}
+	return putJSON(tx.bucket(bucketMessages), join(m.AccountID, m.ID), m)
+}
+
+// Message reads one message of an account.
+func (tx *Tx) Message(accountID, id string) (Message, error) {
+	var m Message
+	err := getJSON(tx.bucket(bucketMessages), join(accountID, id), &m)
+	return m, err
+}
+
+// MessageContent reads what a message says.
+func (tx *Tx) MessageContent(id string) (MessageContent, error) {
+	var c MessageContent
+	err := getJSON(tx.bucket(bucketMessageContent), []byte(id), &c)
+	return c, err
+}
+
+// QueuedMessage is a queue entry: a message whose next step is due at At.
+type QueuedMessage struct {
+	At        time.Time
+	AccountID string
+	MessageID string
+}
+
+// DueMessages returns up to max queue entries due at or before now,
+// earliest first, and the time of the next entry after them (zero when the
+// queue holds no more).
+func (tx *Tx) DueMessages(now time.Time, max int) ([]QueuedMessage, time.Time) {
+	var out []QueuedMessage
+	limit := uint64(now.UnixNano())
+	c := tx.bucket(bucketMessageQueue).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		at := getU64(k[:8])
+		if at > limit || len(out) == max {
+			return out, time.Unix(0, int64(at)).UTC()
+		}
+		out = append(out, QueuedMessage{At: time.Unix(0, int64(at)).UTC(), AccountID: string(v), MessageID: string(k[8:])})
+	}
+	return out, time.Time{}
+}
+
+// QueueLength counts the queue entries: messages waiting or in flight.
+func (tx *Tx) QueueLength() int { return tx.bucket(bucketMessageQueue).Stats().KeyN }
+
+// PutLease records that a message is being delivered by this process, so
+// a restart can hand it out again at once instead of waiting for the lease
+// to end.
+func (tx *Tx) PutLease(accountID, id string) error {
+	return tx.bucket(bucketMessageLeases).Put([]byte(id), []byte(accountID))
+}
+
+// DeleteLease forgets a lease.
+func (tx *Tx) DeleteLease(id string) error { return tx.bucket(bucketMessageLeases).Delete([]byte(id)) }
+
+// Leases lists the messages under lease: (account id, message id) pairs.
+func (tx *Tx) Leases() [][2]string {
+	var out [][2]string
+	tx.bucket(bucketMessageLeases).ForEach(func(k, v []byte) error {
+		out = append(out, [2]string{string(v), string(k)})
+		return nil
+	})
+	return out
+}
+
+// MessageFilter selects messages of one account and mode.
+type MessageFilter struct {
+	Test       bool
+	Status     string
+	CampaignID string
+	Tag        string
+	Recipient  string // lower case
+	Range      Range  // over message ids (UUIDv7: creation time)
+}
+
+func (f MessageFilter) plain() bool {
+	return f.Status == "" && f.CampaignID == "" && f.Tag == "" && f.Recipient == "" && f.Range.Lower == nil && f.Range.Upper == nil
+}
+
+func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
+	var m Message
+	if err := decodeJSON(k, v, &m); err != nil {
+		return m, false, err
+	}
+	ok := m.Test == f.Test &&
+		(f.Status == "" || m.Status == f.Status) &&
+		(f.CampaignID == "" || m.CampaignID == f.CampaignID) &&
+		(f.Tag == "" || contains(m.Tags, f.Tag))
+	if ok && f.Recipient != "" {
+		ok = false
+		for _, r := range m.Recipients {
+			if r.Email == f.Recipient {
+				ok = true
+				break
+			}
+		}
+	}
+	return m, ok, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Messages lists one page of an account's messages, newest first unless
+// opts says otherwise, with the total that page mode reports.
+func (tx *Tx) Messages(accountID string, f MessageFilter, opts ListOptions, withTotal bool) ([]Message, ListResult, int, error) {
+	b := tx.bucket(bucketMessages)
+	list, res, err := scanMatching(b, prefix(accountID), f.Range, opts, f.match)
+	if err != nil || !withTotal {
+		return list, res, 0, err
+	}
+	if f.plain() {
+		return list, res, tx.count(messageCollection(f.Test), accountID), nil
+	}
+	total, err := countMatching(b, prefix(accountID), f.Range, f.match)
+	return list, res, total, err
+}
+
+func expireMessage(tx *Tx, key []byte, now time.Time) error {
+	b := tx.bucket(bucketMessages)
+	var m Message
+	if err := getJSON(b, key, &m); err != nil {
+		return nil
+	}
+	if m.ExpiresAt.After(now) {
+		return nil
+	}
+	if m.QueueAt != nil {
+		if err := tx.bucket(bucketMessageQueue).Delete(queueKey(*m.QueueAt, m.ID)); err != nil {
+			return err
+		}
+	}
+	if err := tx.DeleteLease(m.ID); err != nil {
+		return err
+	}
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketMessageContent).Delete([]byte(m.ID)); err != nil {
+		return err
+	}
+	return tx.addCount(messageCollection(m.Test), m.AccountID, -1)
+}
