@@ -60,6 +60,11 @@
 //	    <webhook_id>·<event_id>   -> <delivery_id>
 //	delivery_queue/
 //	    <u64 unix-nanos><delivery_id> -> <webhook_id>   (next attempt or lease expiry, earliest first)
+//	ips/                                           (schema v5)
+//	    <address>                 -> IP (JSON; canonical address, pool, warm-up, assigned account)
+//	ip_counts/
+//	    <address>·<u64 day>       -> u64           (messages sent today; day = days since 1970-01-01 UTC;
+//	                                                only the newest day is kept per address)
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent
