@@ -1,0 +1,407 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"mailbolt/mta"
+	"mailbolt/storage"
+)
+
+// Dedicated IPs and pools. The administrator registers the host's source
+// addresses (AddIP), each in a named pool with a warm-up schedule, and may
+// dedicate an address to one account (AssignIP) within the account's plan
+// entitlement. An address assigned to no account is shared.
+//
+// Which addresses a message may leave from (eligibleIPs):
+//
+//   - A message naming ip_pool X uses the IPs of pool X assigned to its
+//     account; if the account has none in X, the shared IPs of pool X. A
+//     pool with neither is unknown to that account (CheckPool: 400).
+//   - A message without ip_pool uses the account's assigned IPs, whatever
+//     their pool; if it has none, the shared IPs of pool "default"; if
+//     there are none either, the system's default source address and
+//     hostname (the zero SourceIP).
+//
+// Among the eligible addresses mta.Pick chooses the one that has sent the
+// fewest messages today among those below their warm-up cap. When all are
+// at their caps the message waits for the next daily reset (midnight UTC);
+// it never overflows onto a cold IP or another pool.
+
+// DefaultPool is the pool of an IP added without one, and the shared pool
+// a message without ip_pool uses when its account has no dedicated IP.
+const DefaultPool = "default"
+
+var poolNameRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
+
+// CheckPoolName validates a pool name: 1 to 64 characters of a-z, 0-9, _
+// and -.
+func CheckPoolName(field, name string) *Error {
+	if !poolNameRe.MatchString(name) {
+		return Validation(field, fmt.Sprintf("%q is not a pool name: 1 to 64 characters of a-z, 0-9, _ and -", name))
+	}
+	return nil
+}
+
+// NormalizeIP parses an IPv4 or IPv6 address into its canonical text form
+// (IPv4-mapped IPv6 addresses become IPv4). Addresses mail cannot leave
+// from (unspecified, multicast, with a zone) are refused.
+func NormalizeIP(field, s string) (string, *Error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", Validation(field, "is required")
+	}
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return "", Validation(field, fmt.Sprintf("%q is not an IP address", s))
+	}
+	addr = addr.Unmap()
+	switch {
+	case addr.Zone() != "":
+		return "", Validation(field, fmt.Sprintf("%q has a zone; give a global address", s))
+	case addr.IsUnspecified(), addr.IsMulticast():
+		return "", Validation(field, fmt.Sprintf("%q cannot be a source address", s))
+	}
+	return addr.String(), nil
+}
+
+// ipDay numbers t's UTC calendar date (days since 1970-01-01), the key of
+// the daily counters; it changes exactly at mta.NextReset.
+func ipDay(t time.Time) uint64 { return uint64(t.UTC().Unix() / 86400) }
+
+// AddIP registers a source address in a pool with a warm-up schedule
+// ("" means mta.DefaultWarmup; see mta.ParseSchedule) and pool ("" means
+// DefaultPool). Warm-up day 1 is today. The IP starts shared.
+func (a *App) AddIP(addr, hostname, pool, warmup string) (storage.IP, *Error) {
+	addr, e := NormalizeIP("address", addr)
+	if e != nil {
+		return storage.IP{}, e
+	}
+	hostname, e = NormalizeDomain("hostname", hostname)
+	if e != nil {
+		return storage.IP{}, e
+	}
+	if pool == "" {
+		pool = DefaultPool
+	}
+	if e := CheckPoolName("pool", pool); e != nil {
+		return storage.IP{}, e
+	}
+	if strings.TrimSpace(warmup) == "" {
+		warmup = mta.DefaultWarmup
+	}
+	sched, err := mta.ParseSchedule(warmup)
+	if err != nil {
+		return storage.IP{}, Validation("warmup", err.Error())
+	}
+	ip := storage.IP{Address: addr, Hostname: hostname, Pool: pool, Warmup: sched.String(), AddedAt: a.Now()}
+	err = a.db.Update(func(tx *storage.Tx) error { return tx.InsertIP(ip) })
+	return ip, storageErr(err, "IP "+addr)
+}
+
+// AssignIP dedicates an IP to an account, or makes it shared again when
+// accountID is "". The account may hold at most its plan's DedicatedIPs;
+// an IP dedicated to another account must be released first, so that a
+// reputation never moves between tenants by accident. Assigning an IP to
+// the account that holds it is a no-op.
+func (a *App) AssignIP(addr, accountID string) (storage.IP, *Error) {
+	addr, e := NormalizeIP("address", addr)
+	if e != nil {
+		return storage.IP{}, e
+	}
+	now := a.Now()
+	var ip storage.IP
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		if ip, err = tx.IP(addr); err != nil {
+			return storageErr(err, "IP "+addr)
+		}
+		if accountID == "" {
+			if ip.AccountID == "" {
+				return nil
+			}
+			ip.AccountID, ip.AssignedAt = "", nil
+			return tx.PutIP(ip)
+		}
+		acct, err := tx.Account(accountID)
+		if err != nil {
+			return storageErr(err, "account")
+		}
+		switch ip.AccountID {
+		case accountID:
+			return nil
+		case "":
+		default:
+			return Conflict(fmt.Sprintf("IP %s is assigned to account %s; unassign it first", addr, ip.AccountID))
+		}
+		all, err := tx.IPs()
+		if err != nil {
+			return err
+		}
+		held := 0
+		for _, other := range all {
+			if other.AccountID == accountID {
+				held++
+			}
+		}
+		if limit := Limits(acct).DedicatedIPs; held+1 > limit {
+			return &Error{Status: http.StatusConflict, Code: CodeConflict,
+				Message: fmt.Sprintf("account %s (plan %s) is entitled to %d dedicated IPs and holds %d", acct.ID, acct.Plan, limit, held),
+				Details: map[string]any{"plan": acct.Plan, "entitled": limit, "assigned": held}}
+		}
+		ip.AccountID, ip.AssignedAt = accountID, &now
+		return tx.PutIP(ip)
+	})
+	return ip, storageErr(err, "IP "+addr)
+}
+
+// RemoveIP unregisters an IP; mail stops leaving from it at once. Messages
+// that named its pool and have no other IP there fall back as described
+// above PickSourceIP.
+func (a *App) RemoveIP(addr string) *Error {
+	addr, e := NormalizeIP("address", addr)
+	if e != nil {
+		return e
+	}
+	return storageErr(a.db.Update(func(tx *storage.Tx) error { return tx.DeleteIP(addr) }), "IP "+addr)
+}
+
+// IPStatus is an IP with where it stands in its warm-up today.
+type IPStatus struct {
+	storage.IP
+	WarmupDay  int  `json:"warmup_day"`  // 1 on the day it was added
+	WarmupDays int  `json:"warmup_days"` // capped days of its schedule; unlimited after
+	DailyCap   *int `json:"daily_cap"`   // today's cap; nil when unlimited
+	SentToday  int  `json:"sent_today"`  // messages sent from it today (UTC)
+}
+
+func ipStatus(tx *storage.Tx, ip storage.IP, now time.Time) (IPStatus, mta.IPState, error) {
+	sched, err := mta.ParseSchedule(ip.Warmup)
+	if err != nil {
+		return IPStatus{}, mta.IPState{}, fmt.Errorf("IP %s: %w", ip.Address, err)
+	}
+	st := mta.IPState{Addr: ip.Address, Day: mta.WarmupDay(ip.AddedAt, now),
+		SentToday: tx.IPCount(ip.Address, ipDay(now)), Schedule: sched}
+	s := IPStatus{IP: ip, WarmupDay: st.Day, WarmupDays: sched.Days(), SentToday: st.SentToday}
+	if limit, unlimited := sched.Cap(st.Day); !unlimited {
+		s.DailyCap = &limit
+	}
+	return s, st, nil
+}
+
+// sortedIPs reads every IP in numeric address order.
+func sortedIPs(tx *storage.Tx) ([]storage.IP, error) {
+	all, err := tx.IPs()
+	slices.SortFunc(all, func(x, y storage.IP) int {
+		ax, _ := netip.ParseAddr(x.Address)
+		ay, _ := netip.ParseAddr(y.Address)
+		return ax.Compare(ay)
+	})
+	return all, err
+}
+
+func (a *App) ipStatuses(keep func(storage.IP) bool) ([]IPStatus, *Error) {
+	now := a.Now()
+	var out []IPStatus
+	err := a.db.View(func(tx *storage.Tx) error {
+		all, err := sortedIPs(tx)
+		if err != nil {
+			return err
+		}
+		for _, ip := range all {
+			if !keep(ip) {
+				continue
+			}
+			s, _, err := ipStatus(tx, ip, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, s)
+		}
+		return nil
+	})
+	return out, storageErr(err, "IP")
+}
+
+// ListIPs lists every registered IP with its warm-up state, in address
+// order (administration).
+func (a *App) ListIPs() ([]IPStatus, *Error) {
+	return a.ipStatuses(func(storage.IP) bool { return true })
+}
+
+// AccountIPs lists the IPs dedicated to one account. Shared IPs are not
+// listed: their counts tell of other tenants' mail.
+func (a *App) AccountIPs(accountID string) ([]IPStatus, *Error) {
+	return a.ipStatuses(func(ip storage.IP) bool { return ip.AccountID == accountID })
+}
+
+// PoolSummary is one pool as the administrator sees it.
+type PoolSummary struct {
+	Name      string   `json:"name"`
+	Addresses []string `json:"addresses"`
+	Accounts  []string `json:"accounts"` // accounts holding an IP of the pool
+	Shared    int      `json:"shared"`   // how many of its IPs are shared
+}
+
+// ListPools lists every pool with its addresses and the accounts its IPs
+// are assigned to, by pool name (administration).
+func (a *App) ListPools() ([]PoolSummary, *Error) {
+	var out []PoolSummary
+	err := a.db.View(func(tx *storage.Tx) error {
+		all, err := sortedIPs(tx)
+		if err != nil {
+			return err
+		}
+		byName := map[string]*PoolSummary{}
+		for _, ip := range all {
+			p := byName[ip.Pool]
+			if p == nil {
+				p = &PoolSummary{Name: ip.Pool, Addresses: []string{}, Accounts: []string{}}
+				byName[ip.Pool] = p
+			}
+			p.Addresses = append(p.Addresses, ip.Address)
+			switch {
+			case ip.AccountID == "":
+				p.Shared++
+			case !slices.Contains(p.Accounts, ip.AccountID):
+				p.Accounts = append(p.Accounts, ip.AccountID)
+			}
+		}
+		for _, p := range byName {
+			slices.Sort(p.Accounts)
+			out = append(out, *p)
+		}
+		slices.SortFunc(out, func(x, y PoolSummary) int { return strings.Compare(x.Name, y.Name) })
+		return nil
+	})
+	return out, storageErr(err, "IP pool")
+}
+
+// AccountPool is a pool an account's messages may name as ip_pool, with
+// the addresses such a message would leave from.
+type AccountPool struct {
+	Name      string   `json:"name"`
+	Dedicated bool     `json:"dedicated"` // the addresses are the account's own; else shared
+	Addresses []string `json:"addresses"`
+}
+
+// AccountPools lists the pools usable by an account, by name: every pool
+// holding an IP dedicated to it, and every pool with shared IPs.
+func (a *App) AccountPools(accountID string) ([]AccountPool, *Error) {
+	var out []AccountPool
+	err := a.db.View(func(tx *storage.Tx) error {
+		all, err := sortedIPs(tx)
+		if err != nil {
+			return err
+		}
+		var names []string
+		for _, ip := range all {
+			if !slices.Contains(names, ip.Pool) {
+				names = append(names, ip.Pool)
+			}
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			ips, dedicated := eligibleIPs(all, accountID, name)
+			if len(ips) == 0 {
+				continue
+			}
+			p := AccountPool{Name: name, Dedicated: dedicated, Addresses: []string{}}
+			for _, ip := range ips {
+				p.Addresses = append(p.Addresses, ip.Address)
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, storageErr(err, "IP pool")
+}
+
+// eligibleIPs applies the rule at the top of this file: the IPs a message
+// of accountID naming pool ("" for none) may leave from, and whether they
+// are dedicated to the account.
+func eligibleIPs(all []storage.IP, accountID, pool string) (ips []storage.IP, dedicated bool) {
+	var shared []storage.IP
+	sharedPool := pool
+	if pool == "" {
+		sharedPool = DefaultPool
+	}
+	for _, ip := range all {
+		switch {
+		case ip.AccountID == "" && ip.Pool == sharedPool:
+			shared = append(shared, ip)
+		case ip.AccountID != "" && ip.AccountID == accountID && (pool == "" || ip.Pool == pool):
+			ips = append(ips, ip)
+		}
+	}
+	if len(ips) > 0 {
+		return ips, true
+	}
+	return shared, false
+}
+
+// SourceIP is where one delivery attempt leaves from. The zero value means
+// the system's default source address and the server's --hostname.
+type SourceIP struct{ Addr, Hostname string }
+
+// PickSourceIP chooses the source address for one message of accountID in
+// the named pool ("" = the account's default) at now, and counts the
+// message against that IP's daily cap in tx. ok=false means every eligible
+// IP is at its cap: the message must wait until `wait` (the next daily reset).
+// With no eligible IP at all it returns the zero SourceIP and ok=true.
+//
+// A pool that was valid when the message was accepted may have lost its
+// IPs since (removed or unassigned); the message then leaves from the
+// default address rather than waiting forever, and a warning is logged.
+func (a *App) PickSourceIP(tx *storage.Tx, accountID, pool string, now time.Time) (src SourceIP, ok bool, wait time.Time, err error) {
+	all, err := tx.IPs() // byte order: ties in Pick go the same way every time
+	if err != nil {
+		return SourceIP{}, false, time.Time{}, fmt.Errorf("pick source IP: %w", err)
+	}
+	ips, _ := eligibleIPs(all, accountID, pool)
+	if len(ips) == 0 {
+		if pool != "" {
+			a.log.Warn("IP pool has no usable IP; sending from the default address", "account", accountID, "pool", pool)
+		}
+		return SourceIP{}, true, time.Time{}, nil
+	}
+	now = now.UTC()
+	states := make([]mta.IPState, len(ips))
+	for i, ip := range ips {
+		if _, states[i], err = ipStatus(tx, ip, now); err != nil {
+			return SourceIP{}, false, time.Time{}, fmt.Errorf("pick source IP: %w", err)
+		}
+	}
+	i, ok := mta.Pick(states)
+	if !ok {
+		return SourceIP{}, false, mta.NextReset(now), nil
+	}
+	if err := tx.AddIPCount(ips[i].Address, ipDay(now), 1); err != nil {
+		return SourceIP{}, false, time.Time{}, fmt.Errorf("count source IP: %w", err)
+	}
+	return SourceIP{Addr: ips[i].Address, Hostname: ips[i].Hostname}, true, time.Time{}, nil
+}
+
+// CheckPool reports 400 VALIDATION_ERROR (field "ip_pool") when pool is not
+// usable by the account. "" is always usable.
+func (a *App) CheckPool(tx *storage.Tx, accountID, pool string) *Error {
+	if pool == "" {
+		return nil
+	}
+	if e := CheckPoolName("ip_pool", pool); e != nil {
+		return e
+	}
+	all, err := tx.IPs()
+	if err != nil {
+		return Internal(err)
+	}
+	if ips, _ := eligibleIPs(all, accountID, pool); len(ips) == 0 {
+		return Validation("ip_pool", fmt.Sprintf("unknown IP pool %q: it has no IP dedicated to this account and no shared IP", pool))
+	}
+	return nil
+}
