@@ -56,6 +56,20 @@ type serveConfig struct {
 	webhookWorkers    int
 	webhookHostConns  int
 	eventRetention    time.Duration
+
+	relay            string
+	relayUser        string
+	relayPassword    string
+	relayImplicitTLS bool
+	mxPort           int
+	smtpRetryBase    time.Duration
+	smtpRetryMax     time.Duration
+	queueLifetime    time.Duration
+	deliveryWorkers  int
+	smtpHostConns    int
+	smtpConnTimeout  time.Duration
+	smtpCmdTimeout   time.Duration
+	messageRetention time.Duration
 }
 
 func newServeCommand() *cobra.Command {
@@ -102,6 +116,20 @@ func newServeCommand() *cobra.Command {
 	f.IntVar(&cfg.webhookWorkers, "webhook-workers", 64, "webhook requests in flight at once")
 	f.IntVar(&cfg.webhookHostConns, "webhook-host-connections", 8, "webhook requests in flight to one receiver host")
 	f.DurationVar(&cfg.eventRetention, "event-retention", 30*24*time.Hour, "how long events stay in the history")
+
+	f.StringVar(&cfg.relay, "relay", "", "smarthost host:port that takes all outgoing mail (default: deliver to each recipient domain's MX)")
+	f.StringVar(&cfg.relayUser, "relay-username", "", "AUTH PLAIN user name for --relay (sent only over TLS)")
+	f.StringVar(&cfg.relayPassword, "relay-password", "", "AUTH PLAIN password for --relay (prefer MAILBOLT_RELAY_PASSWORD)")
+	f.BoolVar(&cfg.relayImplicitTLS, "relay-implicit-tls", false, "speak TLS from the first byte to --relay (port 465) instead of STARTTLS")
+	f.IntVar(&cfg.mxPort, "mx-port", 25, "TCP port of recipient MX hosts")
+	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", 5*time.Minute, "delay before the first retry after a temporary SMTP failure; doubles per retry")
+	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", 2*time.Hour, "largest delay between SMTP retries")
+	f.DurationVar(&cfg.queueLifetime, "queue-lifetime", 120*time.Hour, "how long a recipient is retried before it soft-bounces")
+	f.IntVar(&cfg.deliveryWorkers, "delivery-workers", 64, "messages being delivered at once")
+	f.IntVar(&cfg.smtpHostConns, "smtp-host-connections", 10, "SMTP connections open to one destination host at most")
+	f.DurationVar(&cfg.smtpConnTimeout, "smtp-connect-timeout", 30*time.Second, "timeout of an SMTP connect and TLS handshake")
+	f.DurationVar(&cfg.smtpCmdTimeout, "smtp-command-timeout", 5*time.Minute, "how long an SMTP server has to answer one command")
+	f.DurationVar(&cfg.messageRetention, "message-retention", 30*24*time.Hour, "how long messages are kept after their queue lifetime")
 	return cmd
 }
 
@@ -125,6 +153,24 @@ func (cfg serveConfig) validate() error {
 	if cfg.webhookMaxRetries < 0 || cfg.webhookWorkers < 1 || cfg.webhookHostConns < 1 {
 		return errors.New("--webhook-max-retries must be 0 or more, --webhook-workers and --webhook-host-connections 1 or more")
 	}
+	for name, d := range map[string]time.Duration{"--smtp-retry-base": cfg.smtpRetryBase, "--smtp-retry-max": cfg.smtpRetryMax,
+		"--queue-lifetime": cfg.queueLifetime, "--smtp-connect-timeout": cfg.smtpConnTimeout,
+		"--smtp-command-timeout": cfg.smtpCmdTimeout, "--message-retention": cfg.messageRetention} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive", name)
+		}
+	}
+	if cfg.smtpRetryMax < cfg.smtpRetryBase {
+		return errors.New("--smtp-retry-max must not be below --smtp-retry-base")
+	}
+	if cfg.relay != "" {
+		if _, _, err := net.SplitHostPort(cfg.relay); err != nil {
+			return fmt.Errorf("--relay: %q is not host:port", cfg.relay)
+		}
+	}
+	if cfg.mxPort < 1 || cfg.mxPort > 65535 || cfg.deliveryWorkers < 1 || cfg.smtpHostConns < 1 {
+		return errors.New("--mx-port must be a port number, --delivery-workers and --smtp-host-connections 1 or more")
+	}
 	if cfg.eventRetention < 8*24*time.Hour {
 		return errors.New("--event-retention must be at least 8 days (failed webhook deliveries stay replayable for 7 days after their last attempt)")
 	}
@@ -145,6 +191,22 @@ func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions
 	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation, Lookup: resolver.LookupIPAddr,
 		Dispatch: hooks.Options{BaseDelay: cfg.webhookBaseDelay, Timeout: cfg.webhookTimeout, MaxRetries: retries,
 			Workers: cfg.webhookWorkers, PerHost: cfg.webhookHostConns}}
+}
+
+// deliverer is the SMTP client that live mail leaves through.
+func (cfg serveConfig) deliverer(resolver *mta.Resolver, log *slog.Logger) *mta.Deliverer {
+	d := &mta.Deliverer{Resolver: resolver, MXPort: cfg.mxPort, HELO: cfg.hostname, ConnectTimeout: cfg.smtpConnTimeout,
+		CommandTimeout: cfg.smtpCmdTimeout, MaxConnsPerHost: cfg.smtpHostConns, Logger: log}
+	if cfg.relay != "" {
+		d.Relay = &mta.Relay{Addr: cfg.relay, Username: cfg.relayUser, Password: cfg.relayPassword,
+			ImplicitTLS: cfg.relayImplicitTLS}
+	}
+	return d
+}
+
+func (cfg serveConfig) deliveryOptions(sender app.Sender) app.DeliveryOptions {
+	return app.DeliveryOptions{Sender: sender, RetryBase: cfg.smtpRetryBase, RetryMax: cfg.smtpRetryMax,
+		QueueLifetime: cfg.queueLifetime, Concurrency: cfg.deliveryWorkers}
 }
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
@@ -215,12 +277,16 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		resolver = &mta.Resolver{Server: cfg.dnsServer}
 	}
 	resolver.Timeout = cfg.dnsTimeout
+	deliverer := cfg.deliverer(resolver, log)
+	defer deliverer.Close()
 	a := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
 		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
 			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
 			RotationGrace: cfg.dkimGrace},
-		EventRetention: cfg.eventRetention,
-		Webhooks:       cfg.webhookOptions(resolver)})
+		EventRetention:   cfg.eventRetention,
+		MessageRetention: cfg.messageRetention,
+		Delivery:         cfg.deliveryOptions(deliverer),
+		Webhooks:         cfg.webhookOptions(resolver)})
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {
 		return fmt.Errorf("create the default account: %w", err)

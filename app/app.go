@@ -30,7 +30,11 @@ type Options struct {
 	DomainCheckTick time.Duration
 	// EventRetention is how long events are kept in the history; 30 days.
 	EventRetention time.Duration
-	Webhooks       WebhookOptions
+	// MessageRetention is how long a message is kept once its queue
+	// lifetime is over; 30 days.
+	MessageRetention time.Duration
+	Webhooks         WebhookOptions
+	Delivery         DeliveryOptions
 }
 
 // WebhookOptions configure webhooks.
@@ -63,6 +67,9 @@ type App struct {
 
 	panics atomic.Int64
 	hooks  *hooks.Dispatcher
+
+	deliveryKick chan struct{}
+	signers      sync.Map // domain id/selector -> crypto.Signer
 }
 
 // New builds an App over db.
@@ -88,6 +95,10 @@ func New(db *storage.DB, opts Options) *App {
 	if opts.EventRetention == 0 {
 		opts.EventRetention = 30 * 24 * time.Hour
 	}
+	if opts.MessageRetention == 0 {
+		opts.MessageRetention = 30 * 24 * time.Hour
+	}
+	opts.Delivery.defaults()
 	if opts.Webhooks.RotationWindow == 0 {
 		opts.Webhooks.RotationWindow = 24 * time.Hour
 	}
@@ -115,6 +126,8 @@ func New(db *storage.DB, opts Options) *App {
 		inflight:  map[string]chan struct{}{},
 		usageSeen: map[string]time.Time{},
 		usage:     make(chan string, 1024),
+
+		deliveryKick: make(chan struct{}, 1),
 	}
 	a.hooks = hooks.New(db, a.hooksOptions())
 	return a
@@ -138,6 +151,7 @@ func (a *App) Run(ctx context.Context) error {
 		"key_usage":     a.runKeyUsage,
 		"domain_checks": a.runDomainChecks,
 		"webhooks":      func(ctx context.Context) { a.hooks.Run(ctx) },
+		"delivery":      a.runDelivery,
 	} {
 		wg.Add(1)
 		go func() {

@@ -183,14 +183,17 @@ func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, *Error) {
 
 // DomainForSending returns the account's verified domain of that name, or
 // 422 DOMAIN_NOT_VERIFIED.
-func (a *App) DomainForSending(accountID, name string) (storage.Domain, *Error) {
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
-	var d storage.Domain
-	err := a.db.View(func(tx *storage.Tx) error {
-		var err error
-		d, err = tx.DomainByName(accountID, name)
-		return err
+func (a *App) DomainForSending(accountID, name string) (d storage.Domain, e *Error) {
+	a.db.View(func(tx *storage.Tx) error {
+		d, e = a.domainForSending(tx, accountID, name)
+		return nil
 	})
+	return d, e
+}
+
+func (a *App) domainForSending(tx *storage.Tx, accountID, name string) (storage.Domain, *Error) {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	d, err := tx.DomainByName(accountID, name)
 	if err == nil && d.Status == DomainVerified {
 		return d, nil
 	}

@@ -181,6 +181,11 @@ func (tx *Tx) DueMessages(now time.Time, max int) ([]QueuedMessage, time.Time) {
 	return out, time.Time{}
 }
 
+// DropQueued removes one queue entry that no longer matches its message.
+func (tx *Tx) DropQueued(at time.Time, id string) error {
+	return tx.bucket(bucketMessageQueue).Delete(queueKey(at, id))
+}
+
 // QueueLength counts the queue entries: messages waiting or in flight.
 func (tx *Tx) QueueLength() int { return tx.bucket(bucketMessageQueue).Stats().KeyN }
 

@@ -121,7 +121,16 @@ func syntaxError(err error) *app.Error {
 func fieldError(name string, err error) *app.Error {
 	var typeErr *json.UnmarshalTypeError
 	var timeErr *time.ParseError
+	var nested *app.Error
 	switch {
+	case errors.As(err, &nested):
+		// A nested object's own strict decoding: name the path to the field.
+		f, _ := nested.Details["field"].(string)
+		reason, _ := nested.Details["reason"].(string)
+		if f != "" && !strings.HasPrefix(f, "[") {
+			f = "." + f
+		}
+		return app.Validation(name+f, reason)
 	case errors.As(err, &typeErr):
 		if typeErr.Field != "" {
 			name += "." + typeErr.Field

@@ -34,6 +34,12 @@ func (s *Server) routes() []route {
 	return []route{
 		{Method: "GET", Path: "/v1/openapi.json", h: s.openAPI},
 		{Method: "GET", Path: "/v1/account", Scope: "account:read", h: s.getAccount},
+		{Method: "POST", Path: "/v1/messages", Scope: "messages:write", h: s.sendMessage},
+		{Method: "GET", Path: "/v1/messages", Scope: "messages:read", h: s.listMessages},
+		{Method: "POST", Path: "/v1/messages/batch", Scope: "messages:write", h: s.sendBatch},
+		{Method: "GET", Path: "/v1/messages/:id", Scope: "messages:read", h: s.getMessage},
+		{Method: "POST", Path: "/v1/messages/:id/cancel", Scope: "messages:write", h: s.cancelMessage},
+		{Method: "GET", Path: "/v1/events", Scope: "events:read", h: s.listEvents},
 		{Method: "GET", Path: "/v1/api-keys", Scope: "api_keys:read", h: s.listKeys},
 		{Method: "POST", Path: "/v1/api-keys", Scope: "api_keys:write", h: s.createKey},
 		{Method: "GET", Path: "/v1/api-keys/:id", Scope: "api_keys:read", h: s.getKey},
@@ -62,6 +68,8 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", Scope: "webhooks:write", h: s.replay},
 		{Method: "GET", Path: "/v1/team", Scope: "team:read", h: s.listTeam},
 		{Method: "POST", Path: "/v1/team/invite", Scope: "team:write", h: s.invite},
+		{Method: "GET", Path: "/v1/ips", Scope: "ips:read", h: s.listIPs},
+		{Method: "GET", Path: "/v1/ips/pools", Scope: "ips:read", h: s.listPools},
 	}
 }
 
@@ -96,10 +104,66 @@ func (s *Server) buildRouter() *httprouter.Router {
 		s.writeError(w, req, apiError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
 			req.Method+" is not allowed on "+req.URL.Path+"; allowed: "+w.Header().Get("Allow")))
 	})
-	for _, rt := range s.routes() {
+	routes := s.routes()
+	type static struct {
+		value string
+		h     httprouter.Handle
+	}
+	// httprouter cannot hold a static segment beside a parameter
+	// (POST /v1/messages/batch beside POST /v1/messages/:id/cancel): such a
+	// static route is registered as the parameter and picked by its value.
+	statics := map[[2]string][]static{}
+	for _, rt := range routes {
+		if p, value, ok := paramForm(routes, rt); ok {
+			statics[[2]string{rt.Method, p}] = append(statics[[2]string{rt.Method, p}], static{value, s.guard(rt)})
+			continue
+		}
 		r.Handle(rt.Method, rt.Path, s.guard(rt))
 	}
+	for key, list := range statics {
+		name := key[1][strings.LastIndexByte(key[1], ':')+1:]
+		r.Handle(key[0], key[1], func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			for _, st := range list {
+				if ps.ByName(name) == st.value {
+					st.h(w, req, nil)
+					return
+				}
+			}
+			var allow []string
+			for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+				if h, _, _ := r.Lookup(m, req.URL.Path); h != nil && m != key[0] {
+					allow = append(allow, m)
+				}
+			}
+			if len(allow) == 0 {
+				r.NotFound.ServeHTTP(w, req)
+				return
+			}
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			r.MethodNotAllowed.ServeHTTP(w, req)
+		})
+	}
 	return r
+}
+
+// paramForm reports whether rt is a static route whose last segment sits
+// where another route of its method has a parameter, and then the path
+// with that parameter and rt's static value.
+func paramForm(routes []route, rt route) (path, value string, ok bool) {
+	segs := strings.Split(rt.Path, "/")
+	last := len(segs) - 1
+	if strings.HasPrefix(segs[last], ":") {
+		return "", "", false
+	}
+	for _, other := range routes {
+		o := strings.Split(other.Path, "/")
+		if other.Method != rt.Method || len(o) <= last || !strings.HasPrefix(o[last], ":") ||
+			strings.Join(o[:last], "/") != strings.Join(segs[:last], "/") {
+			continue
+		}
+		return strings.Join(append(segs[:last:last], o[last]), "/"), segs[last], true
+	}
+	return "", "", false
 }
 
 // guard authenticates and authorises a route, then runs it, through the

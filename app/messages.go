@@ -1,0 +1,574 @@
+package app
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"mailbolt/mta"
+	"mailbolt/storage"
+)
+
+// Message states (docs/sending.md draws how they follow each other).
+const (
+	StatusScheduled  = "scheduled" // waiting for send_at
+	StatusQueued     = "queued"    // accepted for delivery, no attempt yet
+	StatusSending    = "sending"   // an attempt is under way
+	StatusDeferred   = "deferred"  // a temporary failure or a warm-up cap: waiting to retry
+	StatusDelivered  = "delivered" // every recipient that could be sent to was accepted
+	StatusBounced    = "bounced"   // no recipient accepted it, at least one bounced
+	StatusFailed     = "failed"    // Mailbolt could not send it (its domain went away)
+	StatusCancelled  = "cancelled"
+	StatusSuppressed = "suppressed" // every recipient is suppressed
+)
+
+// MessageStatuses lists every message state, for filters and the docs.
+var MessageStatuses = []string{StatusScheduled, StatusQueued, StatusSending, StatusDeferred, StatusDelivered,
+	StatusBounced, StatusFailed, StatusCancelled, StatusSuppressed}
+
+// Limits on one message.
+const (
+	MaxRecipients    = 50
+	MaxScheduleAhead = 30 * 24 * time.Hour
+	MaxSubjectLen    = 998
+	MaxTags          = 20
+	MaxTagLen        = 64
+	MaxCampaignIDLen = 128
+	MaxMetadataBytes = 4096
+	MaxHeaders       = 50
+	MaxAttachments   = 20
+)
+
+// CodeGone is the 410 for a cancelled message.
+const CodeGone = "GONE"
+
+// MessageInput is a message as the API receives it, before validation.
+type MessageInput struct {
+	From            string
+	To, Cc, Bcc     []string
+	ReplyTo         []string
+	Subject         *string
+	HTML, Text      *string
+	Headers         map[string]string
+	Attachments     []AttachmentInput
+	TemplateID      string
+	TemplateVersion int
+	TemplateData    map[string]any
+	SendAt          *time.Time
+	CampaignID      string
+	Metadata        json.RawMessage
+	Tags            []string
+	Tracking        *TrackingInput
+	IPPool          string
+}
+
+// AttachmentInput is one attachment as the API receives it: the content
+// is base64 (standard alphabet, padding optional).
+type AttachmentInput struct {
+	Filename    string
+	Content     string
+	ContentType string
+	ContentID   string
+}
+
+// TrackingInput turns open and click tracking on or off for one message.
+type TrackingInput struct {
+	Opens, Clicks *bool
+}
+
+// Accepted is the answer to one accepted message.
+type Accepted struct {
+	Message storage.Message
+}
+
+// prepared is a validated message ready to store.
+type prepared struct {
+	msg     storage.Message
+	content storage.MessageContent
+}
+
+// field prefixes a validation error's field with where the item sits.
+func (e *Error) within(prefix string) *Error {
+	if prefix == "" || e.Details == nil {
+		return e
+	}
+	if f, ok := e.Details["field"].(string); ok {
+		e.Details["field"] = prefix + f
+		e.Message = prefix + e.Message
+	}
+	return e
+}
+
+// prepare validates one message and renders its template. It reads the
+// store (domain, template, pool) but writes nothing.
+func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *Error) {
+	var out prepared
+	test := p.Key.Test
+	from, fromDomain, e := parseSender(in.From)
+	if e != nil {
+		return out, e
+	}
+	m := storage.Message{
+		ID: NewID(), AccountID: p.Account.ID, Test: test, From: from, Domain: fromDomain,
+		CreatedAt: now, CampaignID: in.CampaignID, IPPool: in.IPPool,
+	}
+	rcpts := map[string]bool{}
+	for _, list := range []struct {
+		field string
+		in    []string
+		out   *[]string
+	}{{"to", in.To, &m.To}, {"cc", in.Cc, &m.Cc}, {"bcc", in.Bcc, &m.Bcc}} {
+		for i, s := range list.in {
+			field := fmt.Sprintf("%s[%d]", list.field, i)
+			full, addr, e := parseAddress(field, s)
+			if e != nil {
+				return out, e
+			}
+			*list.out = append(*list.out, full)
+			if !rcpts[addr] {
+				rcpts[addr] = true
+				m.Recipients = append(m.Recipients, storage.Recipient{Email: addr, Kind: list.field, Status: StatusQueued})
+			}
+		}
+	}
+	if len(in.To) == 0 {
+		return out, Validation("to", "is required: at least one recipient")
+	}
+	if n := len(in.To) + len(in.Cc) + len(in.Bcc); n > MaxRecipients {
+		return out, Validation("to", fmt.Sprintf("at most %d recipients in to, cc and bcc together (got %d)", MaxRecipients, n))
+	}
+	for i, s := range in.ReplyTo {
+		full, _, e := parseAddress(fmt.Sprintf("reply_to[%d]", i), s)
+		if e != nil {
+			return out, e
+		}
+		m.ReplyTo = append(m.ReplyTo, full)
+	}
+	if e := checkLabels(in); e != nil {
+		return out, e
+	}
+	m.Tags = in.Tags
+	if len(in.Metadata) > 0 {
+		m.Metadata = in.Metadata
+	}
+	if in.Tracking != nil {
+		m.Tracking = storage.Tracking{Opens: deref(in.Tracking.Opens), Clicks: deref(in.Tracking.Clicks)}
+	}
+	content, tref, e := a.content(p.Account.ID, in)
+	if e != nil {
+		return out, e
+	}
+	m.Template = tref
+	m.Subject = content.Subject
+	if in.SendAt != nil {
+		at := in.SendAt.UTC()
+		if at.After(now.Add(MaxScheduleAhead)) {
+			return out, Validation("send_at", "must be at most 30 days ahead")
+		}
+		if at.After(now) {
+			m.SendAt = &at
+		}
+	}
+	err := a.db.View(func(tx *storage.Tx) error {
+		if !test {
+			if _, e := a.domainForSending(tx, p.Account.ID, fromDomain); e != nil {
+				return e
+			}
+		}
+		if e := a.CheckPool(tx, p.Account.ID, in.IPPool); e != nil {
+			return e
+		}
+		return nil
+	})
+	if err != nil {
+		return out, storageErr(err, "domain")
+	}
+	m.HeaderID = "<" + m.ID + "@" + fromDomain + ">"
+	// Build once now so that whatever cannot become a valid message is
+	// refused here, not found out at delivery.
+	if _, err := mta.Build(buildMessage(m, content)); err != nil {
+		return out, Validation("message", err.Error())
+	}
+	return prepared{msg: m, content: content}, nil
+}
+
+func deref(b *bool) bool { return b != nil && *b }
+
+// parseSender checks the from address and returns it with its domain.
+func parseSender(s string) (full, domain string, e *Error) {
+	if strings.TrimSpace(s) == "" {
+		return "", "", Validation("from", "is required")
+	}
+	full, addr, e := parseAddress("from", s)
+	if e != nil {
+		return "", "", e
+	}
+	at := strings.LastIndexByte(addr, '@')
+	domain, e = NormalizeDomain("from", addr[at+1:])
+	if e != nil {
+		return "", "", e
+	}
+	return full, domain, nil
+}
+
+// parseAddress parses one address, "Name <user@example.com>" or bare,
+// with net/mail; it returns the normalised full form and the address in
+// lower case.
+func parseAddress(field, s string) (full, addr string, e *Error) {
+	if strings.ContainsAny(s, "\r\n\x00") {
+		return "", "", Validation(field, "must not contain CR, LF or NUL")
+	}
+	if len(s) > 320 {
+		return "", "", Validation(field, "must be at most 320 characters")
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return "", "", Validation(field, fmt.Sprintf("%q is not a valid email address", s))
+	}
+	if len(a.Address) > 254 || !strings.Contains(a.Address, "@") {
+		return "", "", Validation(field, fmt.Sprintf("%q is not a valid email address", s))
+	}
+	at := strings.LastIndexByte(a.Address, '@')
+	addr = a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:])
+	full = addr
+	if a.Name != "" {
+		full = (&mail.Address{Name: a.Name, Address: addr}).String()
+	}
+	return full, strings.ToLower(addr), nil
+}
+
+// checkLabels validates the campaign id, tags and metadata.
+func checkLabels(in MessageInput) *Error {
+	if len(in.CampaignID) > MaxCampaignIDLen || headerTextProblem(in.CampaignID) {
+		return Validation("campaign_id", fmt.Sprintf("must be at most %d printable characters", MaxCampaignIDLen))
+	}
+	if len(in.Tags) > MaxTags {
+		return Validation("tags", fmt.Sprintf("at most %d tags", MaxTags))
+	}
+	for i, t := range in.Tags {
+		if t == "" || len(t) > MaxTagLen || headerTextProblem(t) {
+			return Validation(fmt.Sprintf("tags[%d]", i), fmt.Sprintf("must be 1 to %d printable characters", MaxTagLen))
+		}
+	}
+	if len(in.Metadata) > 0 {
+		if len(in.Metadata) > MaxMetadataBytes {
+			return Validation("metadata", fmt.Sprintf("must be at most %d bytes of JSON", MaxMetadataBytes))
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(in.Metadata, &obj); err != nil || obj == nil {
+			return Validation("metadata", "must be a JSON object")
+		}
+	}
+	if len(in.IPPool) > 64 {
+		return Validation("ip_pool", "must be at most 64 characters")
+	}
+	return nil
+}
+
+func headerTextProblem(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// content renders the message's subject and bodies (from a stored
+// template, an inline one, or as given) and decodes its attachments.
+func (a *App) content(accountID string, in MessageInput) (storage.MessageContent, *storage.TemplateRef, *Error) {
+	var c storage.MessageContent
+	var ref *storage.TemplateRef
+	switch {
+	case in.TemplateID != "":
+		_, v, e := a.Template(accountID, in.TemplateID, in.TemplateVersion)
+		if e != nil {
+			if e.Code == CodeNotFound {
+				e = &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate, Message: e.Message,
+					Details: map[string]any{"field": "template_id"}}
+			}
+			return c, nil, e
+		}
+		r, e := Render(v, in.TemplateData)
+		if e != nil {
+			return c, nil, e
+		}
+		c.Subject, c.HTML, c.Text = r.Subject, r.HTML, r.Text
+		ref = &storage.TemplateRef{ID: in.TemplateID, Version: v.Version}
+	case in.TemplateVersion != 0:
+		return c, nil, Validation("template_version", "needs template_id")
+	case in.TemplateData != nil:
+		// An inline template: subject, html and text are Mustache sources.
+		v := storage.TemplateVersion{Subject: derefStr(in.Subject), HTML: derefStr(in.HTML), Text: derefStr(in.Text)}
+		r, e := Render(v, in.TemplateData)
+		if e != nil {
+			return c, nil, e
+		}
+		c.Subject, c.HTML, c.Text = r.Subject, r.HTML, r.Text
+		in.Subject, in.HTML, in.Text = nil, nil, nil
+	}
+	// Fields given with a stored template override its parts.
+	if in.Subject != nil {
+		c.Subject = *in.Subject
+	}
+	if in.HTML != nil {
+		c.HTML = *in.HTML
+	}
+	if in.Text != nil {
+		c.Text = *in.Text
+	}
+	if strings.ContainsAny(c.Subject, "\r\n\x00") {
+		return c, nil, Validation("subject", "must not contain CR, LF or NUL")
+	}
+	if strings.TrimSpace(c.Subject) == "" {
+		return c, nil, Validation("subject", "is required")
+	}
+	if len(c.Subject) > MaxSubjectLen {
+		return c, nil, Validation("subject", fmt.Sprintf("must be at most %d bytes", MaxSubjectLen))
+	}
+	if c.HTML == "" && c.Text == "" {
+		return c, nil, Validation("html", "a message needs html, text or a template that renders one of them")
+	}
+	if len(in.Headers) > MaxHeaders {
+		return c, nil, Validation("headers", fmt.Sprintf("at most %d headers", MaxHeaders))
+	}
+	for _, name := range slices.Sorted(maps.Keys(in.Headers)) {
+		if err := mta.ValidateHeader(name, in.Headers[name]); err != nil {
+			return c, nil, Validation("headers."+name, err.Error())
+		}
+		c.Headers = append(c.Headers, [2]string{name, in.Headers[name]})
+	}
+	if len(in.Attachments) > MaxAttachments {
+		return c, nil, Validation("attachments", fmt.Sprintf("at most %d attachments", MaxAttachments))
+	}
+	for i, at := range in.Attachments {
+		field := fmt.Sprintf("attachments[%d]", i)
+		if strings.TrimSpace(at.Filename) == "" {
+			return c, nil, Validation(field+".filename", "is required")
+		}
+		data, err := decodeBase64(at.Content)
+		if err != nil {
+			return c, nil, Validation(field+".content", "must be base64")
+		}
+		c.Attachments = append(c.Attachments, storage.MessageAttachment{Filename: at.Filename,
+			ContentType: at.ContentType, Content: data, ContentID: at.ContentID})
+	}
+	return c, ref, nil
+}
+
+func derefStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.Map(func(r rune) rune {
+		if r == '\r' || r == '\n' || r == ' ' || r == '\t' {
+			return -1
+		}
+		return r
+	}, s)
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+// buildMessage turns a stored message into what mta.Build writes.
+func buildMessage(m storage.Message, c storage.MessageContent) mta.Message {
+	out := mta.Message{
+		From: mtaAddress(m.From), Subject: c.Subject, Text: c.Text, HTML: c.HTML,
+		Headers: c.Headers, MessageID: m.HeaderID, Date: m.CreatedAt,
+	}
+	for _, s := range m.To {
+		out.To = append(out.To, mtaAddress(s))
+	}
+	for _, s := range m.Cc {
+		out.Cc = append(out.Cc, mtaAddress(s))
+	}
+	for _, s := range m.ReplyTo {
+		out.ReplyTo = append(out.ReplyTo, mtaAddress(s))
+	}
+	for _, at := range c.Attachments {
+		out.Attachments = append(out.Attachments, mta.Attachment{Filename: at.Filename, ContentType: at.ContentType,
+			Content: at.Content, ContentID: at.ContentID})
+	}
+	return out
+}
+
+func mtaAddress(s string) mta.Address {
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return mta.Address{Email: s}
+	}
+	return mta.Address{Name: a.Name, Email: a.Address}
+}
+
+// SendMessage validates and stores one message. It answers only after the
+// message, its queue entry and its message.sent event are committed.
+func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, *Error) {
+	out, e := a.SendBatch(p, []MessageInput{in}, false)
+	if e != nil {
+		return storage.Message{}, e
+	}
+	return out[0], nil
+}
+
+// SendBatch validates every message first and stores all of them in one
+// transaction, or none: a failure names the item in details.index.
+func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.Message, *Error) {
+	if batch {
+		if len(ins) == 0 {
+			return nil, Validation("messages", "must hold at least one message")
+		}
+		if limit := Limits(p.Account).BatchSize; len(ins) > limit {
+			return nil, &Error{Status: http.StatusBadRequest, Code: CodeValidation,
+				Message: fmt.Sprintf("a batch holds at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins)),
+				Details: map[string]any{"field": "messages", "limit": limit}}
+		}
+	}
+	now := a.Now()
+	list := make([]prepared, len(ins))
+	for i, in := range ins {
+		pm, e := a.prepare(p, in, now)
+		if e != nil {
+			if batch {
+				e = e.within(fmt.Sprintf("messages[%d].", i))
+				if e.Details == nil {
+					e.Details = map[string]any{}
+				}
+				e.Details["index"] = i
+			}
+			return nil, e
+		}
+		list[i] = pm
+	}
+	var events []storage.Event
+	for i := range list {
+		m := &list[i].msg
+		m.ExpiresAt = now.Add(a.opts.MessageRetention + a.opts.Delivery.QueueLifetime)
+		if m.SendAt != nil {
+			m.Status = StatusScheduled
+			m.ExpiresAt = m.SendAt.Add(a.opts.MessageRetention + a.opts.Delivery.QueueLifetime)
+			m.QueueAt = m.SendAt
+			continue
+		}
+		m.Status = StatusQueued
+		m.QueuedAt, m.QueueAt = &now, &now
+		ev, err := a.sentEvent(*m, now)
+		if err != nil {
+			return nil, Internal(err)
+		}
+		events = append(events, ev)
+	}
+	var out []storage.Message
+	err := a.db.Update(func(tx *storage.Tx) error {
+		out = make([]storage.Message, 0, len(list)) // this function may run again: start afresh
+		evs := events
+		for i := range list {
+			m := list[i].msg
+			m.Recipients = slices.Clone(m.Recipients)
+			suppressRecipients(tx, &m, now)
+			if m.Status == StatusQueued {
+				ev := evs[0]
+				evs = evs[1:]
+				if m.Status = aggregateStatus(m); m.Status == StatusSuppressed {
+					m.QueuedAt, m.QueueAt = nil, nil
+				} else if err := tx.AppendEvent(ev); err != nil {
+					return err
+				}
+			}
+			if err := tx.InsertMessage(m, list[i].content); err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storageErr(err, "message")
+	}
+	a.EventsCommitted()
+	a.kickDelivery()
+	return out, nil
+}
+
+// suppressRecipients marks the recipients on the account's suppression
+// list; they are never sent to.
+func suppressRecipients(tx *storage.Tx, m *storage.Message, now time.Time) {
+	for i := range m.Recipients {
+		r := &m.Recipients[i]
+		if r.Status != StatusQueued && r.Status != StatusDeferred {
+			continue
+		}
+		if _, err := tx.Suppression(m.AccountID, r.Email); err == nil {
+			r.Status = StatusSuppressed
+			r.SMTPResponse = "not sent: the recipient is on the suppression list"
+		}
+	}
+}
+
+// sentData is the message.sent payload (spec §6).
+type sentData struct {
+	MessageID  string          `json:"messageId"`
+	To         string          `json:"to"`
+	From       string          `json:"from"`
+	Subject    string          `json:"subject"`
+	CampaignID string          `json:"campaignId,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+}
+
+func (a *App) sentEvent(m storage.Message, at time.Time) (storage.Event, error) {
+	var to []string
+	for _, r := range m.Recipients {
+		to = append(to, r.Email)
+	}
+	ev, err := a.NewEvent(m.AccountID, m.Test, EventSent, at, sentData{MessageID: m.ID, To: strings.Join(to, ", "),
+		From: m.From, Subject: m.Subject, CampaignID: m.CampaignID, Metadata: m.Metadata})
+	ev.MessageID, ev.Recipient = m.ID, strings.Join(to, ",")
+	return ev, err
+}
+
+// aggregateStatus is a message's state as its recipients' states add up.
+func aggregateStatus(m storage.Message) string {
+	if m.Status == StatusCancelled || m.Status == StatusScheduled {
+		return m.Status
+	}
+	var sending, pending, deferred, delivered, bounced, failed bool
+	for _, r := range m.Recipients {
+		switch r.Status {
+		case StatusSending:
+			sending = true
+		case StatusQueued:
+			pending = true
+		case StatusDeferred:
+			deferred = true
+		case StatusDelivered:
+			delivered = true
+		case StatusBounced:
+			bounced = true
+		case StatusFailed:
+			failed = true
+		}
+	}
+	switch {
+	case sending:
+		return StatusSending
+	case deferred:
+		return StatusDeferred
+	case pending:
+		return StatusQueued
+	case delivered:
+		return StatusDelivered
+	case bounced:
+		return StatusBounced
+	case failed:
+		return StatusFailed
+	}
+	return StatusSuppressed
+}

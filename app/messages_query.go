@@ -1,0 +1,143 @@
+package app
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"mailbolt/storage"
+)
+
+// Message reads one message as its caller may see it: another account's,
+// or one of the other mode (test or live) than the caller's key, is 404; a
+// cancelled one is 410 GONE.
+func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageContent, *Error) {
+	var m storage.Message
+	var c storage.MessageContent
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		if m, err = tx.Message(p.Account.ID, id); err != nil {
+			return err
+		}
+		if m.Test != p.Key.Test {
+			return storage.ErrNotFound
+		}
+		c, err = tx.MessageContent(id)
+		return err
+	})
+	if e := storageErr(err, "message"); e != nil {
+		return m, c, e
+	}
+	if m.Status == StatusCancelled {
+		return m, c, gone(m)
+	}
+	return m, c, nil
+}
+
+func gone(m storage.Message) *Error {
+	return &Error{Status: http.StatusGone, Code: CodeGone, Message: "the message was cancelled",
+		Details: map[string]any{"id": m.ID, "cancelled_at": m.CancelledAt}}
+}
+
+// CancelMessage cancels a queued or scheduled message. One already being
+// sent, or done, is 409 CONFLICT; one already cancelled is 410 GONE.
+func (a *App) CancelMessage(p Principal, id string) (storage.Message, *Error) {
+	now := a.Now()
+	var m storage.Message
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		if m, err = tx.Message(p.Account.ID, id); err != nil {
+			return err
+		}
+		if m.Test != p.Key.Test {
+			return storage.ErrNotFound
+		}
+		switch m.Status {
+		case StatusCancelled:
+			return gone(m)
+		case StatusQueued, StatusScheduled:
+		default:
+			return &Error{Status: http.StatusConflict, Code: CodeConflict,
+				Message: "the message is " + m.Status + ": only queued or scheduled messages can be cancelled",
+				Details: map[string]any{"status": m.Status}}
+		}
+		m.Status, m.CancelledAt, m.QueueAt, m.CompletedAt = StatusCancelled, &now, nil, &now
+		for i := range m.Recipients {
+			if r := &m.Recipients[i]; r.Status == StatusQueued || r.Status == StatusDeferred {
+				r.Status = StatusCancelled
+			}
+		}
+		return tx.UpdateMessage(m)
+	})
+	return m, storageErr(err, "message")
+}
+
+// MessageQuery filters a message list.
+type MessageQuery struct {
+	Status, CampaignID, Tag, Recipient string
+	Since, Until                       *time.Time
+}
+
+// ListMessages lists the caller's messages of its key's mode, newest first.
+func (a *App) ListMessages(p Principal, q MessageQuery, opts storage.ListOptions, withTotal bool) (list []storage.Message, res storage.ListResult, total int, e *Error) {
+	f := storage.MessageFilter{Test: p.Key.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
+		Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
+	opts.Reverse = true
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		list, res, total, err = tx.Messages(p.Account.ID, f, opts, withTotal)
+		return err
+	})
+	return list, res, total, storageErr(err, "message")
+}
+
+// EventQuery filters the event history.
+type EventQuery struct {
+	Types        []string
+	MessageID    string
+	Recipient    string
+	Since, Until *time.Time
+}
+
+// ListEvents lists the caller's events of its key's mode, newest first.
+func (a *App) ListEvents(p Principal, q EventQuery, opts storage.ListOptions, withTotal bool) (list []storage.Event, res storage.ListResult, total int, e *Error) {
+	f := storage.EventFilter{Test: p.Key.Test, MessageID: q.MessageID, Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
+	for _, t := range q.Types {
+		if canon, _ := NormalizeEventType(t); canon != "" {
+			f.Types = append(f.Types, canon)
+		}
+	}
+	opts.Reverse = true
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		list, res, total, err = tx.Events(p.Account.ID, f, opts, withTotal)
+		return err
+	})
+	return list, res, total, storageErr(err, "event")
+}
+
+// idRange turns a time window into a range of UUIDv7 ids: since is
+// inclusive, until exclusive, at millisecond precision (the ids').
+func idRange(since, until *time.Time) storage.Range {
+	var rg storage.Range
+	if since != nil {
+		rg.Lower = []byte(timeID(*since))
+	}
+	if until != nil {
+		rg.Upper = []byte(timeID(*until))
+	}
+	return rg
+}
+
+// timeID is the smallest UUIDv7 string of the millisecond t falls in.
+func timeID(t time.Time) string {
+	var u uuid.UUID
+	ms := uint64(t.UnixMilli())
+	for i := 0; i < 6; i++ {
+		u[i] = byte(ms >> (40 - 8*i))
+	}
+	u[6] = 0x70
+	u[8] = 0x80
+	return u.String()
+}

@@ -1,0 +1,365 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/storage"
+)
+
+// addressList is a list of addresses that also accepts one string.
+type addressList []string
+
+func (l *addressList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = addressList{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return app.Validation("", "must be an address or an array of addresses")
+	}
+	*l = many
+	return nil
+}
+
+type attachmentRequest struct {
+	Filename    string `json:"filename"`
+	Content     string `json:"content"`
+	ContentType string `json:"content_type"`
+	ContentID   string `json:"content_id"`
+}
+
+func (a *attachmentRequest) UnmarshalJSON(b []byte) error {
+	type plain attachmentRequest
+	return strictNested(b, (*plain)(a))
+}
+
+type trackingRequest struct {
+	Opens  *bool `json:"opens"`
+	Clicks *bool `json:"clicks"`
+}
+
+func (t *trackingRequest) UnmarshalJSON(b []byte) error {
+	type plain trackingRequest
+	return strictNested(b, (*plain)(t))
+}
+
+// strictNested decodes a nested object as strictly as a request body; the
+// error names the inner field, and fieldError puts the outer one in front.
+func strictNested(b []byte, v any) error {
+	if e := decodeStrict(b, v); e != nil {
+		return e
+	}
+	return nil
+}
+
+type messageRequest struct {
+	From            string              `json:"from"`
+	To              addressList         `json:"to"`
+	Cc              addressList         `json:"cc"`
+	Bcc             addressList         `json:"bcc"`
+	ReplyTo         addressList         `json:"reply_to"`
+	Subject         *string             `json:"subject"`
+	HTML            *string             `json:"html"`
+	Text            *string             `json:"text"`
+	Headers         map[string]string   `json:"headers"`
+	Attachments     []attachmentRequest `json:"attachments"`
+	TemplateID      string              `json:"template_id"`
+	TemplateVersion int                 `json:"template_version"`
+	TemplateData    map[string]any      `json:"template_data"`
+	SendAt          *time.Time          `json:"send_at"`
+	CampaignID      string              `json:"campaign_id"`
+	Metadata        json.RawMessage     `json:"metadata"`
+	Tags            []string            `json:"tags"`
+	Tracking        *trackingRequest    `json:"tracking"`
+	IPPool          string              `json:"ip_pool"`
+}
+
+func (m messageRequest) input() app.MessageInput {
+	in := app.MessageInput{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, ReplyTo: m.ReplyTo, Subject: m.Subject,
+		HTML: m.HTML, Text: m.Text, Headers: m.Headers, TemplateID: m.TemplateID, TemplateVersion: m.TemplateVersion,
+		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: m.Metadata,
+		Tags: m.Tags, IPPool: m.IPPool}
+	for _, a := range m.Attachments {
+		in.Attachments = append(in.Attachments, app.AttachmentInput{Filename: a.Filename, Content: a.Content,
+			ContentType: a.ContentType, ContentID: a.ContentID})
+	}
+	if m.Tracking != nil {
+		in.Tracking = &app.TrackingInput{Opens: m.Tracking.Opens, Clicks: m.Tracking.Clicks}
+	}
+	return in
+}
+
+// acceptedView is the 202 answer to a send.
+type acceptedView struct {
+	ID        string     `json:"id"`
+	Status    string     `json:"status"`
+	MessageID string     `json:"message_id_header"` // the Message-ID header field
+	CreatedAt time.Time  `json:"created_at"`
+	SendAt    *time.Time `json:"send_at,omitempty"`
+}
+
+func viewAccepted(m storage.Message) acceptedView {
+	return acceptedView{ID: m.ID, Status: m.Status, MessageID: m.HeaderID, CreatedAt: m.CreatedAt.UTC(), SendAt: utc(m.SendAt)}
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *call) {
+	var req messageRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	m, e := s.app.SendMessage(c.Principal, req.input())
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	w.Header().Set("Location", "/v1/messages/"+m.ID)
+	writeJSON(w, http.StatusAccepted, viewAccepted(m))
+}
+
+type batchRequest struct {
+	Messages []json.RawMessage `json:"messages"`
+}
+
+func (s *Server) sendBatch(w http.ResponseWriter, r *http.Request, c *call) {
+	var req batchRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	if req.Messages == nil {
+		s.writeError(w, r, app.Validation("messages", "is required: an array of messages"))
+		return
+	}
+	ins := make([]app.MessageInput, len(req.Messages))
+	for i, raw := range req.Messages {
+		var m messageRequest
+		if e := decodeStrict(raw, &m); e != nil {
+			if f, ok := e.Details["field"].(string); ok {
+				e.Details["field"] = fmt.Sprintf("messages[%d].%s", i, f)
+				e.Message = fmt.Sprintf("messages[%d].%s", i, e.Message)
+			}
+			e.Details["index"] = i
+			s.writeError(w, r, e)
+			return
+		}
+		ins[i] = m.input()
+	}
+	list, e := s.app.SendBatch(c.Principal, ins, true)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"data": mapSlice(list, viewAccepted)})
+}
+
+type smtpResponseView struct {
+	Code     int    `json:"code"`
+	Enhanced string `json:"enhanced_code"`
+	Message  string `json:"message"`
+}
+
+type recipientView struct {
+	Email          string            `json:"email"`
+	Type           string            `json:"type"`
+	Status         string            `json:"status"`
+	Attempts       int               `json:"attempts"`
+	LastAttemptAt  *time.Time        `json:"last_attempt_at"`
+	NextAttemptAt  *time.Time        `json:"next_attempt_at"`
+	LastResponse   *smtpResponseView `json:"last_response"`
+	MX             string            `json:"mx,omitempty"`
+	SourceIP       string            `json:"source_ip,omitempty"`
+	TLS            bool              `json:"tls"`
+	BounceType     string            `json:"bounce_type,omitempty"`
+	BounceCategory string            `json:"bounce_category,omitempty"`
+	DeliveredAt    *time.Time        `json:"delivered_at"`
+	BouncedAt      *time.Time        `json:"bounced_at"`
+}
+
+type messageView struct {
+	ID          string              `json:"id"`
+	Status      string              `json:"status"`
+	Mode        string              `json:"mode"`
+	MessageID   string              `json:"message_id_header"`
+	From        string              `json:"from"`
+	To          []string            `json:"to"`
+	Cc          []string            `json:"cc"`
+	Bcc         []string            `json:"bcc"`
+	ReplyTo     []string            `json:"reply_to"`
+	Subject     string              `json:"subject"`
+	CampaignID  string              `json:"campaign_id,omitempty"`
+	Tags        []string            `json:"tags"`
+	Metadata    json.RawMessage     `json:"metadata"`
+	Template    *templateRefView    `json:"template"`
+	Tracking    storage.Tracking    `json:"tracking"`
+	IPPool      string              `json:"ip_pool,omitempty"`
+	Recipients  []recipientView     `json:"recipients"`
+	CreatedAt   time.Time           `json:"created_at"`
+	SendAt      *time.Time          `json:"send_at"`
+	QueuedAt    *time.Time          `json:"queued_at"`
+	CompletedAt *time.Time          `json:"completed_at"`
+	CancelledAt *time.Time          `json:"cancelled_at,omitempty"`
+	Content     *messageContentView `json:"content,omitempty"`
+}
+
+type templateRefView struct {
+	ID      string `json:"id"`
+	Version int    `json:"version"`
+}
+
+type messageContentView struct {
+	HTML        string                  `json:"html"`
+	Text        string                  `json:"text"`
+	Headers     map[string]string       `json:"headers"`
+	Attachments []attachmentSummaryView `json:"attachments"`
+}
+
+type attachmentSummaryView struct {
+	Filename    string `json:"filename"`
+	ContentType string `json:"content_type"`
+	Size        int    `json:"size"`
+	ContentID   string `json:"content_id,omitempty"`
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func viewMessage(m storage.Message) messageView {
+	v := messageView{ID: m.ID, Status: m.Status, Mode: "live", MessageID: m.HeaderID, From: m.From,
+		To: nonNil(m.To), Cc: nonNil(m.Cc), Bcc: nonNil(m.Bcc), ReplyTo: nonNil(m.ReplyTo), Subject: m.Subject,
+		CampaignID: m.CampaignID, Tags: nonNil(m.Tags), Metadata: m.Metadata, Tracking: m.Tracking, IPPool: m.IPPool,
+		CreatedAt: m.CreatedAt.UTC(), SendAt: utc(m.SendAt), QueuedAt: utc(m.QueuedAt),
+		CompletedAt: utc(m.CompletedAt), CancelledAt: utc(m.CancelledAt), Recipients: []recipientView{}}
+	if m.Test {
+		v.Mode = "test"
+	}
+	if len(v.Metadata) == 0 {
+		v.Metadata = json.RawMessage("{}")
+	}
+	if m.Template != nil {
+		v.Template = &templateRefView{ID: m.Template.ID, Version: m.Template.Version}
+	}
+	for _, r := range m.Recipients {
+		rv := recipientView{Email: r.Email, Type: r.Kind, Status: r.Status, Attempts: r.Attempts,
+			LastAttemptAt: utc(r.LastAttemptAt), NextAttemptAt: utc(r.NextAttemptAt), MX: r.MX, SourceIP: r.SourceIP,
+			TLS: r.TLS, BounceType: r.BounceType, BounceCategory: r.BounceCategory,
+			DeliveredAt: utc(r.DeliveredAt), BouncedAt: utc(r.BouncedAt)}
+		if r.SMTPResponse != "" || r.SMTPCode != 0 {
+			rv.LastResponse = &smtpResponseView{Code: r.SMTPCode, Enhanced: r.EnhancedCode, Message: r.SMTPResponse}
+		}
+		v.Recipients = append(v.Recipients, rv)
+	}
+	return v
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, c *call) {
+	m, content, e := s.app.Message(c.Principal, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	v := viewMessage(m)
+	cv := &messageContentView{HTML: content.HTML, Text: content.Text, Headers: map[string]string{},
+		Attachments: []attachmentSummaryView{}}
+	for _, h := range content.Headers {
+		cv.Headers[h[0]] = h[1]
+	}
+	for _, a := range content.Attachments {
+		cv.Attachments = append(cv.Attachments, attachmentSummaryView{Filename: a.Filename, ContentType: a.ContentType,
+			Size: len(a.Content), ContentID: a.ContentID})
+	}
+	v.Content = cv
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request, c *call) {
+	m, e := s.app.CancelMessage(c.Principal, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewMessage(m))
+}
+
+// timeParam reads an RFC 3339 query parameter.
+func timeParam(q url.Values, name string) (*time.Time, *app.Error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, app.Validation(name, "must be an RFC 3339 time such as 2027-01-01T00:00:00Z")
+	}
+	return &t, nil
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
+	q := r.URL.Query()
+	mq := app.MessageQuery{Status: q.Get("status"), CampaignID: q.Get("campaign_id"), Tag: q.Get("tag"),
+		Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
+	if mq.Status != "" && !contains(app.MessageStatuses, mq.Status) {
+		s.writeError(w, r, app.Validation("status", "must be one of "+strings.Join(app.MessageStatuses, ", ")))
+		return
+	}
+	var e *app.Error
+	if mq.Since, e = timeParam(q, "since"); e == nil {
+		mq.Until, e = timeParam(q, "until")
+	}
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Message, storage.ListResult, int, *app.Error) {
+		return s.app.ListMessages(c.Principal, mq, o, isPageMode(r))
+	}, viewMessage)
+}
+
+func isPageMode(r *http.Request) bool { return r.URL.Query().Get("page") != "" }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
+	q := r.URL.Query()
+	eq := app.EventQuery{MessageID: q.Get("message_id"), Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
+	for _, t := range q["type"] {
+		for _, name := range strings.Split(t, ",") {
+			if name = strings.TrimSpace(name); name == "" {
+				continue
+			}
+			if _, ok := app.NormalizeEventType(name); !ok {
+				s.writeError(w, r, app.Validation("type", "unknown event type "+name+"; one of "+strings.Join(app.EventTypes, ", ")))
+				return
+			}
+			eq.Types = append(eq.Types, name)
+		}
+	}
+	var e *app.Error
+	if eq.Since, e = timeParam(q, "since"); e == nil {
+		eq.Until, e = timeParam(q, "until")
+	}
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Event, storage.ListResult, int, *app.Error) {
+		return s.app.ListEvents(c.Principal, eq, o, isPageMode(r))
+	}, func(ev storage.Event) json.RawMessage { return json.RawMessage(ev.Envelope) })
+}
