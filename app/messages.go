@@ -238,9 +238,26 @@ func parseAddress(field, s string) (full, addr string, e *Error) {
 	addr = a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:])
 	full = addr
 	if a.Name != "" {
-		full = (&mail.Address{Name: a.Name, Address: addr}).String()
+		full = displayName(a.Name) + " <" + addr + ">"
 	}
 	return full, strings.ToLower(addr), nil
+}
+
+// displayName writes a display name as typed when it is a plain phrase of
+// ASCII atoms, else as a quoted string (Build RFC 2047-encodes non-ASCII).
+func displayName(name string) string {
+	plain := true
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == ' ' || r > 0x7f ||
+			strings.ContainsRune("!#$%&'*+-/=?^_`{|}~", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return name
+	}
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(name) + `"`
 }
 
 // checkLabels validates the campaign id, tags and metadata.

@@ -1,0 +1,490 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-message"
+	"github.com/emersion/go-msgauth/dkim"
+
+	"mailbolt/mta"
+	"mailbolt/mta/dnstest"
+	"mailbolt/mta/smtptest"
+	"mailbolt/storage"
+)
+
+// sendEnv is an App that delivers over real SMTP on loopback: a dnstest
+// zone holds the sending domain's records and dest.test's MX, which points
+// at a scripted smtptest server.
+type sendEnv struct {
+	*domainEnv
+	sink   *smtptest.Server
+	live   Principal
+	test   Principal
+	domain storage.Domain
+}
+
+func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
+	t.Helper()
+	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sink.Close() })
+	zone := dnstest.Start(t)
+	zone.MX("dest.test", 10, "mx.dest.test")
+	zone.A("mx.dest.test", "127.0.0.1")
+	resolver := &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	d := &mta.Deliverer{Resolver: resolver, MXPort: sink.Port, HELO: "mx.mailbolt.test",
+		CommandTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, DataTimeout: 2 * time.Second}
+	t.Cleanup(func() { d.Close() })
+	db, err := storage.Open(t.TempDir(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	opts := Options{Now: c.now, Domains: DomainOptions{Resolver: resolver, Hostname: "mx.mailbolt.test"},
+		Delivery: DeliveryOptions{Sender: d, RetryBase: time.Minute, RetryMax: 4 * time.Minute, QueueLifetime: time.Hour}}
+	if tune != nil {
+		tune(&opts)
+	}
+	a := New(db, opts)
+	acct, ae := a.CreateAccount(AccountInput{Name: "acme", Plan: "scale"})
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	e := &sendEnv{domainEnv: &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}, sink: sink}
+	dom, ae := a.CreateDomain(acct.ID, "acme.test", alg)
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	e.publish(dom)
+	if e.domain = e.verify(dom); e.domain.Status != DomainVerified {
+		t.Fatalf("domain not verified: %+v", e.domain)
+	}
+	e.live = e.principal(false)
+	e.test = e.principal(true)
+	return e
+}
+
+func (e *sendEnv) principal(test bool) Principal {
+	k, ae := e.app.CreateKey(KeyInput{AccountID: e.acct, Name: "k", Test: test})
+	if ae != nil {
+		e.t.Fatal(ae)
+	}
+	p, ae := e.app.Authenticate(k.Secret)
+	if ae != nil {
+		e.t.Fatal(ae)
+	}
+	return p
+}
+
+func (e *sendEnv) send(p Principal, in MessageInput) storage.Message {
+	e.t.Helper()
+	m, ae := e.app.SendMessage(p, in)
+	if ae != nil {
+		e.t.Fatalf("send: %v", ae)
+	}
+	return m
+}
+
+// drain runs the queue by hand until nothing is due at the clock's time.
+func (e *sendEnv) drain() {
+	e.t.Helper()
+	for i := 0; i < 100; i++ {
+		jobs, _, err := e.app.claimMessages(e.app.Now(), 100)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			return
+		}
+		for _, j := range jobs {
+			e.app.deliver(context.Background(), j)
+		}
+	}
+	e.t.Fatal("queue never drained")
+}
+
+func (e *sendEnv) message(p Principal, id string) storage.Message {
+	e.t.Helper()
+	var m storage.Message
+	err := e.app.db.View(func(tx *storage.Tx) error {
+		var err error
+		m, err = tx.Message(p.Account.ID, id)
+		return err
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// events lists a message's events, oldest first, as envelopes.
+func (e *sendEnv) events(p Principal, id string) []map[string]any {
+	e.t.Helper()
+	list, _, _, ae := e.app.ListEvents(p, EventQuery{MessageID: id}, storage.ListOptions{Limit: 200}, false)
+	if ae != nil {
+		e.t.Fatal(ae)
+	}
+	var out []map[string]any
+	for i := len(list) - 1; i >= 0; i-- {
+		var env map[string]any
+		if err := json.Unmarshal(list[i].Envelope, &env); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, env)
+	}
+	return out
+}
+
+func eventTypes(evs []map[string]any) string {
+	var names []string
+	for _, ev := range evs {
+		names = append(names, ev["event"].(string))
+	}
+	return strings.Join(names, ",")
+}
+
+func text(s string) *string { return &s }
+
+func TestLiveMessageArrivesSignedWithVERP(t *testing.T) {
+	for _, alg := range []string{mta.AlgRSA2048, mta.AlgEd25519} {
+		t.Run(alg, func(t *testing.T) {
+			e := newSendEnv(t, alg, nil)
+			m := e.send(e.live, MessageInput{From: "Acme <hello@acme.test>", To: []string{"Ann <ann@dest.test>"},
+				Cc: []string{"cc@dest.test"}, Bcc: []string{"hidden@dest.test"}, Subject: text("Grüße"),
+				Text: text("plain body"), HTML: text("<p>html body</p>"), Headers: map[string]string{"X-Campaign": "nov"},
+				Attachments: []AttachmentInput{{Filename: "a.txt", Content: "aGVsbG8="}},
+				Metadata:    json.RawMessage(`{"order":42}`), CampaignID: "nov"})
+			if m.Status != StatusQueued {
+				t.Fatalf("status %s", m.Status)
+			}
+			e.drain()
+			got := e.sink.Messages()
+			if len(got) != 1 {
+				t.Fatalf("%d transactions, want 1 (one per destination domain)", len(got))
+			}
+			tx := got[0]
+			if want := "b+" + strings.ReplaceAll(m.ID, "-", "") + "@bounces.acme.test"; tx.From != want {
+				t.Errorf("envelope sender %q, want %q", tx.From, want)
+			}
+			if strings.Join(tx.To, ",") != "ann@dest.test,cc@dest.test,hidden@dest.test" {
+				t.Errorf("envelope recipients %v", tx.To)
+			}
+			if tx.HELO != "mx.mailbolt.test" {
+				t.Errorf("EHLO %q", tx.HELO)
+			}
+			vs, err := dkim.VerifyWithOptions(bytes.NewReader(tx.Data), &dkim.VerifyOptions{
+				LookupTXT: func(name string) ([]string, error) {
+					return e.app.opts.Domains.Resolver.LookupTXT(context.Background(), name)
+				}})
+			if err != nil || len(vs) != 1 || vs[0].Err != nil || vs[0].Domain != "acme.test" {
+				t.Fatalf("DKIM: %v %+v", err, vs)
+			}
+			msg, err := mail.ReadMessage(bytes.NewReader(tx.Data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := msg.Header
+			if h.Get("Message-Id") != m.HeaderID || h.Get("X-Campaign") != "nov" || h.Get("Bcc") != "" {
+				t.Errorf("headers: %v", h)
+			}
+			if subj, _ := new(mime.WordDecoder).DecodeHeader(h.Get("Subject")); subj != "Grüße" {
+				t.Errorf("subject %q", h.Get("Subject"))
+			}
+			if bytes.Contains(tx.Data, []byte("hidden@dest.test")) {
+				t.Error("the Bcc address leaked into the message")
+			}
+			ent, err := message.Read(bytes.NewReader(tx.Data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ct, _, _ := ent.Header.ContentType(); ct != "multipart/mixed" {
+				t.Errorf("top-level type %s", ct)
+			}
+			stored := e.message(e.live, m.ID)
+			if stored.Status != StatusDelivered || stored.CompletedAt == nil {
+				t.Fatalf("stored: %+v", stored)
+			}
+			for _, r := range stored.Recipients {
+				if r.Status != StatusDelivered || r.Attempts != 1 || r.SMTPCode != 250 || r.MX == "" {
+					t.Errorf("recipient %+v", r)
+				}
+			}
+			evs := e.events(e.live, m.ID)
+			if eventTypes(evs) != "message.sent,message.delivered,message.delivered,message.delivered" {
+				t.Fatalf("events %s", eventTypes(evs))
+			}
+			sent := evs[0]["data"].(map[string]any)
+			if sent["messageId"] != m.ID || sent["from"] != "Acme <hello@acme.test>" || sent["campaignId"] != "nov" ||
+				sent["metadata"].(map[string]any)["order"] != 42.0 {
+				t.Errorf("message.sent data %v", sent)
+			}
+			dl := evs[1]["data"].(map[string]any)
+			if dl["to"] != "ann@dest.test" || !strings.HasPrefix(dl["smtpResponse"].(string), "250") || dl["deliveredAt"] == "" {
+				t.Errorf("message.delivered data %v", dl)
+			}
+		})
+	}
+}
+
+func TestTemporaryFailuresRetryWithBackoffThenDeliver(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e.sink.FailFirst("greylist", 2)
+	e.sink.FailFirst("tempfail", 1)
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"greylist@dest.test", "tempfail@dest.test"},
+		Subject: text("s"), Text: text("t")})
+	e.drain()
+	st := e.message(e.live, m.ID)
+	if st.Status != StatusDeferred || st.QueueAt == nil || !st.QueueAt.Equal(e.clock.now().Add(time.Minute)) {
+		t.Fatalf("after the first attempt: %s next %v", st.Status, st.QueueAt)
+	}
+	for _, r := range st.Recipients {
+		if r.Status != StatusDeferred || r.SMTPCode/100 != 4 {
+			t.Errorf("recipient %+v", r)
+		}
+	}
+	e.clock.add(30 * time.Second)
+	e.drain() // not due yet
+	if len(e.sink.Messages()) != 0 || e.message(e.live, m.ID).Recipients[0].Attempts != 1 {
+		t.Fatal("retried before its time")
+	}
+	e.clock.add(30 * time.Second)
+	e.drain() // second attempt: tempfail passes, greylist fails again; next wait doubles
+	st = e.message(e.live, m.ID)
+	if st.Recipients[1].Status != StatusDelivered || st.Recipients[0].Status != StatusDeferred ||
+		!st.Recipients[0].NextAttemptAt.Equal(e.clock.now().Add(2*time.Minute)) {
+		t.Fatalf("after the second attempt: %+v", st.Recipients)
+	}
+	e.clock.add(2 * time.Minute)
+	e.drain()
+	st = e.message(e.live, m.ID)
+	if st.Status != StatusDelivered || st.Recipients[0].Attempts != 3 {
+		t.Fatalf("final: %s %+v", st.Status, st.Recipients)
+	}
+	if got := eventTypes(e.events(e.live, m.ID)); got != "message.sent,message.delivered,message.delivered" {
+		t.Errorf("events %s (no bounce for a deferral)", got)
+	}
+}
+
+func TestBackoffSchedule(t *testing.T) {
+	want := []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 40 * time.Minute, 80 * time.Minute, 2 * time.Hour, 2 * time.Hour}
+	for i, w := range want {
+		if got := Backoff(i+1, 5*time.Minute, 2*time.Hour); got != w {
+			t.Errorf("attempt %d: %v, want %v", i+1, got, w)
+		}
+	}
+}
+
+func TestPermanentFailuresBounceAndSuppress(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"unknown@dest.test", "full@dest.test", "blocked@dest.test", "ok@dest.test"},
+		Subject: text("s"), Text: text("t")})
+	e.drain()
+	st := e.message(e.live, m.ID)
+	if st.Status != StatusDelivered {
+		t.Errorf("status %s: one recipient was delivered", st.Status)
+	}
+	want := map[string][2]string{"unknown@dest.test": {"hard", "unknown_user"}, "full@dest.test": {"soft", "mailbox_full"},
+		"blocked@dest.test": {"block", "policy"}}
+	for _, r := range st.Recipients {
+		if w, ok := want[r.Email]; ok && (r.Status != StatusBounced || r.BounceType != w[0] || r.BounceCategory != w[1]) {
+			t.Errorf("%s: %s %s/%s", r.Email, r.Status, r.BounceType, r.BounceCategory)
+		}
+	}
+	bounces := 0
+	for _, ev := range e.events(e.live, m.ID) {
+		if ev["event"] != EventBounced {
+			continue
+		}
+		bounces++
+		d := ev["data"].(map[string]any)
+		if d["to"] == "unknown@dest.test" && (d["bounceCode"] != "5.1.1" || d["bounceType"] != "hard" ||
+			!strings.HasPrefix(d["diagnosticCode"].(string), "smtp; 550 5.1.1")) {
+			t.Errorf("bounce data %v", d)
+		}
+	}
+	if bounces != 3 {
+		t.Errorf("%d bounce events", bounces)
+	}
+	// Only the hard bounce is suppressed, with its source message.
+	for rcpt, want := range map[string]bool{"unknown@dest.test": true, "full@dest.test": false, "blocked@dest.test": false} {
+		var s storage.Suppression
+		err := e.app.db.View(func(tx *storage.Tx) error { var err error; s, err = tx.Suppression(e.acct, rcpt); return err })
+		if (err == nil) != want || (want && (s.Reason != "hard_bounce" || s.SourceMessageID != m.ID)) {
+			t.Errorf("%s suppressed=%v %+v", rcpt, err == nil, s)
+		}
+	}
+	// The next message to the suppressed address is not sent to it.
+	m2 := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"unknown@dest.test"}, Subject: text("s"), Text: text("t")})
+	if m2.Status != StatusSuppressed || m2.Recipients[0].Status != StatusSuppressed {
+		t.Fatalf("second message %s %+v", m2.Status, m2.Recipients)
+	}
+	if got := eventTypes(e.events(e.live, m2.ID)); got != "" {
+		t.Errorf("events for a fully suppressed message: %s", got)
+	}
+}
+
+func TestConnectionFailuresAreTemporary(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"drop@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	if r := e.message(e.live, m.ID).Recipients[0]; r.Status != StatusDeferred {
+		t.Fatalf("dropped connection: %+v", r)
+	}
+	// Past the queue lifetime the recipient soft-bounces.
+	e.clock.add(2 * time.Hour)
+	e.drain()
+	st := e.message(e.live, m.ID)
+	if r := st.Recipients[0]; st.Status != StatusBounced || r.BounceType != "soft" || r.BounceCategory != "expired" {
+		t.Fatalf("after the queue lifetime: %s %+v", st.Status, r)
+	}
+}
+
+func TestNullMXBouncesHard(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e.zone.MX("nomail.test", 0, ".")
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@nomail.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	r := e.message(e.live, m.ID).Recipients[0]
+	if r.Status != StatusBounced || r.BounceType != "hard" || r.EnhancedCode != "5.1.10" {
+		t.Fatalf("null MX: %+v", r)
+	}
+}
+
+func TestSandboxOutcomes(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	m := e.send(e.test, MessageInput{From: "a@unverified.test", To: []string{"bounce@x.test", "softbounce@x.test",
+		"blocked@x.test", "complaint@x.test", "anyone@x.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	if n := len(e.sink.Messages()); n != 0 {
+		t.Fatalf("the sandbox opened a connection: %d messages", n)
+	}
+	st := e.message(e.test, m.ID)
+	want := map[string]string{"bounce@x.test": "bounced/hard", "softbounce@x.test": "bounced/soft", "blocked@x.test": "bounced/block",
+		"complaint@x.test": "delivered/", "anyone@x.test": "delivered/"}
+	for _, r := range st.Recipients {
+		if got := r.Status + "/" + r.BounceType; got != want[r.Email] {
+			t.Errorf("%s: %s, want %s", r.Email, got, want[r.Email])
+		}
+	}
+	types := eventTypes(e.events(e.test, m.ID))
+	for _, w := range []string{"message.sent", "message.bounced", "message.delivered", "message.complained"} {
+		if !strings.Contains(types, w) {
+			t.Errorf("events %s lack %s", types, w)
+		}
+	}
+	// Test-mode records are invisible to live keys and the other way round.
+	if _, _, ae := e.app.Message(e.live, m.ID); ae == nil || ae.Status != 404 {
+		t.Errorf("a live key sees a test message: %v", ae)
+	}
+	if evs := e.events(e.live, m.ID); len(evs) != 0 {
+		t.Errorf("a live key sees test events: %s", eventTypes(evs))
+	}
+}
+
+func TestUnverifiedDomainIsRefusedForLiveKeys(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	_, ae := e.app.SendMessage(e.live, MessageInput{From: "a@other.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t")})
+	if ae == nil || ae.Status != 422 || ae.Code != CodeDomainNotVerified {
+		t.Fatalf("got %v", ae)
+	}
+}
+
+func TestScheduledMessageBecomesDueAndCanBeCancelled(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	at := e.clock.now().Add(time.Hour)
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &at})
+	c := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"y@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &at})
+	if m.Status != StatusScheduled {
+		t.Fatalf("status %s", m.Status)
+	}
+	if evs := e.events(e.live, m.ID); len(evs) != 0 {
+		t.Fatalf("a scheduled message has events: %s", eventTypes(evs))
+	}
+	if got, ae := e.app.CancelMessage(e.live, c.ID); ae != nil || got.Status != StatusCancelled {
+		t.Fatalf("cancel: %v", ae)
+	}
+	if _, _, ae := e.app.Message(e.live, c.ID); ae == nil || ae.Status != 410 || ae.Code != CodeGone {
+		t.Fatalf("GET after cancel: %v", ae)
+	}
+	if _, ae := e.app.CancelMessage(e.live, c.ID); ae == nil || ae.Status != 410 {
+		t.Fatalf("second cancel: %v", ae)
+	}
+	e.drain()
+	if len(e.sink.Messages()) != 0 {
+		t.Fatal("sent before send_at")
+	}
+	e.clock.add(time.Hour)
+	e.drain()
+	st := e.message(e.live, m.ID)
+	if st.Status != StatusDelivered || st.QueuedAt == nil || !st.QueuedAt.Equal(at) {
+		t.Fatalf("after send_at: %+v", st)
+	}
+	if got := eventTypes(e.events(e.live, m.ID)); got != "message.sent,message.delivered" {
+		t.Errorf("events %s", got)
+	}
+	if n := len(e.sink.Messages()); n != 1 {
+		t.Errorf("%d messages arrived; the cancelled one must not", n)
+	}
+	if _, ae := e.app.CancelMessage(e.live, m.ID); ae == nil || ae.Status != 409 || ae.Code != CodeConflict {
+		t.Fatalf("cancel after delivery: %v", ae)
+	}
+	far := e.clock.now().Add(31 * 24 * time.Hour)
+	if _, ae := e.app.SendMessage(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &far}); ae == nil || ae.Code != CodeValidation {
+		t.Errorf("31 days ahead: %v", ae)
+	}
+}
+
+func TestDedicatedIPsBindAndWaitAtTheirCap(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
+		if _, ae := e.app.AddIP(ip, "o"+ip[len(ip)-1:]+".mailbolt.test", "warm", "2"); ae != nil {
+			t.Fatal(ae)
+		}
+		if _, ae := e.app.AssignIP(ip, e.acct); ae != nil {
+			t.Fatal(ae)
+		}
+	}
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, e.send(e.live, MessageInput{From: "a@acme.test", To: []string{fmt.Sprintf("u%d@dest.test", i)},
+			Subject: text("s"), Text: text("t"), IPPool: "warm"}).ID)
+	}
+	e.drain()
+	got := e.sink.Messages()
+	if len(got) != 4 {
+		t.Fatalf("%d messages left on day one; two IPs with a cap of 2 allow 4", len(got))
+	}
+	seen := map[string]int{}
+	for _, m := range got {
+		seen[m.RemoteIP+" "+m.HELO]++
+	}
+	if seen["127.0.0.2 o2.mailbolt.test"] != 2 || seen["127.0.0.3 o3.mailbolt.test"] != 2 {
+		t.Fatalf("source addresses and EHLO names: %v", seen)
+	}
+	var waiting storage.Message
+	for _, id := range ids {
+		if m := e.message(e.live, id); m.Status == StatusDeferred {
+			waiting = m
+		}
+	}
+	next := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	if waiting.ID == "" || waiting.QueueAt == nil || !waiting.QueueAt.Equal(next) || waiting.Recipients[0].Attempts != 0 {
+		t.Fatalf("the fifth message should wait for the next day without an attempt: %+v", waiting)
+	}
+	e.clock.add(12 * time.Hour)
+	e.drain()
+	if n := len(e.sink.Messages()); n != 5 {
+		t.Fatalf("%d messages after the daily reset", n)
+	}
+}
