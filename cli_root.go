@@ -24,7 +24,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().String("data-dir", "./data", "directory holding mailbolt.db and the management socket")
 	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(),
-		newBackupCommand(), newRestoreCommand(), newVersionCommand())
+		newIPsCommand(), newPoolsCommand(), newBackupCommand(), newRestoreCommand(), newVersionCommand())
 	return root
 }
 

@@ -151,7 +151,7 @@ func (a *App) AssignIP(addr, accountID string) (storage.IP, *Error) {
 		}
 		if limit := Limits(acct).DedicatedIPs; held+1 > limit {
 			return &Error{Status: http.StatusConflict, Code: CodeConflict,
-				Message: fmt.Sprintf("account %s (plan %s) is entitled to %d dedicated IPs and holds %d", acct.ID, acct.Plan, limit, held),
+				Message: fmt.Sprintf("account %s has used its dedicated-IP entitlement (plan %s: %d; assigned: %d); unassign one first or change the plan", acct.ID, acct.Plan, limit, held),
 				Details: map[string]any{"plan": acct.Plan, "entitled": limit, "assigned": held}}
 		}
 		ip.AccountID, ip.AssignedAt = accountID, &now

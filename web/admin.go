@@ -36,6 +36,11 @@ type Admin interface {
 	ListKeys(accountID string) ([]storage.APIKey, error)
 	RevokeKey(keyID string) (storage.APIKey, error)
 	Backup(out string) (int64, error)
+	AddIP(addr, hostname, pool, warmup string) (storage.IP, error)
+	AssignIP(addr, accountID string) (storage.IP, error) // accountID "" releases
+	RemoveIP(addr string) error
+	ListIPs() ([]app.IPStatus, error)
+	ListPools() ([]app.PoolSummary, error)
 }
 
 // LocalAdmin runs management commands directly on an App.
@@ -100,6 +105,28 @@ func (l LocalAdmin) RevokeKey(keyID string) (storage.APIKey, error) {
 
 func (l LocalAdmin) Backup(out string) (int64, error) { return l.App.DB().Backup(out) }
 
+func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (storage.IP, error) {
+	ip, e := l.App.AddIP(addr, hostname, pool, warmup)
+	return ip, asErr(e)
+}
+
+func (l LocalAdmin) AssignIP(addr, accountID string) (storage.IP, error) {
+	ip, e := l.App.AssignIP(addr, accountID)
+	return ip, asErr(e)
+}
+
+func (l LocalAdmin) RemoveIP(addr string) error { return asErr(l.App.RemoveIP(addr)) }
+
+func (l LocalAdmin) ListIPs() ([]app.IPStatus, error) {
+	ips, e := l.App.ListIPs()
+	return ips, asErr(e)
+}
+
+func (l LocalAdmin) ListPools() ([]app.PoolSummary, error) {
+	pools, e := l.App.ListPools()
+	return pools, asErr(e)
+}
+
 // AdminServer serves Admin over a unix socket of mode 0600 in the data dir.
 type AdminServer struct {
 	srv  *http.Server
@@ -147,6 +174,14 @@ type adminCreateKey struct {
 	Scopes    []string   `json:"scopes"`
 	Test      bool       `json:"test"`
 	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+type adminIP struct {
+	Address   string `json:"address"`
+	Hostname  string `json:"hostname"`
+	Pool      string `json:"pool"`
+	Warmup    string `json:"warmup"`
+	AccountID string `json:"account_id"`
 }
 
 func adminHandler(admin Admin) http.Handler {
@@ -200,6 +235,34 @@ func adminHandler(admin Admin) http.Handler {
 		k, err := admin.RevokeKey(r.PathValue("id"))
 		k.Hash = nil
 		reply(w, k, err)
+	})
+	mux.HandleFunc("GET /ips", func(w http.ResponseWriter, r *http.Request) {
+		v, err := admin.ListIPs()
+		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /ips", func(w http.ResponseWriter, r *http.Request) {
+		var in adminIP
+		if decode(w, r, &in) {
+			v, err := admin.AddIP(in.Address, in.Hostname, in.Pool, in.Warmup)
+			reply(w, v, err)
+		}
+	})
+	mux.HandleFunc("POST /ips/assign", func(w http.ResponseWriter, r *http.Request) {
+		var in adminIP
+		if decode(w, r, &in) {
+			v, err := admin.AssignIP(in.Address, in.AccountID)
+			reply(w, v, err)
+		}
+	})
+	mux.HandleFunc("POST /ips/remove", func(w http.ResponseWriter, r *http.Request) {
+		var in adminIP
+		if decode(w, r, &in) {
+			reply(w, map[string]string{"address": in.Address}, admin.RemoveIP(in.Address))
+		}
+	})
+	mux.HandleFunc("GET /pools", func(w http.ResponseWriter, r *http.Request) {
+		v, err := admin.ListPools()
+		reply(w, v, err)
 	})
 	mux.HandleFunc("POST /backup", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {

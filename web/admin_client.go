@@ -99,3 +99,28 @@ func (c *AdminClient) Backup(out string) (int64, error) {
 	err = c.do("POST", "/backup", map[string]string{"out": abs}, &res)
 	return res["bytes"], err
 }
+
+func (c *AdminClient) AddIP(addr, hostname, pool, warmup string) (ip storage.IP, err error) {
+	err = c.do("POST", "/ips", adminIP{Address: addr, Hostname: hostname, Pool: pool, Warmup: warmup}, &ip)
+	return ip, err
+}
+
+func (c *AdminClient) AssignIP(addr, accountID string) (ip storage.IP, err error) {
+	err = c.do("POST", "/ips/assign", adminIP{Address: addr, AccountID: accountID}, &ip)
+	return ip, err
+}
+
+func (c *AdminClient) RemoveIP(addr string) error {
+	var res map[string]string
+	return c.do("POST", "/ips/remove", adminIP{Address: addr}, &res)
+}
+
+func (c *AdminClient) ListIPs() (list []app.IPStatus, err error) {
+	err = c.do("GET", "/ips", nil, &list)
+	return list, err
+}
+
+func (c *AdminClient) ListPools() (list []app.PoolSummary, err error) {
+	err = c.do("GET", "/pools", nil, &list)
+	return list, err
+}
