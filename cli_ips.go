@@ -29,7 +29,7 @@ func newIPsCommand() *cobra.Command {
 			"(day 1 first; unlimited after the last). See docs/delivery.md.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd, false, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a web.Admin) error {
 				ip, err := a.AddIP(args[0], hostname, pool, warmup)
 				if err != nil {
 					return err

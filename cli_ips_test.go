@@ -116,7 +116,7 @@ func TestIPsCommandsOfflineAndThroughTheServer(t *testing.T) {
 func TestIPsReadCommandsNeedAnExistingDatabase(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "typo")
 	for _, a := range [][]string{
-		{"ips", "list"}, {"pools", "list"}, {"ips", "assign", "192.0.2.1", "--account", "x"}, {"ips", "remove", "192.0.2.1"},
+		{"ips", "list"}, {"pools", "list"}, {"ips", "add", "192.0.2.1", "--hostname", "mta.example.com"}, {"ips", "assign", "192.0.2.1", "--account", "x"}, {"ips", "remove", "192.0.2.1"},
 	} {
 		runFails(t, "no database", append(a, "--data-dir", missing)...)
 	}
