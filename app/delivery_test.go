@@ -488,3 +488,79 @@ func TestDedicatedIPsBindAndWaitAtTheirCap(t *testing.T) {
 		t.Fatalf("%d messages after the daily reset", n)
 	}
 }
+
+func TestStalledServerTimesOutAndIsRetried(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) {
+		prev := o.Delivery.Sender.(*mta.Deliverer)
+		d := &mta.Deliverer{Resolver: prev.Resolver, MXPort: prev.MXPort,
+			HELO: "mx.mailbolt.test", CommandTimeout: 300 * time.Millisecond}
+		t.Cleanup(func() { d.Close() })
+		o.Delivery.Sender = d
+	})
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"stall@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	r := e.message(e.live, m.ID).Recipients[0]
+	if r.Status != StatusDeferred || r.NextAttemptAt == nil {
+		t.Fatalf("a stalled server: %+v", r)
+	}
+}
+
+func TestRecipientsOfTwoDomainsGoInTwoTransactions(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e.zone.MX("other.test", 10, "mx.dest.test")
+	e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"a@dest.test", "b@other.test", "c@dest.test"},
+		Subject: text("s"), Text: text("t")})
+	e.drain()
+	got := e.sink.Messages()
+	if len(got) != 2 {
+		t.Fatalf("%d transactions", len(got))
+	}
+	rcpts := []string{strings.Join(got[0].To, ","), strings.Join(got[1].To, ",")}
+	if !(rcpts[0] == "a@dest.test,c@dest.test" && rcpts[1] == "b@other.test" || rcpts[1] == "a@dest.test,c@dest.test" && rcpts[0] == "b@other.test") {
+		t.Fatalf("transactions %v", rcpts)
+	}
+	if !bytes.Equal(got[0].Data, got[1].Data) {
+		t.Error("the two copies differ: the message must be built and signed once")
+	}
+}
+
+func TestLeasesOfADeadProcessAreTakenBackAtStart(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t")})
+	jobs, _, err := e.app.claimMessages(e.app.Now(), 10)
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %d", err, len(jobs))
+	}
+	// The process dies here, before connecting. Until its lease ends no
+	// other turn takes the message…
+	e.drain()
+	if st := e.message(e.live, m.ID); st.Status != StatusSending || len(e.sink.Messages()) != 0 {
+		t.Fatalf("a leased message was taken again: %s", st.Status)
+	}
+	// …but a restart takes it back at once, and it is delivered once.
+	if err := e.app.recoverLeases(); err != nil {
+		t.Fatal(err)
+	}
+	e.drain()
+	st := e.message(e.live, m.ID)
+	if st.Status != StatusDelivered || st.Recipients[0].Attempts != 2 || len(e.sink.Messages()) != 1 {
+		t.Fatalf("after the restart: %s attempts %d, %d arrived", st.Status, st.Recipients[0].Attempts, len(e.sink.Messages()))
+	}
+	if got := eventTypes(e.events(e.live, m.ID)); got != "message.sent,message.delivered" {
+		t.Errorf("events %s", got)
+	}
+}
+
+func TestWorkerDeliversWhatIsAccepted(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) { o.Delivery.Poll = 20 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.app.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for i := 0; i < 20; i++ {
+		e.send(e.live, MessageInput{From: "a@acme.test", To: []string{fmt.Sprintf("u%d@dest.test", i)}, Subject: text("s"), Text: text("t")})
+	}
+	if !e.sink.WaitFor(20, 10*time.Second) {
+		t.Fatalf("%d of 20 delivered", e.sink.Received())
+	}
+}
