@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"strings"
 	"sync"
@@ -90,6 +91,7 @@ func Start(addr string, o Options) (*Server, error) {
 	}
 	s.srv = smtp.NewServer(backend{s})
 	s.srv.Domain = "mx.smtptest"
+	s.srv.ErrorLog = log.New(io.Discard, "", 0) // dropped connections are part of the script
 	s.srv.AllowInsecureAuth = true
 	s.srv.MaxRecipients = 1000
 	s.srv.MaxMessageBytes = 64 << 20
