@@ -536,18 +536,28 @@ type sentData struct {
 	To         string          `json:"to"`
 	From       string          `json:"from"`
 	Subject    string          `json:"subject"`
-	CampaignID string          `json:"campaignId,omitempty"`
-	Metadata   json.RawMessage `json:"metadata,omitempty"`
+	CampaignID string          `json:"campaignId"`
+	Metadata   json.RawMessage `json:"metadata"`
 }
 
+// sentEvent is a message's message.sent event. Its `to` lists the To
+// recipients (bare addresses, comma-separated); cc and bcc recipients get
+// their own delivery events.
 func (a *App) sentEvent(m storage.Message, at time.Time) (storage.Event, error) {
-	var to []string
+	var to, all []string
 	for _, r := range m.Recipients {
-		to = append(to, r.Email)
+		if r.Kind == "to" {
+			to = append(to, r.Email)
+		}
+		all = append(all, r.Email)
+	}
+	meta := m.Metadata
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
 	}
 	ev, err := a.NewEvent(m.AccountID, m.Test, EventSent, at, sentData{MessageID: m.ID, To: strings.Join(to, ", "),
-		From: m.From, Subject: m.Subject, CampaignID: m.CampaignID, Metadata: m.Metadata})
-	ev.MessageID, ev.Recipient = m.ID, strings.Join(to, ",")
+		From: m.From, Subject: m.Subject, CampaignID: m.CampaignID, Metadata: meta})
+	ev.MessageID, ev.Recipient = m.ID, strings.Join(all, ",")
 	return ev, err
 }
 

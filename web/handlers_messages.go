@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,10 @@ import (
 type addressList []string
 
 func (l *addressList) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		*l = nil // none
+		return nil
+	}
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
 		*l = addressList{one}
@@ -283,6 +288,9 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request, c *call) {
+	if !s.decodeOptional(w, r, &struct{}{}) {
+		return
+	}
 	m, e := s.app.CancelMessage(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)

@@ -362,6 +362,7 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"EventName":         append(slices.Clone(app.EventTypes), app.EventAcceptedAlias),
 		"WebhookMode":       {"live", "test"},
 		"DeliveryStatus":    {storage.DeliveryPending, storage.DeliveryDelivered, storage.DeliveryFailed},
+		"MessageStatus":     app.MessageStatuses,
 	} {
 		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
 		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -104,66 +105,60 @@ func (s *Server) buildRouter() *httprouter.Router {
 		s.writeError(w, req, apiError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
 			req.Method+" is not allowed on "+req.URL.Path+"; allowed: "+w.Header().Get("Allow")))
 	})
+	s.statics = map[string]map[string]httprouter.Handle{}
 	routes := s.routes()
-	type static struct {
-		value string
-		h     httprouter.Handle
-	}
-	// httprouter cannot hold a static segment beside a parameter
-	// (POST /v1/messages/batch beside POST /v1/messages/:id/cancel): such a
-	// static route is registered as the parameter and picked by its value.
-	statics := map[[2]string][]static{}
 	for _, rt := range routes {
-		if p, value, ok := paramForm(routes, rt); ok {
-			statics[[2]string{rt.Method, p}] = append(statics[[2]string{rt.Method, p}], static{value, s.guard(rt)})
+		// httprouter cannot hold a static segment where another route of
+		// the method has a parameter (POST /v1/messages/batch beside POST
+		// /v1/messages/:id/cancel): such a path is matched exactly before
+		// the router is asked.
+		if shadowedStatic(routes, rt) {
+			if s.statics[rt.Path] == nil {
+				s.statics[rt.Path] = map[string]httprouter.Handle{}
+			}
+			s.statics[rt.Path][rt.Method] = s.guard(rt)
 			continue
 		}
 		r.Handle(rt.Method, rt.Path, s.guard(rt))
 	}
-	for key, list := range statics {
-		name := key[1][strings.LastIndexByte(key[1], ':')+1:]
-		r.Handle(key[0], key[1], func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
-			for _, st := range list {
-				if ps.ByName(name) == st.value {
-					st.h(w, req, nil)
-					return
-				}
-			}
-			var allow []string
-			for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-				if h, _, _ := r.Lookup(m, req.URL.Path); h != nil && m != key[0] {
-					allow = append(allow, m)
-				}
-			}
-			if len(allow) == 0 {
-				r.NotFound.ServeHTTP(w, req)
-				return
-			}
-			w.Header().Set("Allow", strings.Join(allow, ", "))
-			r.MethodNotAllowed.ServeHTTP(w, req)
-		})
-	}
 	return r
 }
 
-// paramForm reports whether rt is a static route whose last segment sits
-// where another route of its method has a parameter, and then the path
-// with that parameter and rt's static value.
-func paramForm(routes []route, rt route) (path, value string, ok bool) {
+// shadowedStatic reports whether rt's last segment is static where
+// another route has a parameter at the same place under the same prefix.
+func shadowedStatic(routes []route, rt route) bool {
 	segs := strings.Split(rt.Path, "/")
 	last := len(segs) - 1
 	if strings.HasPrefix(segs[last], ":") {
-		return "", "", false
+		return false
 	}
 	for _, other := range routes {
 		o := strings.Split(other.Path, "/")
-		if other.Method != rt.Method || len(o) <= last || !strings.HasPrefix(o[last], ":") ||
-			strings.Join(o[:last], "/") != strings.Join(segs[:last], "/") {
-			continue
+		if len(o) > last && strings.HasPrefix(o[last], ":") && strings.Join(o[:last], "/") == strings.Join(segs[:last], "/") {
+			return true
 		}
-		return strings.Join(append(segs[:last:last], o[last]), "/"), segs[last], true
 	}
-	return "", "", false
+	return false
+}
+
+// route dispatches a request: exact static paths first, then the router.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	methods, ok := s.statics[r.URL.Path]
+	if !ok {
+		s.router.ServeHTTP(w, r)
+		return
+	}
+	if h, ok := methods[r.Method]; ok {
+		h(w, r, nil)
+		return
+	}
+	allow := make([]string, 0, len(methods))
+	for m := range methods {
+		allow = append(allow, m)
+	}
+	sort.Strings(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.router.MethodNotAllowed.ServeHTTP(w, r)
 }
 
 // guard authenticates and authorises a route, then runs it, through the

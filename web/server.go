@@ -36,12 +36,13 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	app    *app.App
-	cfg    Config
-	log    *slog.Logger
-	router *httprouter.Router
-	keys   *limiter
-	ips    *limiter
+	app     *app.App
+	cfg     Config
+	log     *slog.Logger
+	router  *httprouter.Router
+	statics map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
+	keys    *limiter
+	ips     *limiter
 }
 
 // New builds the API over a.
@@ -119,7 +120,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"API version v1 was sunset on "+s.cfg.Sunset.UTC().Format(http.TimeFormat)))
 		return
 	}
-	s.router.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &id)))
+	s.route(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &id)))
 }
 
 // versionHeaders announces the deprecation of v1 (spec §9).
