@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -249,6 +250,16 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is not json or text", format)
 }
 
+// tuneGC lets the heap grow to five times the live data between
+// collections (GOGC=400) unless GOGC is set: the service's live heap is
+// small (tens of MB), and collecting at every doubling costs a fifth of the
+// CPU of a send at full load.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+}
+
 // serve runs the service until ctx ends, then shuts down in order: stop
 // accepting (HTTP, socket), stop the workers, close the database.
 func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
@@ -256,6 +267,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	if err := cfg.validate(); err != nil {
 		return err
 	}

@@ -87,10 +87,11 @@ type Accepted struct {
 	Message storage.Message
 }
 
-// prepared is a validated message ready to store.
+// prepared is a validated message ready to store, built for the wire.
 type prepared struct {
 	msg     storage.Message
 	content storage.MessageContent
+	raw     []byte
 }
 
 // field prefixes a validation error's field with where the item sits.
@@ -177,7 +178,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 	}
 	err := a.db.View(func(tx *storage.Tx) error {
 		if !test {
-			if _, e := a.domainForSending(tx, p.Account.ID, fromDomain); e != nil {
+			if e := a.checkSendingDomain(tx, p.Account.ID, fromDomain); e != nil {
 				return e
 			}
 		}
@@ -190,12 +191,17 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 		return out, storageErr(err, "domain")
 	}
 	m.HeaderID = "<" + m.ID + "@" + fromDomain + ">"
-	// Build once now so that whatever cannot become a valid message is
-	// refused here, not found out at delivery.
-	if _, err := mta.Build(buildMessage(m, content)); err != nil {
+	// Build it now, once: whatever cannot become a valid message is
+	// refused here rather than found out at delivery, and delivery only
+	// signs and sends the stored bytes.
+	raw, err := mta.Build(buildMessage(m, content))
+	if err != nil {
 		return out, Validation("message", err.Error())
 	}
-	return prepared{msg: m, content: content}, nil
+	for i := range content.Attachments {
+		content.Attachments[i].Content = nil // kept in raw; the record keeps the size
+	}
+	return prepared{msg: m, content: content, raw: raw}, nil
 }
 
 func deref(b *bool) bool { return b != nil && *b }
@@ -374,7 +380,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 			return c, nil, Validation(field+".content", "must be base64")
 		}
 		c.Attachments = append(c.Attachments, storage.MessageAttachment{Filename: at.Filename,
-			ContentType: at.ContentType, Content: data, ContentID: at.ContentID})
+			ContentType: at.ContentType, Size: len(data), Content: data, ContentID: at.ContentID})
 	}
 	return c, ref, nil
 }
@@ -401,6 +407,9 @@ func buildMessage(m storage.Message, c storage.MessageContent) mta.Message {
 	out := mta.Message{
 		From: mtaAddress(m.From), Subject: c.Subject, Text: c.Text, HTML: c.HTML,
 		Headers: c.Headers, MessageID: m.HeaderID, Date: m.CreatedAt,
+	}
+	if m.SendAt != nil {
+		out.Date = *m.SendAt
 	}
 	for _, s := range m.To {
 		out.To = append(out.To, mtaAddress(s))
@@ -500,7 +509,7 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 					return err
 				}
 			}
-			if err := tx.InsertMessage(m, list[i].content); err != nil {
+			if err := tx.InsertMessage(m, list[i].content, list[i].raw); err != nil {
 				return err
 			}
 			out = append(out, m)

@@ -25,6 +25,14 @@ type smtpConn struct {
 	tls    bool
 	uses   int         // transactions run
 	timer  *time.Timer // closes the connection when idle too long; guarded by pool.mu
+	// clean says the last transaction ended with the reply to its final
+	// dot, so the session is ready for MAIL FROM without RSET; idleAt is
+	// when it was put back in the pool.
+	clean  bool
+	idleAt time.Time
+	// unprobed says this use skipped the RSET liveness probe: a MAIL FROM
+	// that fails without a reply is then a stale connection, not a failure.
+	unprobed bool
 }
 
 // transact runs one mail transaction: MAIL FROM, RCPT TO for each
@@ -72,8 +80,14 @@ func (c *smtpConn) transact(ctx context.Context, env Envelope, rcpts []string) (
 		opts.UTF8 = true
 	}
 
+	c.clean = false
 	if err := c.client.Mail(env.From, opts); err != nil {
 		e, ok := fail(err)
+		if c.unprobed && (!e.isReply() || e.Code == 421) && ctx.Err() == nil {
+			// The server closed the idle session (or is closing it):
+			// nothing was sent; the caller goes again on a probed one.
+			return nil, false
+		}
 		failAll(all, e)
 		return results, ok
 	}
@@ -112,8 +126,10 @@ func (c *smtpConn) transact(ctx context.Context, env Envelope, rcpts []string) (
 	if err != nil {
 		e, ok := fail(err)
 		failAll(accepted, e)
+		c.clean = ok && e.isReply() // a reply to the final dot ends the transaction
 		return results, ok
 	}
+	c.clean = true
 	enhanced, text := splitEnhanced(resp.StatusText)
 	for _, i := range accepted {
 		results[i] = RecipientResult{

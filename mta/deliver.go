@@ -230,7 +230,18 @@ func (d *Deliverer) sendDomain(ctx context.Context, env Envelope, domain string,
 	var errs []*DeliveryError
 	for _, hop := range hops {
 		p := d.pool(hop)
-		c, err := d.connect(ctx, p, hop, env.SourceIP, helo)
+		c, err := d.connect(ctx, p, hop, env.SourceIP, helo, false)
+		results, reusable := []RecipientResult(nil), false
+		if err == nil {
+			if results, reusable = c.transact(ctx, env, rcpts); results == nil {
+				// The pooled session had gone away unnoticed: go again on
+				// a probed or new one.
+				p.discard(c, false)
+				if c, err = d.connect(ctx, p, hop, env.SourceIP, helo, true); err == nil {
+					results, reusable = c.transact(ctx, env, rcpts)
+				}
+			}
+		}
 		if err != nil {
 			d.unref(p)
 			e := replyError(hop.Host, err)
@@ -244,7 +255,6 @@ func (d *Deliverer) sendDomain(ctx context.Context, env Envelope, domain string,
 			}
 			continue
 		}
-		results, reusable := c.transact(ctx, env, rcpts)
 		p.release(c, reusable)
 		d.unref(p)
 		return results

@@ -17,7 +17,7 @@ import (
 
 // connect returns a session with hop that is ready for MAIL FROM: an idle
 // one from the pool (checked with RSET) or a new one.
-func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.IP, helo string) (*smtpConn, error) {
+func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.IP, helo string, probe bool) (*smtpConn, error) {
 	key := connKey{helo: helo}
 	if src != nil {
 		key.src = src.String()
@@ -36,8 +36,15 @@ func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.I
 			c.pool, c.key = p, key
 			return c, nil
 		}
-		// RSET both ends the previous transaction and proves that the
-		// server has not closed the connection while it was idle.
+		// A session whose last transaction ended cleanly moments ago
+		// goes straight to MAIL FROM (RFC 5321 §4.1.4 needs no RSET
+		// there); otherwise RSET both ends the previous transaction and
+		// proves that the server has not closed the connection while it
+		// was idle.
+		c.unprobed = !probe && c.clean && time.Since(c.idleAt) < probeAfter
+		if c.unprobed {
+			return c, nil
+		}
 		if err := c.reset(ctx); err == nil {
 			return c, nil
 		}
@@ -47,6 +54,10 @@ func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.I
 		}
 	}
 }
+
+// probeAfter is how long a cleanly released connection may idle before
+// its reuse is preceded by an RSET. A variable for tests.
+var probeAfter = time.Second
 
 // dial connects to the first address of hop that completes the handshake.
 func (d *Deliverer) dial(ctx context.Context, hop Hop, src net.IP, helo string) (*smtpConn, error) {

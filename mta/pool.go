@@ -89,6 +89,7 @@ func (p *hostPool) unreserve() {
 // its session is still good, closed otherwise.
 func (p *hostPool) release(c *smtpConn, reusable bool) {
 	c.uses++
+	c.idleAt = time.Now()
 	if reusable && c.uses < p.d.maxMessages() {
 		p.mu.Lock()
 		if !p.closed {

@@ -26,13 +26,10 @@ func TestConnectionReuse(t *testing.T) {
 			t.Fatalf("send %d: %d connections, want 1", i, mx.Conns())
 		}
 	}
+	// A session reused at once after a completed transaction goes
+	// straight to MAIL FROM.
 	cmds := mx.Commands()[0]
-	if count(cmds, "MAIL") != 2 || count(cmds, "RSET") != 1 {
-		t.Fatalf("commands = %v", cmds)
-	}
-	// RSET comes between the two transactions.
-	firstData, rset, secondMail := indexOf(cmds, "DATA", 0), indexOf(cmds, "RSET", 0), indexOf(cmds, "MAIL", 1)
-	if !(firstData < rset && rset < secondMail) {
+	if count(cmds, "MAIL") != 2 || count(cmds, "RSET") != 0 || count(cmds, "EHLO") != 1 {
 		t.Fatalf("commands = %v", cmds)
 	}
 
@@ -167,5 +164,34 @@ func TestPerHostConnectionCap(t *testing.T) {
 	}
 	if len(mx.Messages()) != sends {
 		t.Fatalf("%d messages", len(mx.Messages()))
+	}
+}
+
+func TestIdleReuseIsProbedAndStaleSessionsRetried(t *testing.T) {
+	mx := startMX(t, ipMX+":0")
+	zone := dnstest.Start(t)
+	zone.MX("example.test", 10, "mx.example.test")
+	zone.A("mx.example.test", ipMX)
+	d := newDeliverer(t, zone, mx.Port)
+	ctx := context.Background()
+	old := probeAfter
+	probeAfter = 50 * time.Millisecond
+	defer func() { probeAfter = old }()
+
+	wantStatus(t, only(t, d.Send(ctx, envelope("rcpt@example.test"))), StatusDelivered, Bounce{})
+	time.Sleep(100 * time.Millisecond)
+	// Idle longer than probeAfter: RSET proves the session first.
+	wantStatus(t, only(t, d.Send(ctx, envelope("rcpt@example.test"))), StatusDelivered, Bounce{})
+	cmds := mx.Commands()[0]
+	if count(cmds, "RSET") != 1 || indexOf(cmds, "RSET", 0) > indexOf(cmds, "MAIL", 1) {
+		t.Fatalf("commands = %v", cmds)
+	}
+	// The server drops the idle session; a reuse without a probe notices
+	// at MAIL FROM and goes again on a new connection, without a failure.
+	probeAfter = time.Hour
+	mx.DropAll()
+	wantStatus(t, only(t, d.Send(ctx, envelope("rcpt@example.test"))), StatusDelivered, Bounce{})
+	if mx.Conns() != 2 || len(mx.Messages()) != 3 {
+		t.Fatalf("%d connections, %d messages", mx.Conns(), len(mx.Messages()))
 	}
 }

@@ -60,11 +60,25 @@
 //	    <webhook_id>·<event_id>   -> <delivery_id>
 //	delivery_queue/
 //	    <u64 unix-nanos><delivery_id> -> <webhook_id>   (next attempt or lease expiry, earliest first)
-//	ips/                                           (schema v5)
+//	messages/                                      (schema v5)
+//	    <account_id>·<message_id> -> Message (JSON; envelope, state, per-recipient delivery state)
+//	message_content/
+//	    <message_id>              -> MessageContent (JSON; subject, bodies, headers, attachment names)
+//	message_queue/
+//	    <u64 unix-nanos><message_id> -> <account_id>  (send_at, next attempt or lease end, earliest first)
+//	message_leases/
+//	    <message_id>              -> <account_id>  (attempts in flight; a restart takes them back)
+//	events_by_message/
+//	    <account_id>·<message_id>·<event_id> -> ""
+//	ips/
 //	    <address>                 -> IP (JSON; canonical address, pool, warm-up, assigned account)
 //	ip_counts/
 //	    <address>·<u64 day>       -> u64           (messages sent today; day = days since 1970-01-01 UTC;
 //	                                                only the newest day is kept per address)
+//	domain_status/                                 (schema v6)
+//	    <account_id>·<name>       -> status        (what the sending path checks per message)
+//	message_raw/
+//	    <message_id>              -> the message as built at acceptance (RFC 5322, unsigned)
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent

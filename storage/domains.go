@@ -87,7 +87,20 @@ func (tx *Tx) putDomain(d Domain, oldNext *time.Time) error {
 			return err
 		}
 	}
+	if err := tx.bucket(bucketDomainStatus).Put(join(d.AccountID, d.Name), []byte(d.Status)); err != nil {
+		return err
+	}
 	return putJSON(tx.bucket(bucketDomains), []byte(d.ID), d)
+}
+
+// DomainStatus reads only the status of an account's domain: what the
+// sending path checks on every message, without decoding the keys.
+func (tx *Tx) DomainStatus(accountID, name string) (string, error) {
+	v := tx.bucket(bucketDomainStatus).Get(join(accountID, name))
+	if v == nil {
+		return "", ErrNotFound
+	}
+	return string(v), nil
 }
 
 func scheduleKey(at time.Time, id string) []byte {
@@ -144,6 +157,7 @@ func (tx *Tx) DeleteDomain(id string) error {
 	}{
 		{bucketDomains, []byte(id)},
 		{bucketDomainNames, join(d.AccountID, d.Name)},
+		{bucketDomainStatus, join(d.AccountID, d.Name)},
 		{bucketDomainsByAccount, join(d.AccountID, id)},
 	} {
 		if err := tx.bucket(del.bucket).Delete(del.key); err != nil {

@@ -40,6 +40,10 @@ type Message struct {
 	// next attempt, or when its lease ends. Nil when it is not queued.
 	QueueAt   *time.Time `json:"queue_at,omitempty"`
 	ExpiresAt time.Time  `json:"expires_at"`
+
+	// filedAt is QueueAt as read from the store: where the queue entry
+	// is, so UpdateMessage can move it without reading the record again.
+	filedAt *time.Time
 }
 
 // TemplateRef names the template version a message was rendered from.
@@ -84,11 +88,14 @@ type MessageContent struct {
 	Attachments []MessageAttachment `json:"attachments,omitempty"`
 }
 
-// MessageAttachment is a file carried by a message.
+// MessageAttachment is a file carried by a message. Its bytes live in the
+// built message (MessageRaw); Content is kept only by records written
+// before built messages were stored.
 type MessageAttachment struct {
 	Filename    string `json:"filename"`
 	ContentType string `json:"content_type,omitempty"`
-	Content     []byte `json:"content"`
+	Size        int    `json:"size"`
+	Content     []byte `json:"content,omitempty"`
 	ContentID   string `json:"content_id,omitempty"`
 }
 
@@ -99,14 +106,18 @@ func messageCollection(test bool) string {
 	return "messages_live"
 }
 
-// InsertMessage stores a new message with its content and, when QueueAt is
-// set, files it in the delivery queue.
-func (tx *Tx) InsertMessage(m Message, content MessageContent) error {
+// InsertMessage stores a new message with its content and the message as
+// built for the wire (RFC 5322, not yet signed), and, when QueueAt is set,
+// files it in the delivery queue.
+func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error {
 	key := join(m.AccountID, m.ID)
 	if tx.bucket(bucketMessages).Get(key) != nil {
 		return ErrExists
 	}
 	if err := putJSON(tx.bucket(bucketMessageContent), []byte(m.ID), content); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketMessageRaw).Put([]byte(m.ID), raw); err != nil {
 		return err
 	}
 	if err := tx.putMessage(m, nil); err != nil {
@@ -118,14 +129,14 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent) error {
 	return tx.addCount(messageCollection(m.Test), m.AccountID, 1)
 }
 
-// UpdateMessage rewrites a message and moves its queue entry to match
-// QueueAt (removing it when QueueAt is nil).
+// UpdateMessage rewrites a message read with Message (in this
+// transaction) and moves its queue entry to match QueueAt (removing it when
+// QueueAt is nil).
 func (tx *Tx) UpdateMessage(m Message) error {
-	var old Message
-	if err := getJSON(tx.bucket(bucketMessages), join(m.AccountID, m.ID), &old); err != nil {
-		return err
+	if tx.bucket(bucketMessages).Get(join(m.AccountID, m.ID)) == nil {
+		return ErrNotFound
 	}
-	return tx.putMessage(m, old.QueueAt)
+	return tx.putMessage(m, m.filedAt)
 }
 
 func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
@@ -147,6 +158,10 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
 func (tx *Tx) Message(accountID, id string) (Message, error) {
 	var m Message
 	err := getJSON(tx.bucket(bucketMessages), join(accountID, id), &m)
+	if m.QueueAt != nil {
+		at := *m.QueueAt
+		m.filedAt = &at
+	}
 	return m, err
 }
 
@@ -155,6 +170,16 @@ func (tx *Tx) MessageContent(id string) (MessageContent, error) {
 	var c MessageContent
 	err := getJSON(tx.bucket(bucketMessageContent), []byte(id), &c)
 	return c, err
+}
+
+// MessageRaw reads the built message; nil for messages stored before built
+// messages were kept.
+func (tx *Tx) MessageRaw(id string) []byte {
+	v := tx.bucket(bucketMessageRaw).Get([]byte(id))
+	if v == nil {
+		return nil
+	}
+	return append([]byte(nil), v...)
 }
 
 // QueuedMessage is a queue entry: a message whose next step is due at At.
@@ -289,6 +314,9 @@ func expireMessage(tx *Tx, key []byte, now time.Time) error {
 		return err
 	}
 	if err := tx.bucket(bucketMessageContent).Delete([]byte(m.ID)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketMessageRaw).Delete([]byte(m.ID)); err != nil {
 		return err
 	}
 	return tx.addCount(messageCollection(m.Test), m.AccountID, -1)

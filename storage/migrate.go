@@ -24,6 +24,7 @@ var migrations = []migration{
 	{3, "sending domains and templates", migrateDomainsTemplates},
 	{4, "events, webhooks and their deliveries", migrateWebhooks},
 	{5, "messages, their queue, per-mode event counts, dedicated IPs", migrateMessages},
+	{6, "domain status by name, built messages", migrateDomainStatus},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -158,4 +159,24 @@ func migrateMessages(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// migrateDomainStatus adds the status-by-name index that the sending path
+// reads instead of whole domain records (which hold the DKIM keys), filled
+// from the domains already stored, and the bucket of built messages.
+func migrateDomainStatus(tx *bolt.Tx) error {
+	status, err := tx.CreateBucketIfNotExists(bucketDomainStatus)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.CreateBucketIfNotExists(bucketMessageRaw); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketDomains).ForEach(func(k, v []byte) error {
+		var d Domain
+		if err := decodeJSON(k, v, &d); err != nil {
+			return err
+		}
+		return status.Put(join(d.AccountID, d.Name), []byte(d.Status))
+	})
 }

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -145,6 +146,54 @@ func TestMigration3AddsDomainAndTemplateBuckets(t *testing.T) {
 	db.View(func(tx *Tx) error {
 		if _, err := tx.Suppression("acct1", "a@x.test"); err != nil {
 			t.Error("older data lost:", err)
+		}
+		return nil
+	})
+}
+
+func TestMigration5CountsEventsPerMode(t *testing.T) {
+	b, path := openAt(t, 4)
+	b.Update(func(tx *bolt.Tx) error {
+		for i, test := range []bool{true, false, false} {
+			id := fmt.Sprintf("e%d", i)
+			ev := fmt.Sprintf(`{"id":%q,"account_id":"a1","event":"message.sent","test":%v}`, id, test)
+			if err := tx.Bucket(bucketEvents).Put(join("a1", id), []byte(ev)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	b.Close()
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *Tx) error {
+		for test, want := range map[bool]int{true: 1, false: 2} {
+			_, _, total, err := tx.Events("a1", EventFilter{Test: test}, ListOptions{Limit: 10}, true)
+			if err != nil || total != want {
+				t.Errorf("test=%v: total %d, %v; want %d", test, total, err, want)
+			}
+		}
+		return nil
+	})
+}
+
+func TestMigration6IndexesDomainStatus(t *testing.T) {
+	b, path := openAt(t, 5)
+	b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDomains).Put([]byte("d1"), []byte(`{"id":"d1","account_id":"a1","name":"x.test","status":"verified"}`))
+	})
+	b.Close()
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *Tx) error {
+		if s, err := tx.DomainStatus("a1", "x.test"); err != nil || s != "verified" {
+			t.Errorf("status %q, %v", s, err)
 		}
 		return nil
 	})

@@ -54,6 +54,9 @@ var (
 	bucketEventsByMessage = []byte("events_by_message")
 	bucketIPs             = []byte("ips")
 	bucketIPCounts        = []byte("ip_counts")
+
+	bucketDomainStatus = []byte("domain_status")
+	bucketMessageRaw   = []byte("message_raw")
 )
 
 var keySchemaVersion = []byte("schema_version")

@@ -281,7 +281,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	for _, a := range content.Attachments {
 		cv.Attachments = append(cv.Attachments, attachmentSummaryView{Filename: a.Filename, ContentType: a.ContentType,
-			Size: len(a.Content), ContentID: a.ContentID})
+			Size: max(a.Size, len(a.Content)), ContentID: a.ContentID})
 	}
 	v.Content = cv
 	writeJSON(w, http.StatusOK, v)
