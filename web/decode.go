@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"mailbolt/app"
 )
@@ -74,6 +75,9 @@ func decodeStrict(data []byte, v any) *app.Error {
 			default:
 				return app.Validation(name, "must not be null")
 			}
+		}
+		if plainString(raw, field) {
+			continue
 		}
 		if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
 			return fieldError(name, err)
@@ -160,4 +164,29 @@ func jsonType(k reflect.Kind) string {
 		return "integer"
 	}
 	return k.String()
+}
+
+// plainString stores a JSON string without escapes straight into a string
+// or *string field, saving json.Unmarshal's second scan of large bodies.
+// The decoder has already checked the syntax; invalid UTF-8 and strings
+// with escapes take the general path.
+func plainString(raw json.RawMessage, field reflect.Value) bool {
+	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return false
+	}
+	if _, custom := field.Addr().Interface().(json.Unmarshaler); custom {
+		return false
+	}
+	str := string(raw[1 : len(raw)-1])
+	switch {
+	case field.Kind() == reflect.String:
+		field.SetString(str)
+	case field.Kind() == reflect.Pointer && field.Type().Elem().Kind() == reflect.String:
+		p := reflect.New(field.Type().Elem())
+		p.Elem().SetString(str)
+		field.Set(p)
+	default:
+		return false
+	}
+	return true
 }
