@@ -419,7 +419,16 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 		rep.TimedOut = true
 	}
 
+	// Memory is read before the checks below, whose scans would add to it.
+	readMemory := func() {
+		st := procStatus()
+		rep.PeakRSSMB, rep.RSSMB, rep.RSSAnonMB, rep.RSSFileMB = st["VmHWM"], st["VmRSS"], st["RssAnon"], st["RssFile"]
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		rep.HeapInUseMB = float64(ms.HeapInuse) / (1 << 20)
+	}
 	if cfg.queueOnly {
+		readMemory()
 		db.View(func(tx *storage.Tx) error { rep.Queued = tx.QueueLength(); return nil })
 		rep.Complete = !rep.TimedOut && rep.Failed == 0
 	} else {
@@ -433,6 +442,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 		}
 		drained := waitDelivered(runCtx, db, tr, acceptedN)
 		rep.DeliverCPU = (cpuTime() - cpuFrom).Seconds()
+		readMemory()
 		tr.mu.Lock()
 		rep.Delivered, rep.Duplicates = int(tr.count.Load()), tr.dups
 		last := tr.lastAt
@@ -475,11 +485,6 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 		}
 	}
 
-	st := procStatus()
-	rep.PeakRSSMB, rep.RSSMB, rep.RSSAnonMB, rep.RSSFileMB = st["VmHWM"], st["VmRSS"], st["RssAnon"], st["RssFile"]
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	rep.HeapInUseMB = float64(ms.HeapInuse) / (1 << 20)
 	if cfg.memProfile != "" {
 		if err := writeHeapProfile(cfg.memProfile); err != nil {
 			return rep, err
@@ -725,8 +730,9 @@ func (r *benchReport) print(w io.Writer) {
 	fmt.Fprintf(w, "accepted   %8d in %7.2f s  %8.0f msgs/s   latency p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
 		r.Accepted, r.AcceptSeconds, r.AcceptedPerSec, r.AcceptP50, r.AcceptP99, r.AcceptMax)
 	if r.AcceptSeconds > 0 {
-		fmt.Fprintf(w, "           %d commits (%.1f messages each); %.2f of %d cores busy\n",
-			r.Commits, float64(r.Accepted)/float64(max(r.Commits, 1)), r.AcceptCPU/r.AcceptSeconds, r.CPUs)
+		fmt.Fprintf(w, "           %d commits (%.1f messages each); %.2f of %d cores busy, %.2f ms of CPU per message\n",
+			r.Commits, float64(r.Accepted)/float64(max(r.Commits, 1)), r.AcceptCPU/r.AcceptSeconds, r.CPUs,
+			1000*r.AcceptCPU/float64(max(r.Accepted, 1)))
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "failed     %8d; first errors:\n", r.Failed)
@@ -744,7 +750,12 @@ func (r *benchReport) print(w io.Writer) {
 		fmt.Fprintf(w, "delivered  %8d in %7.2f s  %8.0f msgs/s   accept→delivered p50 %.1f ms, p99 %.1f ms (%s)\n",
 			r.Delivered, r.DeliverSeconds, r.DeliveredPerSec, r.DeliveredP50, r.DeliveredP99, since)
 		if r.DeliverSeconds > 0 {
-			fmt.Fprintf(w, "           %.2f of %d cores busy\n", r.DeliverCPU/r.DeliverSeconds, r.CPUs)
+			also := ""
+			if r.Mode == "concurrent" {
+				also = ", accepting included"
+			}
+			fmt.Fprintf(w, "           %.2f of %d cores busy, %.2f ms of CPU per message%s\n",
+				r.DeliverCPU/r.DeliverSeconds, r.CPUs, 1000*r.DeliverCPU/float64(r.Delivered), also)
 		}
 		if r.DrainedSeconds > 0 {
 			fmt.Fprintf(w, "           every outcome recorded after %.2f s\n", r.DrainedSeconds)
