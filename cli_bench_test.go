@@ -67,7 +67,7 @@ func TestBenchDeliversEveryMessage(t *testing.T) {
 			if rep.WireBytes < size*3/4 || rep.WireBytes > size*5/4 {
 				t.Errorf("messages arrive with %d bytes, asked for about %d", rep.WireBytes, size)
 			}
-			if rep.PeakRSSMB <= 0 || rep.RSSMB <= 0 || rep.Commits <= 0 || rep.AcceptCPU <= 0 {
+			if rep.PeakRSSMB <= 0 || rep.PeakAnonMB <= 0 || rep.PeakAnonMB > rep.PeakRSSMB || rep.RSSMB <= 0 || rep.Commits <= 0 || rep.AcceptCPU <= 0 {
 				t.Errorf("peak RSS %.1f MB, RSS %.1f MB, %d commits, %.2f s CPU", rep.PeakRSSMB, rep.RSSMB, rep.Commits, rep.AcceptCPU)
 			}
 			if !rep.DataDirRemoved {
