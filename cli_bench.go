@@ -81,9 +81,15 @@ and is kept.`,
 			if cfg.jsonOut {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				rep.print(out)
 			}
-			rep.print(out)
+			if !rep.Complete {
+				return errors.New("the run did not complete: see the report")
+			}
 			return nil
 		},
 	}
@@ -155,7 +161,8 @@ type benchReport struct {
 	CPUs            int    `json:"cpus"`
 
 	Accepted       int      `json:"accepted"`
-	Failed         int      `json:"failed"`
+	Failed         int      `json:"failed"`   // answered with an error, or no answer
+	NotSent        int      `json:"not_sent"` // never sent, or cut short: the run timed out
 	Errors         []string `json:"errors,omitempty"`
 	AcceptSeconds  float64  `json:"accept_seconds"`
 	AcceptedPerSec float64  `json:"accepted_per_sec"`
@@ -408,12 +415,13 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	commits0 := db.Commits()
 	cpu0 := cpuTime()
 	start := time.Now()
-	lat, acceptedN, failures := sendAll(runCtx, cfg, "http://"+ln.Addr().String(), key, alg, tr)
+	lat, acceptedN, failedN, failures := sendAll(runCtx, cfg, "http://"+ln.Addr().String(), key, alg, tr)
 	acceptEnd := time.Now()
 	cpu1 := cpuTime()
 	rep.AcceptCPU = (cpu1 - cpu0).Seconds()
 	rep.Commits = db.Commits() - commits0
-	rep.Accepted, rep.Failed, rep.Errors = acceptedN, cfg.messages-acceptedN, failures
+	rep.Accepted, rep.Failed, rep.Errors = acceptedN, failedN, failures
+	rep.NotSent = cfg.messages - acceptedN - failedN
 	rep.AcceptSeconds = acceptEnd.Sub(start).Seconds()
 	if acceptedN > 0 {
 		rep.AcceptedPerSec = float64(acceptedN) / rep.AcceptSeconds
@@ -435,7 +443,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	if cfg.queueOnly {
 		readMemory()
 		db.View(func(tx *storage.Tx) error { rep.Queued = tx.QueueLength(); return nil })
-		rep.Complete = !rep.TimedOut && rep.Failed == 0
+		rep.Complete = !rep.TimedOut && rep.Accepted == cfg.messages
 	} else {
 		deliverFrom, cpuFrom := start, cpu0
 		if cfg.phased {
@@ -460,7 +468,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 			rep.DrainedSeconds = drained.Sub(deliverFrom).Seconds()
 		}
 		rep.TimedOut = runCtx.Err() != nil
-		rep.Complete = !rep.TimedOut && rep.Failed == 0 && rep.Delivered == cfg.messages && rep.Duplicates == 0
+		rep.Complete = !rep.TimedOut && rep.Accepted == cfg.messages && rep.Delivered == cfg.messages && rep.Duplicates == 0
 	}
 	if profile != nil {
 		pprof.StopCPUProfile()
@@ -536,10 +544,11 @@ func benchSetup(a *app.App, db *storage.DB, alg string) (string, storage.Domain,
 	return k.Secret, d, nil
 }
 
-// sendAll posts cfg.messages messages from cfg.concurrency clients. It
-// returns each accepted request's latency, how many were accepted, and the
-// first few failures.
-func sendAll(ctx context.Context, cfg benchConfig, base, key, alg string, tr *tracker) ([]time.Duration, int, []string) {
+// sendAll posts cfg.messages messages from cfg.concurrency clients until
+// ctx ends. It returns each accepted request's latency, how many were
+// accepted and how many failed (requests cut short by ctx are neither),
+// and the first few failures.
+func sendAll(ctx context.Context, cfg benchConfig, base, key, alg string, tr *tracker) ([]time.Duration, int, int, []string) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		MaxIdleConns: 2 * cfg.concurrency, MaxIdleConnsPerHost: 2 * cfg.concurrency,
 		DisableCompression: true, IdleConnTimeout: time.Minute}}
@@ -551,11 +560,13 @@ func sendAll(ctx context.Context, cfg benchConfig, base, key, alg string, tr *tr
 	var (
 		next     atomic.Int64
 		accepted atomic.Int64
+		failed   atomic.Int64
 		mu       sync.Mutex
 		failures []string
 		wg       sync.WaitGroup
 	)
 	fail := func(s string) {
+		failed.Add(1)
 		mu.Lock()
 		if len(failures) < 5 {
 			failures = append(failures, s)
@@ -614,7 +625,7 @@ func sendAll(ctx context.Context, cfg benchConfig, base, key, alg string, tr *tr
 			out = append(out, d)
 		}
 	}
-	return out, int(accepted.Load()), failures
+	return out, int(accepted.Load()), int(failed.Load()), failures
 }
 
 // waitDelivered waits until n messages reached the sink and the queue is
@@ -764,6 +775,9 @@ func (r *benchReport) print(w io.Writer) {
 		fmt.Fprintf(w, "           %d commits (%.1f messages each); %.2f of %d cores busy, %.2f ms of CPU per message\n",
 			r.Commits, float64(r.Accepted)/float64(max(r.Commits, 1)), r.AcceptCPU/r.AcceptSeconds, r.CPUs,
 			1000*r.AcceptCPU/float64(max(r.Accepted, 1)))
+	}
+	if r.NotSent > 0 {
+		fmt.Fprintf(w, "not sent   %8d (the run timed out)\n", r.NotSent)
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "failed     %8d; first errors:\n", r.Failed)

@@ -104,6 +104,21 @@ func TestBenchQueueOnlyKeepsAnExplicitDataDir(t *testing.T) {
 	}
 }
 
+func TestBenchTimeoutReportsWhatWasDone(t *testing.T) {
+	out, err := benchCmd(t, "--messages", "1000000", "--timeout", "500ms", "--json")
+	if err == nil {
+		t.Fatal("a run that timed out exits without an error")
+	}
+	var rep benchReport
+	if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil {
+		t.Fatalf("no report after the timeout: %v\n%s", jerr, out)
+	}
+	if !rep.TimedOut || rep.Complete || rep.Accepted == 0 || rep.NotSent == 0 ||
+		rep.Accepted+rep.Failed+rep.NotSent != rep.Messages || rep.Delivered > rep.Accepted+rep.Failed {
+		t.Errorf("after a timeout: %+v", rep)
+	}
+}
+
 func TestBenchFlagsValidation(t *testing.T) {
 	for _, args := range [][]string{
 		{"--messages", "0"},
