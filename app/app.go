@@ -70,6 +70,7 @@ type App struct {
 
 	deliveryKick chan struct{}
 	signers      sync.Map // domain id/selector -> crypto.Signer
+	tokenKey     []byte   // signs tracking and unsubscribe links
 }
 
 // New builds an App over db.
@@ -130,6 +131,10 @@ func New(db *storage.DB, opts Options) *App {
 		deliveryKick: make(chan struct{}, 1),
 	}
 	a.hooks = hooks.New(db, a.hooksOptions())
+	db.View(func(tx *storage.Tx) error {
+		a.tokenKey = tokenKey(tx.ServerSecret())
+		return nil
+	})
 	return a
 }
 

@@ -225,11 +225,12 @@ func (a *App) claim(tx *storage.Tx, q storage.QueuedMessage, now time.Time) (j d
 	if m.Status == StatusScheduled {
 		m.Status = StatusQueued
 		m.QueuedAt = &now
+		suppressRecipients(tx, &m, now)
 		ev, err := a.sentEvent(m, now)
 		if err != nil {
 			return j, false, false, err
 		}
-		if err := tx.AppendEvent(ev); err != nil {
+		if err := a.appendSent(tx, m, ev); err != nil {
 			return j, false, false, err
 		}
 		event = true

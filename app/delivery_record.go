@@ -37,6 +37,20 @@ type complainedData struct {
 	FeedbackID   string `json:"feedbackId"`
 }
 
+// emitFunc records one event of the message being worked on.
+type emitFunc func(typ, rcpt string, data any, stats ...storage.Stat) error
+
+// bounceStat is the statistics counter of a bounce type.
+func bounceStat(t mta.BounceType) storage.Stat {
+	switch t {
+	case mta.BounceHard:
+		return storage.StatBouncedHard
+	case mta.BounceBlock:
+		return storage.StatBouncedBlock
+	}
+	return storage.StatBouncedSoft
+}
+
 // smtpLine is a reply as one line: "250 2.0.0 text".
 func smtpLine(res mta.RecipientResult) string {
 	parts := []string{}
@@ -66,14 +80,9 @@ func (a *App) recordResults(j deliveryJob, results []mta.RecipientResult, aborte
 		if err != nil {
 			return tx.DeleteLease(j.msg.ID) // removed meanwhile (retention)
 		}
-		emit := func(typ, rcpt string, data any) error {
-			ev, err := a.NewEvent(m.AccountID, m.Test, typ, now, data)
-			if err != nil {
-				return err
-			}
-			ev.MessageID, ev.Recipient = m.ID, rcpt
+		emit := func(typ, rcpt string, data any, stats ...storage.Stat) error {
 			events++
-			return tx.AppendEvent(ev)
+			return a.appendMessageEvent(tx, m, typ, rcpt, now, data, stats...)
 		}
 		for _, res := range results {
 			r := findSending(&m, res.Recipient)
@@ -86,7 +95,7 @@ func (a *App) recordResults(j deliveryJob, results []mta.RecipientResult, aborte
 			case mta.StatusDelivered:
 				r.Status, r.DeliveredAt = StatusDelivered, &now
 				if err := emit(EventDelivered, r.Email, deliveredData{MessageID: m.ID, To: r.Email,
-					DeliveredAt: now.Format(time.RFC3339Nano), SMTPResponse: r.SMTPResponse}); err != nil {
+					DeliveredAt: now.Format(time.RFC3339Nano), SMTPResponse: r.SMTPResponse}, storage.StatDelivered); err != nil {
 					return err
 				}
 				if res.Bounce.Category == sandboxComplaint {
@@ -140,7 +149,7 @@ func findSending(m *storage.Message, email string) *storage.Recipient {
 
 // bounce marks a recipient bounced, emits message.bounced and suppresses
 // the address after a hard bounce (a block is about us, not the address).
-func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, res mta.RecipientResult, now time.Time, emit func(string, string, any) error) error {
+func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, res mta.RecipientResult, now time.Time, emit emitFunc) error {
 	b := res.Bounce
 	if b.Type == "" {
 		b = mta.Classify(res.Code, res.Enhanced, res.Text)
@@ -156,7 +165,8 @@ func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, re
 		diag = "smtp; " + smtpLine(res)
 	}
 	if err := emit(EventBounced, r.Email, bouncedData{MessageID: m.ID, To: r.Email, BounceType: r.BounceType,
-		BounceCategory: r.BounceCategory, BounceCode: code, BounceMessage: r.SMTPResponse, DiagnosticCode: diag}); err != nil {
+		BounceCategory: r.BounceCategory, BounceCode: code, BounceMessage: r.SMTPResponse, DiagnosticCode: diag},
+		bounceStat(b.Type)); err != nil {
 		return err
 	}
 	if b.Type == mta.BounceHard {
@@ -166,9 +176,9 @@ func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, re
 }
 
 // complain records a spam complaint: message.complained and a suppression.
-func (a *App) complain(tx *storage.Tx, m storage.Message, rcpt string, now time.Time, emit func(string, string, any) error) error {
+func (a *App) complain(tx *storage.Tx, m storage.Message, rcpt string, now time.Time, emit emitFunc) error {
 	if err := emit(EventComplained, rcpt, complainedData{MessageID: m.ID, To: rcpt,
-		ComplainedAt: now.Format(time.RFC3339Nano), FeedbackType: "abuse", FeedbackID: ""}); err != nil {
+		ComplainedAt: now.Format(time.RFC3339Nano), FeedbackType: "abuse", FeedbackID: ""}, storage.StatComplained); err != nil {
 		return err
 	}
 	return suppress(tx, m, rcpt, "complaint", now)

@@ -78,3 +78,42 @@ func (a *App) EventsCommitted() {
 		a.hooks.Kick()
 	}
 }
+
+// statDims are the statistics dimensions a message counts in: everything,
+// its campaign, its sending domain.
+func statDims(m storage.Message) []string {
+	dims := []string{"", "d:" + m.Domain}
+	if m.CampaignID != "" {
+		dims = append(dims, "c:"+m.CampaignID)
+	}
+	return dims
+}
+
+// addStats counts n for stat in the daily statistics of m's account, in
+// the transaction of the event it reflects: the analytics summary reads
+// these counters, never the events.
+func addStats(tx *storage.Tx, m storage.Message, at time.Time, stat storage.Stat, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	return tx.AddStats(m.AccountID, m.Test, statDims(m), at, stat, uint64(n))
+}
+
+// appendMessageEvent records one event about message m (and recipient
+// rcpt) in tx, with the statistics it counts for.
+func (a *App) appendMessageEvent(tx *storage.Tx, m storage.Message, typ, rcpt string, at time.Time, data any, stats ...storage.Stat) error {
+	ev, err := a.NewEvent(m.AccountID, m.Test, typ, at, data)
+	if err != nil {
+		return err
+	}
+	ev.MessageID, ev.Recipient = m.ID, rcpt
+	if err := tx.AppendEvent(ev); err != nil {
+		return err
+	}
+	for _, s := range stats {
+		if err := addStats(tx, m, at, s, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}

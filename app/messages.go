@@ -505,7 +505,7 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 				evs = evs[1:]
 				if m.Status = aggregateStatus(m); m.Status == StatusSuppressed {
 					m.QueuedAt, m.QueueAt = nil, nil
-				} else if err := tx.AppendEvent(ev); err != nil {
+				} else if err := a.appendSent(tx, m, ev); err != nil {
 					return err
 				}
 			}
@@ -568,6 +568,21 @@ func (a *App) sentEvent(m storage.Message, at time.Time) (storage.Event, error) 
 		From: m.From, Subject: m.Subject, CampaignID: m.CampaignID, Metadata: meta})
 	ev.MessageID, ev.Recipient = m.ID, strings.Join(all, ",")
 	return ev, err
+}
+
+// appendSent records a message's message.sent event and counts the
+// recipients it is accepted for in the statistics.
+func (a *App) appendSent(tx *storage.Tx, m storage.Message, ev storage.Event) error {
+	if err := tx.AppendEvent(ev); err != nil {
+		return err
+	}
+	n := 0
+	for _, r := range m.Recipients {
+		if r.Status == StatusQueued {
+			n++
+		}
+	}
+	return addStats(tx, m, ev.Timestamp, storage.StatSent, n)
 }
 
 // aggregateStatus is a message's state as its recipients' states add up.

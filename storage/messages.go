@@ -120,6 +120,9 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	if err := tx.bucket(bucketMessageRaw).Put([]byte(m.ID), raw); err != nil {
 		return err
 	}
+	if err := tx.bucket(bucketMessageOwner).Put([]byte(m.ID), []byte(m.AccountID)); err != nil {
+		return err
+	}
 	if err := tx.putMessage(m, nil); err != nil {
 		return err
 	}
@@ -316,7 +319,12 @@ func expireMessage(tx *Tx, key []byte, now time.Time) error {
 	if err := tx.bucket(bucketMessageContent).Delete([]byte(m.ID)); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketMessageRaw).Delete([]byte(m.ID)); err != nil {
+	for _, b := range [][]byte{bucketMessageRaw, bucketMessageOwner, bucketEngagement} {
+		if err := tx.bucket(b).Delete([]byte(m.ID)); err != nil {
+			return err
+		}
+	}
+	if err := tx.deleteLinks(m.ID); err != nil {
 		return err
 	}
 	return tx.addCount(messageCollection(m.Test), m.AccountID, -1)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"crypto/rand"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,6 +26,7 @@ var migrations = []migration{
 	{4, "events, webhooks and their deliveries", migrateWebhooks},
 	{5, "messages, their queue, per-mode event counts, dedicated IPs", migrateMessages},
 	{6, "domain status by name, built messages", migrateDomainStatus},
+	{7, "server secret, message owners, tracked links, engagement, statistics", migrateEngagement},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -178,5 +180,35 @@ func migrateDomainStatus(tx *bolt.Tx) error {
 			return err
 		}
 		return status.Put(join(d.AccountID, d.Name), []byte(d.Status))
+	})
+}
+
+// migrateEngagement adds what tracking, inbound reports and analytics
+// need: a random server secret (it signs tracking and unsubscribe links),
+// the owner of each message by id (inbound reports name only the message),
+// backfilled, and buckets for tracked links, per-message engagement and
+// daily statistics.
+func migrateEngagement(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketMessageOwner, bucketMessageLinks, bucketEngagement, bucketStats} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(keyServerSecret) == nil {
+		secret := make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			return err
+		}
+		if err := meta.Put(keyServerSecret, secret); err != nil {
+			return err
+		}
+	}
+	owners := tx.Bucket(bucketMessageOwner)
+	return tx.Bucket(bucketMessages).ForEach(func(k, _ []byte) error {
+		if i := bytes.IndexByte(k, sep); i > 0 {
+			return owners.Put(k[i+1:], k[:i])
+		}
+		return nil
 	})
 }

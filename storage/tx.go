@@ -57,9 +57,17 @@ var (
 
 	bucketDomainStatus = []byte("domain_status")
 	bucketMessageRaw   = []byte("message_raw")
+
+	bucketMessageOwner = []byte("message_owner")
+	bucketMessageLinks = []byte("message_links")
+	bucketEngagement   = []byte("engagement")
+	bucketStats        = []byte("stats")
 )
 
-var keySchemaVersion = []byte("schema_version")
+var (
+	keySchemaVersion = []byte("schema_version")
+	keyServerSecret  = []byte("server_secret")
+)
 
 const sep = 0x00
 
