@@ -59,6 +59,15 @@ type Link struct {
 //   - it does not carry the opt-out attribute NoTrackAttr
 //     (data-mb-notrack).
 //
+// Consequently these are never rewritten: URLs in other attributes or on
+// other elements (src, background, <form action>, <link href>, <base
+// href>, VML <v:roundrect href> buttons, which live inside Outlook's
+// conditional comments), relative links even under a <base href>, links in
+// <noscript> (read as raw text, as a browser with scripting on reads it), a
+// tag cut off by the end of the document, and URLs in plain text. Links
+// in Outlook's downlevel-revealed <![if !mso]> … <![endif]> blocks are
+// ordinary markup and are rewritten.
+//
 // Trackable links are numbered 0, 1, 2… in document order; the number
 // depends only on the document, not on what rewrite answers, and two links to
 // the same URL get different numbers. For each trackable link rewrite is
@@ -359,8 +368,8 @@ func PixelTag(pixelURL string) string {
 // When there is no such tag the image goes at the end of the document, or,
 // if the document ends inside a construct that would swallow it (a
 // truncated tag such as `<a href="x`, an unterminated comment or <!DOCTYPE,
-// or a <script>, <style>, <title>, <textarea>… element that is never closed),
-// just before that construct.
+// a <script>, <style>, <title>, <textarea>… element that is never closed, or
+// a final "</"), just before that construct.
 //
 // Every byte of doc is kept, in order: the result is doc[:i] + PixelTag +
 // doc[i:] for one i.
@@ -391,8 +400,8 @@ func InsertPixel(doc, pixelURL string) string {
 				open = start
 			}
 		case xhtml.CommentToken, xhtml.DoctypeToken:
-			if !strings.HasSuffix(string(raw), ">") {
-				open = start // unterminated: runs to the end
+			if !terminated(raw) {
+				open = start // runs to the end of the document
 			}
 		}
 		if tt == xhtml.ErrorToken {
@@ -405,8 +414,47 @@ func InsertPixel(doc, pixelURL string) string {
 		at = lastBody
 	case open >= 0:
 		at = open
+	case strings.HasSuffix(doc, "</"):
+		// Text "</" followed by "<img" would read as a bogus comment.
+		at -= 2
 	}
 	return doc[:at] + PixelTag(pixelURL) + doc[at:]
+}
+
+// terminated reports whether the raw bytes of a comment or doctype token
+// hold its end, rather than running to the end of the document. For
+// "<!--" comments it repeats the tokenizer's scan (readComment): the
+// comment ends at the first "-->", "--!>", or at a ">" right after "<!--".
+func terminated(raw []byte) bool {
+	if len(raw) < 4 || string(raw[:4]) != "<!--" {
+		return len(raw) > 0 && raw[len(raw)-1] == '>'
+	}
+	rest := raw[4:]
+	dashes, beginning := 0, true
+	for i := 0; i < len(rest); i++ {
+		switch rest[i] {
+		case '-':
+			dashes++
+			continue
+		case '>':
+			if dashes >= 2 || beginning {
+				return i == len(rest)-1
+			}
+		case '!':
+			if dashes >= 2 && i+1 < len(rest) {
+				if rest[i+1] == '>' {
+					return i+1 == len(rest)-1
+				}
+				if rest[i+1] == '-' {
+					i++
+					dashes, beginning = 1, false
+					continue
+				}
+			}
+		}
+		dashes, beginning = 0, false
+	}
+	return false
 }
 
 // rawTextElements are the elements after whose start tag the tokenizer
