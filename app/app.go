@@ -35,6 +35,11 @@ type Options struct {
 	MessageRetention time.Duration
 	Webhooks         WebhookOptions
 	Delivery         DeliveryOptions
+	// PublicURL is the base of tracking and unsubscribe links
+	// (--public-url), e.g. https://mail.example.com.
+	PublicURL string
+	// GeoDB, when set, locates who opens and clicks.
+	GeoDB *GeoDB
 }
 
 // WebhookOptions configure webhooks.

@@ -359,21 +359,48 @@ func (a *App) sendLive(ctx context.Context, j deliveryJob) []mta.RecipientResult
 			return fail(err)
 		}
 	}
-	selector, key, ok := SigningKey(j.domain)
-	if ok {
-		signer, err := a.signer(j.domain.ID, selector, key)
-		if err != nil {
-			return fail(err)
-		}
-		if raw, err = mta.Sign(raw, j.domain.Name, selector, signer); err != nil {
+	selector, key, signed := SigningKey(j.domain)
+	var signer crypto.Signer
+	if signed {
+		var err error
+		if signer, err = a.signer(j.domain.ID, selector, key); err != nil {
 			return fail(err)
 		}
 	}
-	env := mta.Envelope{From: ReturnPath(j.msg), To: j.rcpts, Data: raw, HELO: j.src.Hostname}
-	if j.src.Addr != "" {
-		env.SourceIP = net.ParseIP(j.src.Addr)
+	send := func(data []byte, rcpts []string) []mta.RecipientResult {
+		if signed {
+			var err error
+			if data, err = mta.Sign(data, j.domain.Name, selector, signer); err != nil {
+				return fail(err)
+			}
+		}
+		env := mta.Envelope{From: ReturnPath(j.msg), To: rcpts, Data: data, HELO: j.src.Hostname}
+		if j.src.Addr != "" {
+			env.SourceIP = net.ParseIP(j.src.Addr)
+		}
+		return sender.Send(ctx, env)
 	}
-	return sender.Send(ctx, env)
+	if !j.msg.ListUnsubscribe {
+		return send(raw, j.rcpts) // one signed copy for every recipient
+	}
+	// Each recipient has its own List-Unsubscribe link, so its own copy
+	// and signature; a single-recipient message still signs once.
+	var out []mta.RecipientResult
+	for _, rcpt := range j.rcpts {
+		i := recipientIndex(j.msg, rcpt)
+		data := append(a.unsubscribeHeaders(j.msg, i), raw...)
+		out = append(out, send(data, []string{rcpt})...)
+	}
+	return out
+}
+
+func recipientIndex(m storage.Message, email string) int {
+	for i, r := range m.Recipients {
+		if r.Email == email {
+			return i
+		}
+	}
+	return 0
 }
 
 // ReturnPath is the VERP envelope sender of a message: on the domain's

@@ -117,7 +117,7 @@ func (a *App) recordResults(j deliveryJob, results []mta.RecipientResult, aborte
 				res.Bounce = mta.Bounce{Type: mta.BounceSoft, Category: mta.CategoryExpired}
 				r.SMTPResponse = fmt.Sprintf("gave up after %s in the queue; last attempt: %s", o.QueueLifetime, r.SMTPResponse)
 			}
-			if err := a.bounce(tx, m, r, res, now, emit); err != nil {
+			if err := a.bounce(tx, m, r, res, "", now, emit); err != nil {
 				return err
 			}
 		}
@@ -149,7 +149,7 @@ func findSending(m *storage.Message, email string) *storage.Recipient {
 
 // bounce marks a recipient bounced, emits message.bounced and suppresses
 // the address after a hard bounce (a block is about us, not the address).
-func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, res mta.RecipientResult, now time.Time, emit emitFunc) error {
+func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, res mta.RecipientResult, diag string, now time.Time, emit emitFunc) error {
 	b := res.Bounce
 	if b.Type == "" {
 		b = mta.Classify(res.Code, res.Enhanced, res.Text)
@@ -160,8 +160,7 @@ func (a *App) bounce(tx *storage.Tx, m storage.Message, r *storage.Recipient, re
 	if code == "" && res.Code != 0 {
 		code = fmt.Sprint(res.Code)
 	}
-	diag := ""
-	if res.Code != 0 {
+	if diag == "" && res.Code != 0 {
 		diag = "smtp; " + smtpLine(res)
 	}
 	if err := emit(EventBounced, r.Email, bouncedData{MessageID: m.ID, To: r.Email, BounceType: r.BounceType,

@@ -156,6 +156,8 @@ func eventTypes(evs []map[string]any) string {
 
 func text(s string) *string { return &s }
 
+func no() *bool { f := false; return &f }
+
 func TestLiveMessageArrivesSignedWithVERP(t *testing.T) {
 	for _, alg := range []string{mta.AlgRSA2048, mta.AlgEd25519} {
 		t.Run(alg, func(t *testing.T) {
@@ -164,7 +166,7 @@ func TestLiveMessageArrivesSignedWithVERP(t *testing.T) {
 				Cc: []string{"cc@dest.test"}, Bcc: []string{"hidden@dest.test"}, Subject: text("Grüße"),
 				Text: text("plain body"), HTML: text("<p>html body</p>"), Headers: map[string]string{"X-Campaign": "nov"},
 				Attachments: []AttachmentInput{{Filename: "a.txt", Content: "aGVsbG8="}},
-				Metadata:    json.RawMessage(`{"order":42}`), CampaignID: "nov"})
+				Metadata:    json.RawMessage(`{"order":42}`), CampaignID: "nov", Unsubscribe: no()})
 			if m.Status != StatusQueued {
 				t.Fatalf("status %s", m.Status)
 			}
@@ -509,7 +511,7 @@ func TestRecipientsOfTwoDomainsGoInTwoTransactions(t *testing.T) {
 	e := newSendEnv(t, mta.AlgEd25519, nil)
 	e.zone.MX("other.test", 10, "mx.dest.test")
 	e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"a@dest.test", "b@other.test", "c@dest.test"},
-		Subject: text("s"), Text: text("t")})
+		Subject: text("s"), Text: text("t"), Unsubscribe: no()})
 	e.drain()
 	got := e.sink.Messages()
 	if len(got) != 2 {

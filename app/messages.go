@@ -66,6 +66,9 @@ type MessageInput struct {
 	Tags            []string
 	Tracking        *TrackingInput
 	IPPool          string
+	// Unsubscribe turns the List-Unsubscribe fields off when false (for
+	// purely transactional mail); on when nil.
+	Unsubscribe *bool
 }
 
 // AttachmentInput is one attachment as the API receives it: the content
@@ -92,6 +95,7 @@ type prepared struct {
 	msg     storage.Message
 	content storage.MessageContent
 	raw     []byte
+	links   []string // tracked links' targets, by index
 }
 
 // field prefixes a validation error's field with where the item sits.
@@ -161,6 +165,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 	if in.Tracking != nil {
 		m.Tracking = storage.Tracking{Opens: deref(in.Tracking.Opens), Clicks: deref(in.Tracking.Clicks)}
 	}
+	m.ListUnsubscribe = in.Unsubscribe == nil || *in.Unsubscribe
 	content, tref, e := a.content(p.Account.ID, in)
 	if e != nil {
 		return out, e
@@ -194,14 +199,17 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 	// Build it now, once: whatever cannot become a valid message is
 	// refused here rather than found out at delivery, and delivery only
 	// signs and sends the stored bytes.
-	raw, err := mta.Build(buildMessage(m, content))
+	wire := content
+	var links []string
+	wire.HTML, links = a.track(m, content.HTML)
+	raw, err := mta.Build(buildMessage(m, wire))
 	if err != nil {
 		return out, Validation("message", err.Error())
 	}
 	for i := range content.Attachments {
 		content.Attachments[i].Content = nil // kept in raw; the record keeps the size
 	}
-	return prepared{msg: m, content: content, raw: raw}, nil
+	return prepared{msg: m, content: content, raw: raw, links: links}, nil
 }
 
 func deref(b *bool) bool { return b != nil && *b }
@@ -510,6 +518,9 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 				}
 			}
 			if err := tx.InsertMessage(m, list[i].content, list[i].raw); err != nil {
+				return err
+			}
+			if err := tx.PutLinks(m.ID, list[i].links); err != nil {
 				return err
 			}
 			out = append(out, m)

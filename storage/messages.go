@@ -28,6 +28,9 @@ type Message struct {
 	Tracking   Tracking        `json:"tracking"`
 	IPPool     string          `json:"ip_pool,omitempty"`
 	HeaderID   string          `json:"header_id"` // the Message-ID field, <...>
+	// ListUnsubscribe adds one-click List-Unsubscribe fields for each
+	// recipient at delivery.
+	ListUnsubscribe bool `json:"list_unsubscribe,omitempty"`
 
 	Recipients []Recipient `json:"recipients"`
 
@@ -76,6 +79,8 @@ type Recipient struct {
 	BounceCategory string     `json:"bounce_category,omitempty"`
 	DeliveredAt    *time.Time `json:"delivered_at,omitempty"`
 	BouncedAt      *time.Time `json:"bounced_at,omitempty"`
+	ComplainedAt   *time.Time `json:"complained_at,omitempty"`
+	UnsubscribedAt *time.Time `json:"unsubscribed_at,omitempty"`
 }
 
 // MessageContent is what a message says, rendered: templates are applied

@@ -69,6 +69,10 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", Scope: "webhooks:write", h: s.replay},
 		{Method: "GET", Path: "/v1/team", Scope: "team:read", h: s.listTeam},
 		{Method: "POST", Path: "/v1/team/invite", Scope: "team:write", h: s.invite},
+		{Method: "GET", Path: "/v1/t/o/:token", h: s.openPixel},
+		{Method: "GET", Path: "/v1/t/c/:token", h: s.click},
+		{Method: "GET", Path: "/v1/u/:token", h: s.unsubscribeForm},
+		{Method: "POST", Path: "/v1/u/:token", h: s.unsubscribe},
 		{Method: "GET", Path: "/v1/ips", Scope: "ips:read", h: s.listIPs},
 		{Method: "GET", Path: "/v1/ips/pools", Scope: "ips:read", h: s.listPools},
 	}

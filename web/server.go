@@ -63,6 +63,9 @@ func New(a *app.App, cfg Config) *Server {
 
 type ctxKey struct{}
 
+// overLimitKey marks a tracking request over its source's rate limit.
+type overLimitKey struct{}
+
 // reqIDKey carries the request id, for log lines written below ServeHTTP.
 type reqIDKey struct{}
 
@@ -104,6 +107,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset, 10))
+	if !q.allowed && strings.HasPrefix(r.URL.Path, trackingPrefix) {
+		// A tracking pixel or redirect is still answered (a mail client
+		// must never see an error), but not recorded.
+		r = r.WithContext(context.WithValue(r.Context(), overLimitKey{}, true))
+		q.allowed = true
+	}
 	if !q.allowed {
 		h.Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
 		s.writeError(rw, r, apiError(http.StatusTooManyRequests, app.CodeRateLimitExceeded,

@@ -1,0 +1,210 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"time"
+
+	"mailbolt/mta"
+	"mailbolt/mta/report"
+	"mailbolt/storage"
+)
+
+// Inbound is the inbound listener's use of the App (mta.InboundHandler):
+// asynchronous bounces (DSNs) and complaints (ARF reports) to VERP
+// addresses, and unsubscribe requests to the List-Unsubscribe mailto.
+type Inbound struct{ a *App }
+
+// Inbound returns the handler the inbound SMTP listener runs.
+func (a *App) Inbound() Inbound { return Inbound{a} }
+
+// inboundAddress classifies a recipient of the listener: a VERP return
+// path (bounces, complaints) or an unsubscribe address, both on a bounce
+// subdomain.
+func (in Inbound) inboundAddress(rcpt string) (kind byte, value string, ok bool) {
+	if id, ok := report.ParseVERP(rcpt); ok {
+		return 'b', id, true
+	}
+	a := strings.ToLower(strings.Trim(strings.TrimSpace(rcpt), "<>"))
+	local, domain, found := strings.Cut(a, "@")
+	if !found || !strings.HasPrefix(domain, ReturnPathLabel+".") {
+		return 0, "", false
+	}
+	if tok, ok := strings.CutPrefix(local, "u+"); ok && tok != "" {
+		// Tokens are base64url: case matters, so take them from the
+		// address as it was given.
+		orig := strings.Trim(strings.TrimSpace(rcpt), "<>")
+		return 'u', orig[2:strings.LastIndexByte(orig, '@')], true
+	}
+	return 0, "", false
+}
+
+// Accept takes mail only for VERP and unsubscribe addresses.
+func (in Inbound) Accept(rcpt string) bool {
+	_, _, ok := in.inboundAddress(rcpt)
+	return ok
+}
+
+// Deliver processes one received message for each of its recipients.
+// Unknown or unmatched mail is logged and dropped.
+func (in Inbound) Deliver(from string, rcpts []string, data []byte) error {
+	var errs []error
+	for _, rcpt := range rcpts {
+		kind, value, ok := in.inboundAddress(rcpt)
+		if !ok {
+			continue
+		}
+		var err error
+		switch kind {
+		case 'u':
+			err = in.mailtoUnsubscribe(value)
+		case 'b':
+			err = in.report(value, data)
+		}
+		if err != nil {
+			in.a.log.Warn("inbound mail not used", "rcpt", rcpt, "from", from, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var errUnmatched = errors.New("names no message of this server")
+
+func (in Inbound) mailtoUnsubscribe(token string) error {
+	t, ok := in.a.verifyToken(tokenUnsubscribe, token)
+	if !ok {
+		return errors.New("unsubscribe token does not verify")
+	}
+	if _, ok := in.a.unsubscribe(t, MethodMailto); !ok {
+		return errUnmatched
+	}
+	return nil
+}
+
+// report reads a DSN or an ARF report sent to the return path of message
+// id, and records what it says.
+func (in Inbound) report(id string, data []byte) error {
+	dsn, err := report.ParseDSN(bytes.NewReader(data))
+	if err == nil {
+		return in.bounces(id, dsn)
+	}
+	if !errors.Is(err, report.ErrNotDSN) {
+		return err
+	}
+	fb, err := report.ParseARF(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return in.complaint(id, fb)
+}
+
+// findRecipient is the recipient of m a report names, or the only one.
+func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
+	for _, a := range addrs {
+		a = strings.ToLower(strings.TrimSpace(a))
+		for i := range m.Recipients {
+			if a != "" && m.Recipients[i].Email == a {
+				return &m.Recipients[i]
+			}
+		}
+	}
+	if len(m.Recipients) == 1 {
+		return &m.Recipients[0]
+	}
+	return nil
+}
+
+// withMessage runs fn on message id in one transaction, events counted.
+func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Message, emit emitFunc) error) error {
+	a := in.a
+	now := a.Now()
+	events := 0
+	err := a.db.Update(func(tx *storage.Tx) error {
+		events = 0
+		owner, err := tx.MessageOwner(id)
+		if err != nil {
+			return errUnmatched
+		}
+		m, err := tx.Message(owner, id)
+		if err != nil {
+			return errUnmatched
+		}
+		emit := func(typ, rcpt string, data any, stats ...storage.Stat) error {
+			events++
+			return a.appendMessageEvent(tx, m, typ, rcpt, now, data, stats...)
+		}
+		if err := fn(tx, &m, emit); err != nil {
+			return err
+		}
+		if events == 0 {
+			return nil
+		}
+		m.Status = aggregateStatus(m)
+		return tx.UpdateMessage(m)
+	})
+	if err == nil && events > 0 {
+		a.EventsCommitted()
+	}
+	return err
+}
+
+// bounces records the failed recipients of a DSN. Delayed, delivered and
+// relayed reports change nothing; a recipient that already bounced is not
+// bounced twice (the same DSN twice gives one event).
+func (in Inbound) bounces(id string, dsn *report.DSN) error {
+	now := in.a.Now()
+	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, emit emitFunc) error {
+		for _, d := range dsn.Recipients {
+			if d.Action != "failed" {
+				continue
+			}
+			r := findRecipient(m, d.FinalRecipient, d.OriginalRecipient)
+			if r == nil || r.BouncedAt != nil {
+				continue
+			}
+			text := d.DiagnosticCode
+			if i := strings.IndexByte(text, ';'); i >= 0 {
+				text = strings.TrimSpace(text[i+1:])
+			}
+			res := mta.RecipientResult{Recipient: r.Email, Status: mta.StatusPermanent, Code: d.SMTPCode,
+				Enhanced: d.Status, Text: text, Host: d.RemoteMTA}
+			res.Bounce = mta.Classify(d.SMTPCode, d.Status, text)
+			if res.Bounce.Type == "" {
+				res.Bounce = mta.Bounce{Type: mta.BounceSoft, Category: mta.CategoryOther}
+			}
+			r.SMTPCode, r.EnhancedCode, r.SMTPResponse = d.SMTPCode, d.Status, text
+			if err := in.a.bounce(tx, *m, r, res, d.DiagnosticCode, now, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// complaint records a spam complaint from an ARF report, once per
+// recipient, and suppresses the recipient.
+func (in Inbound) complaint(id string, fb *report.Feedback) error {
+	now := in.a.Now()
+	if vid, ok := fb.VERPMessageID(); ok {
+		id = vid
+	}
+	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, emit emitFunc) error {
+		r := findRecipient(m, append(append([]string{}, fb.OriginalRcptTo...), fb.OriginalTo...)...)
+		if r == nil || r.ComplainedAt != nil {
+			return nil
+		}
+		r.ComplainedAt = &now
+		typ := strings.ToLower(fb.FeedbackType)
+		if typ == "" {
+			typ = "abuse"
+		}
+		if err := emit(EventComplained, r.Email, complainedData{MessageID: m.ID, To: r.Email,
+			ComplainedAt: now.Format(time.RFC3339Nano), FeedbackType: typ, FeedbackID: fb.FeedbackID},
+			storage.StatComplained); err != nil {
+			return err
+		}
+		return suppress(tx, *m, r.Email, "complaint", now)
+	})
+}

@@ -1,0 +1,103 @@
+package mta
+
+import (
+	"bytes"
+	"io"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// InboundHandler decides what the inbound listener takes and what becomes
+// of it. The listener never relays: it takes mail only for the recipients
+// Accept approves, and hands each message to Deliver once it is whole.
+type InboundHandler interface {
+	// Accept reports whether mail for rcpt is taken (bounce and
+	// unsubscribe addresses); others are refused with 550 5.7.1.
+	Accept(rcpt string) bool
+	// Deliver processes one received message. An error is logged, and the
+	// message is still acknowledged: a report that cannot be used must
+	// not come back in a loop of retries.
+	Deliver(from string, rcpts []string, data []byte) error
+}
+
+// InboundOptions bound what one session may send.
+type InboundOptions struct {
+	Domain         string        // the name the greeting and EHLO reply carry
+	MaxMessageSize int64         // bytes; 10 MiB when zero
+	MaxRecipients  int           // per message; 10 when zero
+	ReadTimeout    time.Duration // per command; 60 s when zero
+	WriteTimeout   time.Duration // per reply; 60 s when zero
+	ErrorLog       *log.Logger   // connection errors; discarded when nil
+}
+
+// NewInboundServer builds the SMTP server of the inbound listener
+// (--smtp-addr): go-smtp with the limits of opts, no AUTH, no relaying.
+func NewInboundServer(h InboundHandler, opts InboundOptions) *smtp.Server {
+	s := smtp.NewServer(inboundBackend{h})
+	s.Domain = opts.Domain
+	s.MaxMessageBytes = opts.MaxMessageSize
+	if s.MaxMessageBytes == 0 {
+		s.MaxMessageBytes = 10 << 20
+	}
+	s.MaxRecipients = opts.MaxRecipients
+	if s.MaxRecipients == 0 {
+		s.MaxRecipients = 10
+	}
+	s.ReadTimeout, s.WriteTimeout = opts.ReadTimeout, opts.WriteTimeout
+	if s.ReadTimeout == 0 {
+		s.ReadTimeout = time.Minute
+	}
+	if s.WriteTimeout == 0 {
+		s.WriteTimeout = time.Minute
+	}
+	s.ErrorLog = opts.ErrorLog
+	if s.ErrorLog == nil {
+		s.ErrorLog = log.New(io.Discard, "", 0)
+	}
+	return s
+}
+
+type inboundBackend struct{ h InboundHandler }
+
+func (b inboundBackend) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &inboundSession{h: b.h}, nil
+}
+
+type inboundSession struct {
+	h    InboundHandler
+	from string
+	to   []string
+}
+
+func (s *inboundSession) Mail(from string, _ *smtp.MailOptions) error {
+	s.from, s.to = from, nil
+	return nil
+}
+
+var errNoRelay = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
+	Message: "relaying denied: this server takes only bounces and unsubscribe requests for its own addresses"}
+
+func (s *inboundSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if strings.ContainsAny(to, "\r\n") || !s.h.Accept(to) {
+		return errNoRelay
+	}
+	s.to = append(s.to, to)
+	return nil
+}
+
+func (s *inboundSession) Data(r io.Reader) error {
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, r); err != nil {
+		return err // over the size limit, or the connection broke
+	}
+	// Durable before acknowledged: Deliver returns once what it records
+	// is committed.
+	s.h.Deliver(s.from, s.to, buf.Bytes())
+	return nil
+}
+
+func (s *inboundSession) Reset()        { s.from, s.to = "", nil }
+func (s *inboundSession) Logout() error { return nil }
