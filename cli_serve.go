@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/netip"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -71,6 +73,11 @@ type serveConfig struct {
 	smtpConnTimeout  time.Duration
 	smtpCmdTimeout   time.Duration
 	messageRetention time.Duration
+
+	publicURL  string
+	smtpAddr   string
+	geoIPDB    string
+	systemFrom string
 }
 
 func newServeCommand() *cobra.Command {
@@ -131,6 +138,11 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.smtpConnTimeout, "smtp-connect-timeout", 30*time.Second, "timeout of an SMTP connect and TLS handshake")
 	f.DurationVar(&cfg.smtpCmdTimeout, "smtp-command-timeout", 5*time.Minute, "how long an SMTP server has to answer one command")
 	f.DurationVar(&cfg.messageRetention, "message-retention", 30*24*time.Hour, "how long messages are kept after their queue lifetime")
+
+	f.StringVar(&cfg.publicURL, "public-url", "", "base URL of tracking and unsubscribe links, as recipients reach this server (default: http://<--http-addr>)")
+	f.StringVar(&cfg.smtpAddr, "smtp-addr", "127.0.0.1:2525", "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
+	f.StringVar(&cfg.geoIPDB, "geoip-db", "", "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
+	f.StringVar(&cfg.systemFrom, "system-from", "", "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	return cmd
 }
 
@@ -171,6 +183,20 @@ func (cfg serveConfig) validate() error {
 	}
 	if cfg.mxPort < 1 || cfg.mxPort > 65535 || cfg.deliveryWorkers < 1 || cfg.smtpHostConns < 1 {
 		return errors.New("--mx-port must be a port number, --delivery-workers and --smtp-host-connections 1 or more")
+	}
+	if cfg.publicURL != "" {
+		u, err := url.Parse(cfg.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return fmt.Errorf("--public-url: %q is not an http(s) base URL such as https://mail.example.com", cfg.publicURL)
+		}
+	}
+	if _, _, err := net.SplitHostPort(cfg.smtpAddr); err != nil {
+		return fmt.Errorf("--smtp-addr: %q is not host:port", cfg.smtpAddr)
+	}
+	if cfg.systemFrom != "" {
+		if _, err := mail.ParseAddress(cfg.systemFrom); err != nil {
+			return fmt.Errorf("--system-from: %q is not an email address", cfg.systemFrom)
+		}
 	}
 	if cfg.eventRetention < 8*24*time.Hour {
 		return errors.New("--event-retention must be at least 8 days (failed webhook deliveries stay replayable for 7 days after their last attempt)")
@@ -289,6 +315,13 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		resolver = &mta.Resolver{Server: cfg.dnsServer}
 	}
 	resolver.Timeout = cfg.dnsTimeout
+	var geo *app.GeoDB
+	if cfg.geoIPDB != "" {
+		if geo, err = app.OpenGeoDB(cfg.geoIPDB); err != nil {
+			return fmt.Errorf("--geoip-db: %w", err)
+		}
+		defer geo.Close()
+	}
 	deliverer := cfg.deliverer(resolver, log)
 	defer deliverer.Close()
 	a := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
@@ -298,6 +331,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		EventRetention:   cfg.eventRetention,
 		MessageRetention: cfg.messageRetention,
 		Delivery:         cfg.deliveryOptions(deliverer),
+		PublicURL:        cfg.publicURL,
+		GeoDB:            geo,
+		SystemFrom:       cfg.systemFrom,
 		Webhooks:         cfg.webhookOptions(resolver)})
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {
@@ -314,6 +350,17 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddr, err)
 	}
+	if cfg.publicURL == "" {
+		a.SetPublicURL("http://" + ln.Addr().String())
+	}
+	smtpLn, err := net.Listen("tcp", cfg.smtpAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
+	}
+	inbound := mta.NewInboundServer(a.Inbound(), mta.InboundOptions{Domain: cfg.hostname,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
+	go inbound.Serve(smtpLn)
 	admin, err := web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: a})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.
@@ -322,6 +369,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	if err != nil {
 		ln.Close()
+		inbound.Close()
 		return err
 	}
 	srv := &http.Server{Handler: web.New(a, wc), ReadHeaderTimeout: 10 * time.Second,
@@ -338,7 +386,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, ln.Addr(), cfg.dataDir)
-	log.Info("started", "http_addr", ln.Addr().String(), "data_dir", cfg.dataDir, "version", version)
+	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", smtpLn.Addr())
+	log.Info("started", "http_addr", ln.Addr().String(), "smtp_addr", smtpLn.Addr().String(), "data_dir", cfg.dataDir, "version", version)
 
 	select {
 	case <-ctx.Done():
@@ -350,6 +399,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	defer cancel()
 	if serr := srv.Shutdown(shutdownCtx); serr != nil {
 		log.Warn("http shutdown", "err", serr)
+	}
+	if serr := inbound.Shutdown(shutdownCtx); serr != nil {
+		inbound.Close()
 	}
 	if admin != nil {
 		if serr := admin.Shutdown(shutdownCtx); serr != nil {

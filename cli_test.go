@@ -71,7 +71,7 @@ func startServe(t *testing.T, dataDir string, extra ...string) (string, *syncBuf
 	cmd := newRootCommand()
 	cmd.SetOut(out)
 	cmd.SetErr(&syncBuffer{})
-	cmd.SetArgs(append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0"}, extra...))
+	cmd.SetArgs(append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, extra...))
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -256,7 +256,7 @@ func TestServeFlagsValidation(t *testing.T) {
 		{"--deprecate", "v1", "--sunset", "June"},
 		{"--log-level", "loud"},
 	} {
-		if _, err := run(t, append([]string{"serve", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0"}, args...)...); err == nil {
+		if _, err := run(t, append([]string{"serve", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, args...)...); err == nil {
 			t.Errorf("serve %v accepted", args)
 		}
 	}
@@ -285,7 +285,7 @@ func TestDeprecateFlags(t *testing.T) {
 func TestSecondServerOnSameDataDirRefused(t *testing.T) {
 	dir := t.TempDir()
 	startServe(t, dir)
-	if _, err := run(t, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0"); err == nil {
+	if _, err := run(t, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"); err == nil {
 		t.Fatal("second server started on a locked data dir")
 	}
 }

@@ -37,7 +37,7 @@ type crashServer struct {
 func startCrashServer(t *testing.T, bin, dataDir string, args ...string) *crashServer {
 	t.Helper()
 	s := &crashServer{stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0"}, args...)...)
+	s.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -27,7 +27,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	srv := exec.Command(bin, "serve", "--http-addr", "127.0.0.1:0")
+	srv := exec.Command(bin, "serve", "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0")
 	srv.Env = append(os.Environ(), "MAILBOLT_DATA_DIR="+dir)
 	stdout, _ := srv.StdoutPipe()
 	var stderr strings.Builder

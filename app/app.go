@@ -40,6 +40,9 @@ type Options struct {
 	PublicURL string
 	// GeoDB, when set, locates who opens and clicks.
 	GeoDB *GeoDB
+	// SystemFrom is the sender of mail the service sends itself (team
+	// invitations); none when empty.
+	SystemFrom string
 }
 
 // WebhookOptions configure webhooks.
@@ -142,6 +145,10 @@ func New(db *storage.DB, opts Options) *App {
 	})
 	return a
 }
+
+// SetPublicURL sets the base of tracking and unsubscribe links when it is
+// known only once the server listens. Call it before serving.
+func (a *App) SetPublicURL(u string) { a.opts.PublicURL = u }
 
 // DB is the database the App works on.
 func (a *App) DB() *storage.DB { return a.db }
