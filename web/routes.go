@@ -73,6 +73,7 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/t/c/:token", h: s.click},
 		{Method: "GET", Path: "/v1/u/:token", h: s.unsubscribeForm},
 		{Method: "POST", Path: "/v1/u/:token", h: s.unsubscribe},
+		{Method: "GET", Path: "/v1/analytics/summary", Scope: "analytics:read", h: s.analyticsSummary},
 		{Method: "GET", Path: "/v1/ips", Scope: "ips:read", h: s.listIPs},
 		{Method: "GET", Path: "/v1/ips/pools", Scope: "ips:read", h: s.listPools},
 	}

@@ -1,0 +1,63 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"mailbolt/app"
+)
+
+type summaryView struct {
+	From       string          `json:"from"`
+	To         string          `json:"to"`
+	Mode       string          `json:"mode"`
+	CampaignID *string         `json:"campaign_id"`
+	Domain     *string         `json:"domain"`
+	Totals     app.Counts      `json:"totals"`
+	Rates      app.Rates       `json:"rates"`
+	Daily      []app.DayCounts `json:"daily"`
+}
+
+// dayParam reads a day as YYYY-MM-DD or an RFC 3339 time (its UTC day).
+func dayParam(r *http.Request, name string, def time.Time) (time.Time, *app.Error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, app.Validation(name, "must be a date such as 2026-11-01 or an RFC 3339 time")
+}
+
+func (s *Server) analyticsSummary(w http.ResponseWriter, r *http.Request, c *call) {
+	now := s.app.Now()
+	to, e := dayParam(r, "to", now)
+	if e == nil {
+		var from time.Time
+		if from, e = dayParam(r, "from", to.AddDate(0, 0, -29)); e == nil {
+			q := r.URL.Query()
+			sq := app.SummaryQuery{From: from, To: to, CampaignID: q.Get("campaign_id"), Domain: q.Get("domain")}
+			var sum app.Summary
+			if sum, e = s.app.AnalyticsSummary(c.Principal, sq); e == nil {
+				v := summaryView{From: from.UTC().Format(time.DateOnly), To: to.UTC().Format(time.DateOnly), Mode: "live",
+					Totals: sum.Totals, Rates: sum.Rates, Daily: sum.Daily}
+				if c.Key.Test {
+					v.Mode = "test"
+				}
+				if sq.CampaignID != "" {
+					v.CampaignID = &sq.CampaignID
+				}
+				if sq.Domain != "" {
+					v.Domain = &sq.Domain
+				}
+				writeJSON(w, http.StatusOK, v)
+				return
+			}
+		}
+	}
+	s.writeError(w, r, e)
+}
