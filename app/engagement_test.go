@@ -1,0 +1,296 @@
+package app
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/mail"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/emersion/go-message"
+	"github.com/emersion/go-smtp"
+
+	"mailbolt/mta"
+	"mailbolt/storage"
+)
+
+// htmlPart returns the decoded text/html part of a raw message.
+func htmlPart(t *testing.T, raw []byte) string {
+	t.Helper()
+	ent, err := message.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	ent.Walk(func(_ []int, e *message.Entity, _ error) error {
+		if ct, _, _ := e.Header.ContentType(); ct == "text/html" {
+			b, _ := io.ReadAll(e.Body)
+			out = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+var (
+	openRe  = regexp.MustCompile(`/v1/t/o/([A-Za-z0-9_-]+)`)
+	clickRe = regexp.MustCompile(`/v1/t/c/([A-Za-z0-9_-]+)`)
+	unsubRe = regexp.MustCompile(`/v1/u/([A-Za-z0-9_-]+)>`)
+)
+
+func (e *sendEnv) eventData(p Principal, id, typ string) []map[string]any {
+	var out []map[string]any
+	for _, ev := range e.events(p, id) {
+		if ev["event"] == typ {
+			out = append(out, ev["data"].(map[string]any))
+		}
+	}
+	return out
+}
+
+func (e *sendEnv) suppressed(rcpt string) (storage.Suppression, bool) {
+	var s storage.Suppression
+	err := e.app.db.View(func(tx *storage.Tx) error { var err error; s, err = tx.Suppression(e.acct, rcpt); return err })
+	return s, err == nil
+}
+
+func TestTrackingAndUnsubscribeEndToEnd(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) { o.PublicURL = "https://mail.acme.test" })
+	yes := true
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"),
+		HTML:     text(`<p>Hi <a href="https://shop.test/a?x=1&amp;y=2">shop</a> <a href="mailto:x@y.test">mail</a> <a href="https://shop.test/b" data-mb-notrack>raw</a></p></body>`),
+		Tracking: &TrackingInput{Opens: &yes, Clicks: &yes}, CampaignID: "nov"})
+	e.drain()
+	got := e.sink.Messages()
+	if len(got) != 1 {
+		t.Fatalf("%d messages arrived", len(got))
+	}
+	raw := got[0].Data
+	html := htmlPart(t, raw)
+	if !strings.Contains(html, "https://mail.acme.test/v1/t/o/") || !strings.Contains(html, `href="mailto:x@y.test"`) ||
+		!strings.Contains(html, `href="https://shop.test/b" data-mb-notrack`) {
+		t.Fatalf("tracked HTML:\n%s", html)
+	}
+	clicks := clickRe.FindAllStringSubmatch(html, -1)
+	if len(clicks) != 1 {
+		t.Fatalf("%d tracked links, want 1:\n%s", len(clicks), html)
+	}
+	msg, _ := mail.ReadMessage(bytes.NewReader(raw))
+	lu := msg.Header.Get("List-Unsubscribe")
+	if !strings.Contains(lu, "<https://mail.acme.test/v1/u/") || !strings.Contains(lu, "<mailto:u+") ||
+		msg.Header.Get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click" {
+		t.Fatalf("List-Unsubscribe %q", lu)
+	}
+	if !strings.Contains(strings.ToLower(msg.Header.Get("Dkim-Signature")), "list-unsubscribe") {
+		t.Error("the signature does not cover List-Unsubscribe")
+	}
+
+	// Opens: the first is first; a forged token records nothing.
+	open := openRe.FindStringSubmatch(html)[1]
+	ua := "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148"
+	if !e.app.RecordOpen(open, NewClientContext(nil, "192.0.2.7", ua)) || !e.app.RecordOpen(open, NewClientContext(nil, "192.0.2.7", ua)) {
+		t.Fatal("open not recorded")
+	}
+	if e.app.RecordOpen(open[:len(open)-2]+"AA", ClientContext{}) {
+		t.Fatal("a tampered open token was recorded")
+	}
+	opens := e.eventData(e.live, m.ID, EventOpened)
+	if len(opens) != 2 || opens[0]["isFirstOpen"] != true || opens[1]["isFirstOpen"] != false || opens[1]["openCount"] != 2.0 {
+		t.Fatalf("opens %v", opens)
+	}
+	if c := opens[0]["context"].(map[string]any); c["ip"] != "192.0.2.7" || c["device"] != "mobile" || c["os"] != "iOS" {
+		t.Errorf("open context %v", c)
+	}
+
+	// Clicks: the redirect goes to the recorded URL only.
+	url, ok := e.app.RecordClick(clicks[0][1], ClientContext{IP: "192.0.2.8"})
+	if !ok || url != "https://shop.test/a?x=1&y=2" {
+		t.Fatalf("click → %q %v", url, ok)
+	}
+	if _, ok := e.app.RecordClick(strings.Replace(clicks[0][1], "A", "B", 1)+"x", ClientContext{}); ok {
+		t.Fatal("a tampered click token redirected")
+	}
+	if _, ok := e.app.RecordClick(open, ClientContext{}); ok {
+		t.Fatal("an open token worked as a click token")
+	}
+	cl := e.eventData(e.live, m.ID, EventClicked)
+	if len(cl) != 1 || cl[0]["url"] != "https://shop.test/a?x=1&y=2" || cl[0]["isFirstClick"] != true || cl[0]["linkId"] != LinkID("https://shop.test/a?x=1&y=2") {
+		t.Fatalf("clicks %v", cl)
+	}
+
+	// One-click unsubscribe: suppressed once, one event.
+	tok := unsubRe.FindStringSubmatch(lu)[1]
+	if email, ok := e.app.UnsubscribeTarget(tok); !ok || email != "ann@dest.test" {
+		t.Fatalf("target %q %v", email, ok)
+	}
+	for range 2 {
+		if email, ok := e.app.Unsubscribe(tok, MethodOneClick); !ok || email != "ann@dest.test" {
+			t.Fatalf("unsubscribe %q %v", email, ok)
+		}
+	}
+	un := e.eventData(e.live, m.ID, EventUnsubscribed)
+	if len(un) != 1 || un[0]["method"] != "one-click" || un[0]["email"] != "ann@dest.test" || len(un[0]["listIds"].([]any)) != 1 {
+		t.Fatalf("unsubscribed %v", un)
+	}
+	if s, ok := e.suppressed("ann@dest.test"); !ok || s.Reason != "unsubscribe" || s.SourceMessageID != m.ID {
+		t.Fatalf("suppression %+v %v", s, ok)
+	}
+
+	// The summary counts all of it, by campaign too.
+	for _, q := range []SummaryQuery{{}, {CampaignID: "nov"}, {Domain: "acme.test"}} {
+		q.From, q.To = e.clock.now(), e.clock.now()
+		sum, ae := e.app.AnalyticsSummary(e.live, q)
+		if ae != nil {
+			t.Fatal(ae)
+		}
+		tt := sum.Totals
+		if tt.Sent != 1 || tt.Delivered != 1 || tt.Opened != 2 || tt.UniqueOpened != 1 || tt.Clicked != 1 ||
+			tt.UniqueClicked != 1 || tt.Unsubscribed != 1 || sum.Rates.Open != 1 || len(sum.Daily) != 1 {
+			t.Errorf("summary %+v: %+v %+v", q, tt, sum.Rates)
+		}
+	}
+	if sum, _ := e.app.AnalyticsSummary(e.live, SummaryQuery{From: e.clock.now(), To: e.clock.now(), CampaignID: "other"}); sum.Totals.Sent != 0 {
+		t.Errorf("another campaign counts %+v", sum.Totals)
+	}
+}
+
+// inboundListener runs the inbound SMTP server of e's App on loopback.
+func (e *sendEnv) inboundListener() string {
+	e.t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	srv := mta.NewInboundServer(e.app.Inbound(), mta.InboundOptions{Domain: "mx.mailbolt.test"})
+	go srv.Serve(ln)
+	e.t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// sendPlain delivers one message over SMTP without TLS, as many MTAs
+// deliver bounces.
+func sendPlain(addr, from, rcpt string, data []byte) error {
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Mail(from, nil); err != nil {
+		return err
+	}
+	if err := c.Rcpt(rcpt, nil); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+// fixture reads a report from testdata with its placeholders replaced.
+func fixture(t *testing.T, path string, repl ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(strings.NewReplacer(repl...).Replace(string(b)))
+}
+
+func TestInboundBouncesAndComplaints(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	addr := e.inboundListener()
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"nobody@dest.test", "reader@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	verp := ReturnPath(m)
+	send := func(rcpt string, data []byte) error { return sendPlain(addr, "", rcpt, data) }
+
+	// A relay attempt is refused; our addresses are taken.
+	if err := send("someone@example.org", []byte("Subject: x\r\n\r\nx\r\n")); err == nil || !strings.Contains(err.Error(), "550") {
+		t.Fatalf("relay attempt: %v", err)
+	}
+	dsn := fixture(t, "dsn/postfix-user-unknown.eml", "nobody@example.org", "nobody@dest.test",
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com", verp)
+	for range 2 { // the same DSN twice gives one event
+		if err := send(verp, dsn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	delayed := fixture(t, "dsn/postfix-delayed.eml", "slow@example.org", "reader@dest.test")
+	if err := send(verp, delayed); err != nil {
+		t.Fatal(err)
+	}
+	st := e.message(e.live, m.ID)
+	r := st.Recipients[0]
+	if r.Email != "nobody@dest.test" || r.Status != StatusBounced || r.BounceType != "hard" || r.EnhancedCode != "5.1.1" {
+		t.Fatalf("after the DSN: %+v", r)
+	}
+	if st.Recipients[1].Status != StatusDelivered {
+		t.Fatalf("a delayed DSN changed the other recipient: %+v", st.Recipients[1])
+	}
+	b := e.eventData(e.live, m.ID, EventBounced)
+	if len(b) != 1 || b[0]["to"] != "nobody@dest.test" || b[0]["bounceCode"] != "5.1.1" ||
+		!strings.HasPrefix(b[0]["diagnosticCode"].(string), "smtp; 550 5.1.1") {
+		t.Fatalf("bounce events %v", b)
+	}
+	if s, ok := e.suppressed("nobody@dest.test"); !ok || s.Reason != "hard_bounce" {
+		t.Fatalf("not suppressed: %+v", s)
+	}
+
+	// An ARF report, matched through the VERP address it quotes.
+	arf := fixture(t, "arf/yahoo-abuse.eml", "b+0195a1c0abcdef0123456789abcdef01@bounces.example.com", verp,
+		"reader@yahoo.example", "reader@dest.test")
+	for range 2 {
+		if err := send("fbl+x@bounces.acme.test", arf); err == nil {
+			t.Fatal("a non-VERP bounce-domain address was taken")
+		}
+		if err := send(verp, arf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := e.eventData(e.live, m.ID, EventComplained)
+	if len(c) != 1 || c[0]["to"] != "reader@dest.test" || c[0]["feedbackType"] != "abuse" || c[0]["feedbackId"] == "" {
+		t.Fatalf("complaints %v", c)
+	}
+	if s, ok := e.suppressed("reader@dest.test"); !ok || s.Reason != "complaint" {
+		t.Fatalf("not suppressed: %+v", s)
+	}
+
+	// Unmatched and unparsable mail is accepted and dropped.
+	if err := send("b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.acme.test", dsn); err != nil {
+		t.Fatalf("unmatched DSN: %v", err)
+	}
+	if err := send(verp, []byte("Subject: out of office\r\n\r\nI am away.\r\n")); err != nil {
+		t.Fatalf("auto-reply: %v", err)
+	}
+	sum, _ := e.app.AnalyticsSummary(e.live, SummaryQuery{From: e.clock.now(), To: e.clock.now()})
+	if sum.Totals.Bounced.Hard != 1 || sum.Totals.Complained != 1 || sum.Totals.Sent != 2 || sum.Totals.Delivered != 2 {
+		t.Errorf("summary %+v", sum.Totals)
+	}
+}
+
+func TestMailtoUnsubscribe(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	addr := e.inboundListener()
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	msg, _ := mail.ReadMessage(bytes.NewReader(e.sink.Messages()[0].Data))
+	to := regexp.MustCompile(`<mailto:([^>]+)>`).FindStringSubmatch(msg.Header.Get("List-Unsubscribe"))[1]
+	if err := sendPlain(addr, "ann@dest.test", to, []byte("Subject: unsubscribe\r\n\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	un := e.eventData(e.live, m.ID, EventUnsubscribed)
+	if len(un) != 1 || un[0]["method"] != "mailto" {
+		t.Fatalf("unsubscribed %v", un)
+	}
+}
