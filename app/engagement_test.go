@@ -294,3 +294,42 @@ func TestMailtoUnsubscribe(t *testing.T) {
 		t.Fatalf("unsubscribed %v", un)
 	}
 }
+
+func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) {
+		o.SystemFrom = "Mailbolt <team@acme.test>"
+		o.PublicURL = "https://mail.acme.test"
+	})
+	other, _ := e.app.CreateAccount(AccountInput{Name: "Other Co"})
+	inv, ae := e.app.Invite(other.ID, "New@Dest.test", "developer")
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	if inv.EmailStatus != "queued" || !strings.HasPrefix(inv.AcceptURL, "https://mail.acme.test/v1/team/accept/") {
+		t.Fatalf("invitation %+v", inv)
+	}
+	e.drain()
+	got := e.sink.Messages()
+	if len(got) != 1 || got[0].To[0] != "new@dest.test" ||
+		!strings.Contains(strings.ReplaceAll(string(got[0].Data), "=\r\n", ""), inv.AcceptURL) {
+		t.Fatalf("invitation mail: %d messages", len(got))
+	}
+	if _, ok := e.app.Invitee(inv.Token[:len(inv.Token)-2] + "xx"); ok {
+		t.Fatal("a tampered token names a member")
+	}
+	m, ae := e.app.AcceptInvitation(inv.Token)
+	if ae != nil || m.Status != "active" || m.AcceptedAt == nil {
+		t.Fatalf("accept: %+v %v", m, ae)
+	}
+	// Without a system sender the link is still returned.
+	e.app.opts.SystemFrom = ""
+	inv, _ = e.app.Invite(other.ID, "second@dest.test", "viewer")
+	if inv.EmailStatus != "not_configured" || inv.AcceptURL == "" {
+		t.Fatalf("without --system-from: %+v", inv)
+	}
+	e.app.opts.SystemFrom = "team@unverified.test"
+	inv, _ = e.app.Invite(other.ID, "third@dest.test", "viewer")
+	if inv.EmailStatus != "sender_unverified" {
+		t.Fatalf("unverified sender: %+v", inv)
+	}
+}

@@ -2,9 +2,12 @@ package app
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"mailbolt/storage"
 )
@@ -13,14 +16,25 @@ import (
 var Roles = []string{"owner", "admin", "developer", "viewer"}
 
 // Invitation is a new member with the token that accepts the invitation;
-// the token is shown once and only its hash is stored.
+// the token is shown once and only its hash is stored. AcceptURL is the
+// page that accepts it; EmailStatus says whether the invitation was sent
+// by mail: "queued", or why not ("not_configured": no --system-from;
+// "sender_unverified": no account has its domain verified).
 type Invitation struct {
-	Member storage.TeamMember
-	Token  string
+	Member      storage.TeamMember
+	Token       string
+	AcceptURL   string
+	EmailStatus string
+	MessageID   string // the invitation message, when queued
 }
 
-// Invite adds a member with status "invited". Inviting an address that is
-// already on the team is a conflict.
+// AcceptPath is where invitations are accepted, on the public URL.
+const AcceptPath = "/v1/team/accept/"
+
+// Invite adds a member with status "invited" and, when the server has a
+// system sender (--system-from) on a verified domain, sends the
+// invitation by mail. Inviting an address that is already on the team is
+// a conflict.
 func (a *App) Invite(accountID, email, role string) (Invitation, *Error) {
 	addr, e := NormalizeAddress("email", email)
 	if e != nil {
@@ -29,18 +43,132 @@ func (a *App) Invite(accountID, email, role string) (Invitation, *Error) {
 	if !slices.Contains(Roles, role) {
 		return Invitation{}, Validation("role", "must be one of "+strings.Join(Roles, ", "))
 	}
-	var raw [32]byte
-	if _, err := rand.Read(raw[:]); err != nil {
+	m := storage.TeamMember{ID: NewID(), AccountID: accountID, Email: addr, Role: role,
+		Status: "invited", InvitedAt: a.Now()}
+	token, err := inviteToken(accountID, m.ID)
+	if err != nil {
 		return Invitation{}, Internal(err)
 	}
-	token := base64.RawURLEncoding.EncodeToString(raw[:])
-	m := storage.TeamMember{ID: NewID(), AccountID: accountID, Email: addr, Role: role,
-		Status: "invited", TokenHash: HashSecret(token), InvitedAt: a.Now()}
-	err := a.db.Update(func(tx *storage.Tx) error { return tx.InsertTeamMember(m) })
+	m.TokenHash = HashSecret(token)
+	var acct storage.Account
+	err = a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		if acct, err = tx.Account(accountID); err != nil {
+			return err
+		}
+		return tx.InsertTeamMember(m)
+	})
 	if e := storageErr(err, "team member with this email"); e != nil {
 		return Invitation{}, e
 	}
-	return Invitation{Member: m, Token: token}, nil
+	inv := Invitation{Member: m, Token: token, AcceptURL: a.publicURL(AcceptPath + token)}
+	inv.EmailStatus, inv.MessageID = a.sendInvitation(acct, inv)
+	return inv, nil
+}
+
+// inviteToken is base64url(account uuid, member uuid, 32 random bytes): it
+// names the member it accepts, and only its hash is stored.
+func inviteToken(accountID, memberID string) (string, error) {
+	acct, err := uuid.Parse(accountID)
+	if err != nil {
+		return "", err
+	}
+	member, err := uuid.Parse(memberID)
+	if err != nil {
+		return "", err
+	}
+	b := append(append(acct[:], member[:]...), make([]byte, 32)...)
+	if _, err := rand.Read(b[32:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// invitee finds the member an invitation token names; ok is false unless
+// the token's hash matches (compared in constant time).
+func invitee(tx *storage.Tx, token string) (storage.TeamMember, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || len(b) != 64 {
+		return storage.TeamMember{}, false
+	}
+	var acct, member uuid.UUID
+	copy(acct[:], b[:16])
+	copy(member[:], b[16:32])
+	m, err := tx.TeamMember(acct.String(), member.String())
+	if err != nil || subtle.ConstantTimeCompare(m.TokenHash, HashSecret(token)) != 1 {
+		return storage.TeamMember{}, false
+	}
+	return m, true
+}
+
+// Invitee reads the member an invitation token names, for the accept page.
+func (a *App) Invitee(token string) (m storage.TeamMember, ok bool) {
+	a.db.View(func(tx *storage.Tx) error {
+		m, ok = invitee(tx, token)
+		return nil
+	})
+	return m, ok
+}
+
+// AcceptInvitation makes an invited member active. Accepting twice is
+// not an error.
+func (a *App) AcceptInvitation(token string) (storage.TeamMember, *Error) {
+	var m storage.TeamMember
+	now := a.Now()
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var ok bool
+		if m, ok = invitee(tx, token); !ok {
+			return storage.ErrNotFound
+		}
+		if m.Status == "active" {
+			return nil
+		}
+		m.Status, m.AcceptedAt = "active", &now
+		return tx.UpdateTeamMember(m)
+	})
+	return m, storageErr(err, "invitation")
+}
+
+// sendInvitation mails an invitation from the system sender, through the
+// account that has the sender's domain verified.
+func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, messageID string) {
+	if a.opts.SystemFrom == "" {
+		return "not_configured", ""
+	}
+	_, domain, e := parseSender(a.opts.SystemFrom)
+	if e != nil {
+		return "not_configured", ""
+	}
+	var owner storage.Account
+	a.db.View(func(tx *storage.Tx) error {
+		accounts, _, err := tx.Accounts(storage.ListOptions{Limit: -1})
+		if err != nil {
+			return err
+		}
+		for _, o := range accounts {
+			if a.checkSendingDomain(tx, o.ID, domain) == nil {
+				owner = o
+				return nil
+			}
+		}
+		return nil
+	})
+	if owner.ID == "" {
+		return "sender_unverified", ""
+	}
+	name := acct.Name
+	subject := "You are invited to join " + name + " on Mailbolt"
+	body := "You have been invited to join the team of " + name + " on Mailbolt as " + inv.Member.Role + ".\n\n" +
+		"Accept the invitation here:\n" + inv.AcceptURL + "\n\nIf you did not expect this invitation, ignore this email.\n"
+	off := false
+	m, e := a.SendMessage(Principal{Account: owner, Key: storage.APIKey{AccountID: owner.ID}}, MessageInput{
+		From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body, Unsubscribe: &off,
+		Tags: []string{"team-invitation"}})
+	if e != nil {
+		a.log.Error("sending an invitation failed", "err", e)
+		return "failed", ""
+	}
+	return "queued", m.ID
 }
 
 // Team lists an account's members.

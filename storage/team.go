@@ -41,3 +41,18 @@ func (tx *Tx) TeamMembers(accountID string, opts ListOptions) ([]TeamMember, Lis
 
 // TeamMemberCount is the number of members of an account.
 func (tx *Tx) TeamMemberCount(accountID string) int { return tx.count(collectionTeam, accountID) }
+
+// TeamMember reads one member of an account.
+func (tx *Tx) TeamMember(accountID, id string) (TeamMember, error) {
+	var m TeamMember
+	err := getJSON(tx.bucket(bucketTeam), join(accountID, id), &m)
+	return m, err
+}
+
+// UpdateTeamMember rewrites a member (its email does not change).
+func (tx *Tx) UpdateTeamMember(m TeamMember) error {
+	if tx.bucket(bucketTeam).Get(join(m.AccountID, m.ID)) == nil {
+		return ErrNotFound
+	}
+	return putJSON(tx.bucket(bucketTeam), join(m.AccountID, m.ID), m)
+}

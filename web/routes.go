@@ -69,6 +69,8 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", Scope: "webhooks:write", h: s.replay},
 		{Method: "GET", Path: "/v1/team", Scope: "team:read", h: s.listTeam},
 		{Method: "POST", Path: "/v1/team/invite", Scope: "team:write", h: s.invite},
+		{Method: "GET", Path: "/v1/team/accept/:token", h: s.acceptForm},
+		{Method: "POST", Path: "/v1/team/accept/:token", h: s.acceptInvitation},
 		{Method: "GET", Path: "/v1/t/o/:token", h: s.openPixel},
 		{Method: "GET", Path: "/v1/t/c/:token", h: s.click},
 		{Method: "GET", Path: "/v1/u/:token", h: s.unsubscribeForm},

@@ -83,8 +83,6 @@ type memberView struct {
 	Status     string     `json:"status"`
 	InvitedAt  time.Time  `json:"invited_at"`
 	AcceptedAt *time.Time `json:"accepted_at"`
-	// AcceptToken is present only in the invitation answer.
-	AcceptToken string `json:"accept_token,omitempty"`
 }
 
 func viewMember(m storage.TeamMember) memberView {
