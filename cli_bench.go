@@ -369,7 +369,8 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: web.New(a, web.Config{}), ReadHeaderTimeout: 10 * time.Second}
+	// Timeouts as serve sets them; the clients drop idle connections first.
+	srv := &http.Server{Handler: web.New(a, web.Config{}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go srv.Serve(ln)
 	defer srv.Close()
 
@@ -551,7 +552,7 @@ func benchSetup(a *app.App, db *storage.DB, alg string) (string, storage.Domain,
 func sendAll(ctx context.Context, cfg benchConfig, base, key, alg string, tr *tracker) ([]time.Duration, int, int, []string) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		MaxIdleConns: 2 * cfg.concurrency, MaxIdleConnsPerHost: 2 * cfg.concurrency,
-		DisableCompression: true, IdleConnTimeout: time.Minute}}
+		DisableCompression: true, IdleConnTimeout: 30 * time.Second}}
 	defer client.CloseIdleConnections()
 
 	text, _ := json.Marshal(benchText(max(cfg.size-headerOverhead(alg), 64)))
