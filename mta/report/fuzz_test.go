@@ -4,16 +4,28 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
-// seedReports adds every DSN and ARF fixture to the corpus: each parser is
-// also fed the other's reports.
+// seedReports adds every DSN and ARF fixture to the corpus (each parser is
+// also fed the other's reports), and a few small shapes that reach the
+// walk's limits and the lenient field reader's corners.
 func seedReports(f *testing.F) {
 	for _, kind := range []string{"dsn", "arf"} {
 		for _, name := range fixtureNames(f, kind) {
 			f.Add(fixture(f, kind, name))
 		}
+	}
+	for _, s := range []string{
+		"Content-Type: message/delivery-status\n\nFinal-Recipient: a@b\nStatus: 5.1.1\n",
+		"Content-Type: message/feedback-report\n\nFeedback-Type: abuse\n",
+		"Content-Type: multipart/mixed; boundary=b\n\n" + strings.Repeat("--b\nContent-Type: multipart/mixed; boundary=b\n\n", 8),
+		"Content-Type: multipart/report; boundary=\"b\"; boundary=c\n\n--b\nContent-Type: message/delivery-status\n" +
+			"Content-Transfer-Encoding: base64\n\nRmluYWwtUmVjaXBpZW50OiBhQGIKQWN0aW9uOiBmYWlsZWQK\n--b--\n",
+		"\n\n \t\nFrom x\n: v\nname : value\n continued\nno colon here\n\n\n",
+	} {
+		f.Add([]byte(s))
 	}
 }
 
