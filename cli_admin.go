@@ -61,6 +61,8 @@ func newAccountsCommand() *cobra.Command {
 	create.Flags().StringVar(&in.Plan, "plan", app.DefaultPlan, "plan: "+strings.Join(app.PlanNames(), ", "))
 	create.Flags().IntVar(&in.RateLimit, "rate-limit", 0, "requests per second per key, overriding the plan (enterprise)")
 	create.Flags().IntVar(&in.BatchSize, "batch-size", 0, "messages per batch, overriding the plan (enterprise)")
+	create.Flags().BoolVar(&in.TrackOpens, "track-opens", false, "track opens of the account's messages unless a message says otherwise")
+	create.Flags().BoolVar(&in.TrackClicks, "track-clicks", false, "track clicks of the account's messages unless a message says otherwise")
 	create.MarkFlagRequired("name")
 
 	list := &cobra.Command{

@@ -10,6 +10,9 @@ type AccountInput struct {
 	Plan      string // DefaultPlan when empty
 	RateLimit int    // per-account override (enterprise); 0 keeps the plan's
 	BatchSize int    // per-account override (enterprise); 0 keeps the plan's
+	// TrackOpens and TrackClicks turn tracking on by default for the
+	// account's messages.
+	TrackOpens, TrackClicks bool
 }
 
 func (a *App) newAccount(in AccountInput) (storage.Account, *Error) {
@@ -28,7 +31,8 @@ func (a *App) newAccount(in AccountInput) (storage.Account, *Error) {
 		return storage.Account{}, Validation("rate_limit", "limits must not be negative")
 	}
 	return storage.Account{ID: NewID(), Name: name, Plan: plan.Name,
-		RateLimit: in.RateLimit, BatchSize: in.BatchSize, CreatedAt: a.Now()}, nil
+		RateLimit: in.RateLimit, BatchSize: in.BatchSize, TrackOpens: in.TrackOpens, TrackClicks: in.TrackClicks,
+		CreatedAt: a.Now()}, nil
 }
 
 // CreateAccount creates a tenant.

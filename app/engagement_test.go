@@ -333,3 +333,19 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 		t.Fatalf("unverified sender: %+v", inv)
 	}
 }
+
+func TestAccountTrackingDefaults(t *testing.T) {
+	e := newSendEnv(t, mta.AlgEd25519, nil)
+	acct, _ := e.app.CreateAccount(AccountInput{Name: "Tracker", TrackOpens: true, TrackClicks: true})
+	p := Principal{Account: acct, Key: storage.APIKey{AccountID: acct.ID, Test: true}}
+	m := e.send(p, MessageInput{From: "a@x.test", To: []string{"a@y.test"}, Subject: text("s"), HTML: text("<p>x</p>")})
+	if !m.Tracking.Opens || !m.Tracking.Clicks {
+		t.Fatalf("account defaults not applied: %+v", m.Tracking)
+	}
+	no := false
+	m = e.send(p, MessageInput{From: "a@x.test", To: []string{"a@y.test"}, Subject: text("s"), HTML: text("<p>x</p>"),
+		Tracking: &TrackingInput{Clicks: &no}})
+	if !m.Tracking.Opens || m.Tracking.Clicks {
+		t.Fatalf("a message's own setting must win: %+v", m.Tracking)
+	}
+}

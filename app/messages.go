@@ -162,8 +162,12 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 	if len(in.Metadata) > 0 {
 		m.Metadata = in.Metadata
 	}
-	if in.Tracking != nil {
-		m.Tracking = storage.Tracking{Opens: deref(in.Tracking.Opens), Clicks: deref(in.Tracking.Clicks)}
+	m.Tracking = storage.Tracking{Opens: p.Account.TrackOpens, Clicks: p.Account.TrackClicks}
+	if in.Tracking != nil && in.Tracking.Opens != nil {
+		m.Tracking.Opens = *in.Tracking.Opens
+	}
+	if in.Tracking != nil && in.Tracking.Clicks != nil {
+		m.Tracking.Clicks = *in.Tracking.Clicks
 	}
 	m.ListUnsubscribe = in.Unsubscribe == nil || *in.Unsubscribe
 	content, tref, e := a.content(p.Account.ID, in)
@@ -211,8 +215,6 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 	}
 	return prepared{msg: m, content: content, raw: raw, links: links}, nil
 }
-
-func deref(b *bool) bool { return b != nil && *b }
 
 // parseSender checks the from address and returns it with its domain.
 func parseSender(s string) (full, domain string, e *Error) {

@@ -13,7 +13,11 @@ type Account struct {
 	// (enterprise accounts are set per account).
 	RateLimit int       `json:"rate_limit,omitempty"`
 	BatchSize int       `json:"batch_size,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	// TrackOpens and TrackClicks are the tracking defaults of the
+	// account's messages (a message's own tracking setting wins).
+	TrackOpens  bool      `json:"track_opens,omitempty"`
+	TrackClicks bool      `json:"track_clicks,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // PutAccount creates or replaces an account.
