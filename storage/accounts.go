@@ -11,8 +11,8 @@ type Account struct {
 	Plan string `json:"plan"`
 	// RateLimit and BatchSize override the plan's values when non-zero
 	// (enterprise accounts are set per account).
-	RateLimit int       `json:"rate_limit,omitempty"`
-	BatchSize int       `json:"batch_size,omitempty"`
+	RateLimit int `json:"rate_limit,omitempty"`
+	BatchSize int `json:"batch_size,omitempty"`
 	// TrackOpens and TrackClicks are the tracking defaults of the
 	// account's messages (a message's own tracking setting wins).
 	TrackOpens  bool      `json:"track_opens,omitempty"`
