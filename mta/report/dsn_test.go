@@ -328,15 +328,17 @@ func TestParseDSNVariants(t *testing.T) {
 			{FinalRecipient: "b@example.org", Action: "delayed", Status: "4.2.2"},
 		},
 	}, {
-		name: "status from the SMTP code, qmail code, folding without indentation",
+		name: "status from the SMTP code, qmail code, folding without indentation, spaces before the colon",
 		msg: "Content-Type: message/delivery-status\n\n" +
 			"Final-Recipient: rfc822;a@example.org\nDiagnostic-Code: smtp; 552 over quota\n\n" +
 			"Final-Recipient: rfc822;b@example.org\nDiagnostic-Code: smtp; 553 sorry, that domain isn't in\nmy list of allowed rcpthosts (#5.7.1)\n\n" +
-			"Final-Recipient: rfc822;c@example.org\nAction: failed\n",
+			"Final-Recipient: rfc822;c@example.org\nAction: failed\n\n" +
+			"final-recipient : rfc822;d@example.org\nSTATUS : 4.4.7\n",
 		want: []DSNRecipient{
 			{FinalRecipient: "a@example.org", Action: "failed", Status: "5.0.0", DiagnosticCode: "smtp; 552 over quota", SMTPCode: 552},
 			{FinalRecipient: "b@example.org", Action: "failed", Status: "5.7.1", DiagnosticCode: "smtp; 553 sorry, that domain isn't in my list of allowed rcpthosts (#5.7.1)", SMTPCode: 553},
 			{FinalRecipient: "c@example.org", Action: "failed", Status: "5.0.0"},
+			{FinalRecipient: "d@example.org", Action: "delayed", Status: "4.4.7"},
 		},
 	}, {
 		name: "an IP address is not a status; broken Content-Type parameters",
@@ -347,6 +349,11 @@ func TestParseDSNVariants(t *testing.T) {
 		want: []DSNRecipient{
 			{FinalRecipient: "a@example.org", Action: "failed", Status: "5.0.0", DiagnosticCode: "smtp; 550 host [5.1.1.1] said no", SMTPCode: 550},
 		},
+	}, {
+		name: "base64 status part",
+		msg: "Content-Type: multipart/report; boundary=b\n\n--b\nContent-Type: message/delivery-status\n" +
+			"Content-Transfer-Encoding: base64\n\nRmluYWwtUmVjaXBpZW50OiBhQGIKQWN0aW9uOiBmYWlsZWQK\n--b--\n",
+		want: []DSNRecipient{{FinalRecipient: "a@b", Action: "failed", Status: "5.0.0"}},
 	}}
 	for _, c := range cases {
 		d, err := ParseDSN(strings.NewReader(c.msg))
