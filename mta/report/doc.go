@@ -12,12 +12,13 @@
 // app.ReturnPath); ParseVERP reads it back. A report is matched to its
 // message through a VERP address first and the original Message-ID second.
 //
-// MIME structure, transfer encodings and charsets are read with
-// github.com/emersion/go-message. The report bodies themselves (the
-// delivery-status and feedback-report parts) are header-like field groups,
-// read here by a reader more forgiving than a message header parser:
-// mail from real MTAs folds, mixes line endings and breaks the syntax in
-// small ways, and a report that can still be understood is not refused.
+// Multipart structure, part headers, transfer encodings and charsets are
+// read with github.com/emersion/go-message. The report bodies (the
+// delivery-status and feedback-report parts, header-like groups of fields)
+// and the header blocks (the report's own and the returned message's) are
+// read here by a reader more forgiving than a message header parser: mail
+// from real MTAs folds, mixes line endings and breaks the syntax in small
+// ways, and a report that can still be understood is not refused.
 // Anything that is not a report of the asked kind is ErrNotDSN or
 // ErrNotARF, never a panic.
 package report
