@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"mailbolt/app"
 )
@@ -57,10 +56,6 @@ func decodeStrict(data []byte, v any) *app.Error {
 			return syntaxError(err)
 		}
 		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return syntaxError(err)
-		}
 		field, ok := fields[name]
 		switch {
 		case !ok:
@@ -69,17 +64,30 @@ func decodeStrict(data []byte, v any) *app.Error {
 			return app.Validation(name, "appears more than once")
 		}
 		seen[name] = true
-		if string(raw) == "null" {
-			switch field.Kind() {
-			case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-			default:
-				return app.Validation(name, "must not be null")
+		if null, known := nextIsNull(dec); !known || null {
+			// Rare: read the value whole to look at it.
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return syntaxError(err)
 			}
-		}
-		if plainString(raw, field) {
+			if string(raw) == "null" {
+				switch field.Kind() {
+				case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+				default:
+					return app.Validation(name, "must not be null")
+				}
+			}
+			if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
+				return fieldError(name, err)
+			}
 			continue
 		}
-		if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
+		// The usual case: decode straight from the stream, one scan.
+		if err := dec.Decode(field.Addr().Interface()); err != nil {
+			var syn *json.SyntaxError
+			if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return syntaxError(err)
+			}
 			return fieldError(name, err)
 		}
 	}
@@ -166,27 +174,26 @@ func jsonType(k reflect.Kind) string {
 	return k.String()
 }
 
-// plainString stores a JSON string without escapes straight into a string
-// or *string field, saving json.Unmarshal's second scan of large bodies.
-// The decoder has already checked the syntax; invalid UTF-8 and strings
-// with escapes take the general path.
-func plainString(raw json.RawMessage, field reflect.Value) bool {
-	if len(raw) < 2 || raw[0] != '"' || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
-		return false
+// nextIsNull looks at the decoder's buffered input, which after an object
+// key holds the colon and the value: null reports a literal null; known is
+// false when the buffer ends before the value starts.
+func nextIsNull(dec *json.Decoder) (null, known bool) {
+	buf, _ := dec.Buffered().(*bytes.Reader)
+	if buf == nil {
+		return false, false
 	}
-	if _, custom := field.Addr().Interface().(json.Unmarshaler); custom {
-		return false
+	rest := make([]byte, min(buf.Len(), 64))
+	n, _ := buf.ReadAt(rest, buf.Size()-int64(buf.Len()))
+	rest = bytes.TrimLeft(rest[:n], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false, false
 	}
-	str := string(raw[1 : len(raw)-1])
-	switch {
-	case field.Kind() == reflect.String:
-		field.SetString(str)
-	case field.Kind() == reflect.Pointer && field.Type().Elem().Kind() == reflect.String:
-		p := reflect.New(field.Type().Elem())
-		p.Elem().SetString(str)
-		field.Set(p)
-	default:
-		return false
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 {
+		return false, false
 	}
-	return true
+	if rest[0] != 'n' {
+		return false, true
+	}
+	return true, true
 }
