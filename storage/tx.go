@@ -77,7 +77,20 @@ func (tx *Tx) bucket(name []byte) *bolt.Bucket {
 		// Migrations create every bucket; a missing one is a programming error.
 		panic(fmt.Sprintf("storage: bucket %q missing", name))
 	}
+	if appendMostly[string(name)] {
+		// Keys arrive in increasing order (UUIDv7 ids, times): a split
+		// page is never written to again, so fill it.
+		b.FillPercent = 0.95
+	}
 	return b
+}
+
+// appendMostly are the buckets whose new keys sort after the existing
+// ones (per account, or globally).
+var appendMostly = map[string]bool{
+	string(bucketMessages): true, string(bucketMessageContent): true, string(bucketMessageRaw): true,
+	string(bucketMessageOwner): true, string(bucketEvents): true, string(bucketEventBodies): true,
+	string(bucketEventOutbox): true, string(bucketExpiry): true, string(bucketEventsByMessage): true,
 }
 
 // join builds a composite key: parts separated by 0x00.
