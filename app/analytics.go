@@ -39,9 +39,10 @@ type BounceCounts struct {
 	Block uint64 `json:"block"`
 }
 
-// Rates are ratios between 0 and 1 (0 when the denominator is 0):
-// delivery and bounce per sent, open, click and complaint per delivered
-// (unique opens and clicks).
+// Rates are ratios (0 when the denominator is 0): delivery and bounce per
+// sent, open, click and complaint per delivered (unique opens and clicks).
+// A window can hold opens or bounces of mail sent before it, so a rate can
+// exceed 1.
 type Rates struct {
 	Delivery  float64 `json:"delivery"`
 	Open      float64 `json:"open"`

@@ -250,13 +250,15 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 	// An ARF report, matched through the VERP address it quotes.
 	arf := fixture(t, "arf/yahoo-abuse.eml", "b+0195a1c0abcdef0123456789abcdef01@bounces.example.com", verp,
 		"reader@yahoo.example", "reader@dest.test")
-	for range 2 {
-		if err := send("fbl+x@bounces.acme.test", arf); err == nil {
-			t.Fatal("a non-VERP bounce-domain address was taken")
-		}
-		if err := send(verp, arf); err != nil {
+	// A feedback loop's fixed address and the VERP address: one complaint.
+	for _, to := range []string{"fbl@bounces.acme.test", verp} {
+		if err := send(to, arf); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// An auth-failure report is not a complaint about the recipient.
+	if err := send(verp, fixture(t, "arf/auth-failure-headers.eml")); err != nil {
+		t.Fatal(err)
 	}
 	c := e.eventData(e.live, m.ID, EventComplained)
 	if len(c) != 1 || c[0]["to"] != "reader@dest.test" || c[0]["feedbackType"] != "abuse" || c[0]["feedbackId"] == "" {

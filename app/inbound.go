@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"mailbolt/mta"
 	"mailbolt/mta/report"
 	"mailbolt/storage"
@@ -37,7 +39,9 @@ func (in Inbound) inboundAddress(rcpt string) (kind byte, value string, ok bool)
 		orig := strings.Trim(strings.TrimSpace(rcpt), "<>")
 		return 'u', orig[2:strings.LastIndexByte(orig, '@')], true
 	}
-	return 0, "", false
+	// Any other address on a bounce subdomain (a feedback loop's fixed
+	// address, postmaster): reports there are matched by what they quote.
+	return 'b', "", true
 }
 
 // Accept takes mail only for VERP and unsubscribe addresses.
@@ -88,6 +92,12 @@ func (in Inbound) mailtoUnsubscribe(token string) error {
 func (in Inbound) report(id string, data []byte) error {
 	dsn, err := report.ParseDSN(bytes.NewReader(data))
 	if err == nil {
+		if id == "" {
+			var ok bool
+			if id, ok = dsn.VERPMessageID(); !ok {
+				id, _ = quotedMessageID(dsn.OriginalMessageID)
+			}
+		}
 		return in.bounces(id, dsn)
 	}
 	if !errors.Is(err, report.ErrNotDSN) {
@@ -97,7 +107,28 @@ func (in Inbound) report(id string, data []byte) error {
 	if err != nil {
 		return err
 	}
+	if !complaintTypes[strings.ToLower(fb.FeedbackType)] {
+		return nil // not-spam, auth-failure: not a complaint about the recipient
+	}
 	return in.complaint(id, fb)
+}
+
+// complaintTypes are the ARF feedback types that count as a complaint
+// (RFC 5965 §7.3); "other" is what a report without the field gets.
+var complaintTypes = map[string]bool{"abuse": true, "fraud": true, "virus": true, "other": true}
+
+// quotedMessageID reads our message id from a quoted Message-ID,
+// "<id@domain>", when it is one of ours (a UUID).
+func quotedMessageID(msgID string) (string, bool) {
+	local, _, ok := strings.Cut(strings.Trim(strings.TrimSpace(msgID), "<>"), "@")
+	if !ok {
+		return "", false
+	}
+	u, err := uuid.Parse(local)
+	if err != nil {
+		return "", false
+	}
+	return u.String(), true
 }
 
 // findRecipient is the recipient of m a report names, or the only one.
@@ -123,6 +154,9 @@ func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Mess
 	events := 0
 	err := a.db.Update(func(tx *storage.Tx) error {
 		events = 0
+		if id == "" {
+			return errUnmatched
+		}
 		owner, err := tx.MessageOwner(id)
 		if err != nil {
 			return errUnmatched
@@ -189,6 +223,8 @@ func (in Inbound) complaint(id string, fb *report.Feedback) error {
 	now := in.a.Now()
 	if vid, ok := fb.VERPMessageID(); ok {
 		id = vid
+	} else if qid, ok := quotedMessageID(fb.OriginalMessageID); ok && id == "" {
+		id = qid
 	}
 	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, emit emitFunc) error {
 		r := findRecipient(m, append(append([]string{}, fb.OriginalRcptTo...), fb.OriginalTo...)...)

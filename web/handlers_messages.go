@@ -85,13 +85,14 @@ type messageRequest struct {
 	Tags            []string            `json:"tags"`
 	Tracking        *trackingRequest    `json:"tracking"`
 	IPPool          string              `json:"ip_pool"`
+	Unsubscribe     *bool               `json:"unsubscribe"`
 }
 
 func (m messageRequest) input() app.MessageInput {
 	in := app.MessageInput{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, ReplyTo: m.ReplyTo, Subject: m.Subject,
 		HTML: m.HTML, Text: m.Text, Headers: m.Headers, TemplateID: m.TemplateID, TemplateVersion: m.TemplateVersion,
 		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: m.Metadata,
-		Tags: m.Tags, IPPool: m.IPPool}
+		Tags: m.Tags, IPPool: m.IPPool, Unsubscribe: m.Unsubscribe}
 	for _, a := range m.Attachments {
 		in.Attachments = append(in.Attachments, app.AttachmentInput{Filename: a.Filename, Content: a.Content,
 			ContentType: a.ContentType, ContentID: a.ContentID})

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"html/template"
 	"net"
 	"net/http"
@@ -98,8 +99,12 @@ func (s *Server) unsubscribeForm(w http.ResponseWriter, r *http.Request, c *call
 // unsubscribe handles the one-click POST of RFC 8058 (body
 // "List-Unsubscribe=One-Click") and the button of the confirmation page.
 func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request, c *call) {
+	// RFC 8058 one-click POSTs are multipart/form-data or urlencoded.
 	method := app.MethodLink
-	if err := r.ParseForm(); err == nil && r.PostForm.Get("List-Unsubscribe") == "One-Click" {
+	if err := r.ParseMultipartForm(64 << 10); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		r.ParseForm()
+	}
+	if r.PostFormValue("List-Unsubscribe") == "One-Click" {
 		method = app.MethodOneClick
 	}
 	email, ok := s.app.Unsubscribe(c.params.ByName("token"), method)
