@@ -79,6 +79,14 @@
 //	    <account_id>·<name>       -> status        (what the sending path checks per message)
 //	message_raw/
 //	    <message_id>              -> the message as built at acceptance (RFC 5322, unsigned)
+//	message_owner/                                 (schema v7; meta/server_secret too)
+//	    <message_id>              -> <account_id>  (inbound reports name only the message)
+//	message_links/
+//	    <message_id>·<u16 index>  -> URL           (where a tracked link redirects)
+//	engagement/
+//	    <message_id>              -> Engagement (JSON; opens, clicks, first open and click)
+//	stats/
+//	    <account_id>·<mode>·<dimension>·<u32 day> -> 11 u64 counters (analytics)
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent
