@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // clean is a well-formed transactional message: it must score Max/Max with
@@ -270,8 +271,28 @@ func TestHasPhrase(t *testing.T) {
 		{"é winner é", "winner", true},
 		{"éwinner", "winner", false},
 	} {
-		if got := hasPhrase(tc.s, tc.p); got != tc.want {
+		if got := hasPhrase(normalize(tc.s), tc.p); got != tc.want {
 			t.Errorf("hasPhrase(%q, %q) = %v", tc.s, tc.p, got)
 		}
+	}
+}
+
+// TestLargeInputIsLinear guards against quadratic work on a large body.
+func TestLargeInputIsLinear(t *testing.T) {
+	body := strings.Repeat("winnerx click herex é ", 60000) // ~1.3 MB of near misses
+	start := time.Now()
+	r := Evaluate(Input{Raw: []byte(single("text/plain; charset=utf-8", body))})
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Evaluate took %v on %d bytes", d, len(body))
+	}
+	if got := ruleIDs(r); len(got) != 0 {
+		t.Errorf("findings %v", got)
+	}
+}
+
+func BenchmarkEvaluate(b *testing.B) {
+	raw := []byte(clean)
+	for b.Loop() {
+		Evaluate(Input{Raw: raw})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Rules is the scoring table. Weights per dimension sum to 100: content
@@ -319,8 +320,7 @@ func checkLinkRatio(m *Message) (bool, string) {
 }
 
 func checkPhrases(m *Message) (bool, string) {
-	hay := strings.ToLower(m.Subject + "\n" + m.Text + "\n" + m.HTMLText)
-	hay = strings.NewReplacer("\u2019", "'", "\u2018", "'").Replace(hay)
+	hay := normalize(m.Subject + "\n" + m.Text + "\n" + m.HTMLText)
 	var hits []string
 	for _, p := range SpamPhrases {
 		if hasPhrase(hay, strings.ToLower(p)) {
@@ -331,22 +331,16 @@ func checkPhrases(m *Message) (bool, string) {
 }
 
 // hasPhrase reports whether p occurs in s with no letter or digit right
-// before or after it. Runs of white space in s match a single space in p.
+// before or after it. s must have its white space collapsed (normalize).
 func hasPhrase(s, p string) bool {
-	s = strings.Join(strings.Fields(s), " ")
 	for i := 0; i <= len(s)-len(p); {
 		j := strings.Index(s[i:], p)
 		if j < 0 {
 			return false
 		}
 		start, end := i+j, i+j+len(p)
-		before, after := ' ', ' '
-		if start > 0 {
-			before = lastRune(s[:start])
-		}
-		if end < len(s) {
-			after = []rune(s[end:])[0]
-		}
+		before, _ := utf8.DecodeLastRuneInString(s[:start])
+		after, _ := utf8.DecodeRuneInString(s[end:])
 		if !isWordRune(before) && !isWordRune(after) {
 			return true
 		}
@@ -355,9 +349,11 @@ func hasPhrase(s, p string) bool {
 	return false
 }
 
-func lastRune(s string) rune {
-	r := []rune(s)
-	return r[len(r)-1]
+// normalize lower-cases s, folds typographic apostrophes and collapses
+// white space, for hasPhrase.
+func normalize(s string) string {
+	s = strings.NewReplacer("\u2019", "'", "\u2018", "'").Replace(strings.ToLower(s))
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
