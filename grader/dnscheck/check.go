@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/idna"
+
 	"mailbolt/mta"
 )
 
@@ -236,10 +238,14 @@ func parallel(fns ...func()) {
 	wg.Wait()
 }
 
-// normalizeDomain lower-cases name, drops one final dot and checks that it
-// can go into a query: at least two labels of letters, digits, '-' and '_'.
+// normalizeDomain converts an IDN to A-labels, lower-cases name, drops
+// one final dot and checks that it can go into a query: at least two
+// labels of letters, digits, '-' and '_'.
 func normalizeDomain(name string) (string, error) {
 	d := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+	if a, err := idna.Lookup.ToASCII(d); err == nil {
+		d = a
+	}
 	if d == "" || len(d) > 253 || !strings.Contains(d, ".") {
 		return "", fmt.Errorf("%w: domain %q", ErrInvalidInput, name)
 	}

@@ -53,7 +53,7 @@ func (c *checker) checkDMARC(ctx context.Context, p *part, res *Result) string {
 		p.recommend(fix)
 		return ""
 	}
-	res.DMARCRecord = rec.String()
+	res.DMARCRecord = c.rawDMARC(ctx, at, rec)
 	res.DMARCRecordDomain = at
 	p.score(RuleDMARCRecord, rule(RuleDMARCRecord).Weight)
 	if at != c.domain {
@@ -102,4 +102,18 @@ func (c *checker) checkDMARC(ctx context.Context, p *part, res *Result) string {
 		p.recommend(fmt.Sprintf("Add rua=mailto:dmarc-reports@%s to the DMARC record at _dmarc.%s", at, at))
 	}
 	return string(policy)
+}
+
+// rawDMARC returns the DMARC record as published at _dmarc.<at>, or the
+// parsed record written back when it cannot be fetched again.
+func (c *checker) rawDMARC(ctx context.Context, at string, rec *dmarc.Record) string {
+	txts, err := c.r.LookupTXT(ctx, "_dmarc."+at)
+	if err == nil {
+		for _, t := range txts {
+			if _, err := dmarc.Parse(t); err == nil {
+				return t
+			}
+		}
+	}
+	return rec.String()
 }

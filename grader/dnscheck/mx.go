@@ -105,7 +105,7 @@ func (c *checker) checkMXRDNS(ctx context.Context, p *part, hosts []string, addr
 		case len(pr.fc.names) == 0:
 			bad++
 			p.find(SeverityWarning, RuleMXFCrDNS, fmt.Sprintf("MX host %s (%s) has no PTR record", pr.host, pr.ip))
-		case pr.fc.confirmed == "":
+		case len(pr.fc.confirmed) == 0:
 			bad++
 			p.find(SeverityWarning, RuleMXFCrDNS, fmt.Sprintf("MX host %s (%s): no PTR name (%s) resolves back to the address", pr.host, pr.ip, strings.Join(pr.fc.names, ", ")))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -15,7 +16,7 @@ import (
 // fcrdns is the outcome of forward-confirming the reverse DNS of an IP.
 type fcrdns struct {
 	names     []string // PTR names
-	confirmed string   // the first PTR name whose addresses contain the IP
+	confirmed []string // the PTR names whose addresses contain the IP
 	err       error    // a failed PTR lookup (not "none")
 }
 
@@ -58,8 +59,7 @@ func (c *checker) forwardConfirm(ctx context.Context, ip net.IP) fcrdns {
 	out := fcrdns{names: names}
 	for i, n := range check {
 		if ok[i] {
-			out.confirmed = n
-			break
+			out.confirmed = append(out.confirmed, n)
 		}
 	}
 	return out
@@ -86,7 +86,7 @@ func (c *checker) checkSenderRDNS(ctx context.Context, p *part, res *Result) {
 		p.score(RuleIPFCrDNS, 0)
 		p.find(SeverityCritical, RuleIPFCrDNS, fmt.Sprintf("the sending IP %s has no PTR record; many receivers reject or junk mail from such addresses", ip))
 		p.recommend(fix)
-	case fc.confirmed == "":
+	case len(fc.confirmed) == 0:
 		p.score(RuleIPFCrDNS, 0)
 		p.find(SeverityWarning, RuleIPFCrDNS, fmt.Sprintf("the PTR name of %s (%s) does not resolve back to it: reverse DNS is not forward-confirmed", ip, strings.Join(fc.names, ", ")))
 		p.recommend(fix)
@@ -97,18 +97,18 @@ func (c *checker) checkSenderRDNS(ctx context.Context, p *part, res *Result) {
 		return
 	}
 	switch {
-	case fc.confirmed != "" && c.in.HELO == fc.confirmed:
+	case slices.Contains(fc.confirmed, c.in.HELO):
 		p.score(RuleHELOMatchesPTR, rule(RuleHELOMatchesPTR).Weight)
 	case len(fc.names) == 0:
 		p.score(RuleHELOMatchesPTR, 0)
 		p.find(SeverityWarning, RuleHELOMatchesPTR, fmt.Sprintf("the HELO name %s cannot match reverse DNS: %s has no PTR record", c.in.HELO, ip))
-	case fc.confirmed == "":
+	case len(fc.confirmed) == 0:
 		p.score(RuleHELOMatchesPTR, 0)
 		p.find(SeverityWarning, RuleHELOMatchesPTR, fmt.Sprintf("the HELO name %s does not match a forward-confirmed PTR name of %s", c.in.HELO, ip))
 	default:
 		p.score(RuleHELOMatchesPTR, 0)
-		p.find(SeverityWarning, RuleHELOMatchesPTR, fmt.Sprintf("the HELO name %s does not match the PTR name of %s (%s)", c.in.HELO, ip, fc.confirmed))
-		p.recommend(fmt.Sprintf("Announce %s as the HELO/EHLO name of the server sending from %s", fc.confirmed, ip))
+		p.find(SeverityWarning, RuleHELOMatchesPTR, fmt.Sprintf("the HELO name %s does not match the PTR name of %s (%s)", c.in.HELO, ip, strings.Join(fc.confirmed, ", ")))
+		p.recommend(fmt.Sprintf("Announce %s as the HELO/EHLO name of the server sending from %s", fc.confirmed[0], ip))
 	}
 }
 

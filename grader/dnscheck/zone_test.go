@@ -25,7 +25,7 @@ type zone struct {
 	explicit map[string]bool     // names under a wildcard that dnstest answers
 }
 
-func startZone(t *testing.T) *zone {
+func startZone(t testing.TB) *zone {
 	t.Helper()
 	z := &zone{Server: dnstest.Start(t), ptr: map[string][]string{}, wildcard: map[string]string{}, explicit: map[string]bool{}}
 	var pc net.PacketConn
