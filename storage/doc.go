@@ -87,6 +87,8 @@
 //	    <message_id>              -> Engagement (JSON; opens, clicks, first open and click)
 //	stats/
 //	    <account_id>·<mode>·<dimension>·<u32 day> -> 11 u64 counters (analytics)
+//	grader_results/                                (schema v8)
+//	    <account_id>·<result_id>  -> GraderResult (JSON; the answer as given)
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent

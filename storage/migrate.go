@@ -27,6 +27,7 @@ var migrations = []migration{
 	{5, "messages, their queue, per-mode event counts, dedicated IPs", migrateMessages},
 	{6, "domain status by name, built messages", migrateDomainStatus},
 	{7, "server secret, message owners, tracked links, engagement, statistics", migrateEngagement},
+	{8, "grader results", migrateGrader},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -211,4 +212,9 @@ func migrateEngagement(tx *bolt.Tx) error {
 		}
 		return nil
 	})
+}
+
+func migrateGrader(tx *bolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketGraderResults)
+	return err
 }

@@ -198,3 +198,25 @@ func TestMigration6IndexesDomainStatus(t *testing.T) {
 		return nil
 	})
 }
+
+func TestMigration8AddsGraderResults(t *testing.T) {
+	b, path := openAt(t, 7)
+	b.Close()
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *Tx) error {
+		return tx.InsertGraderResult(GraderResult{ID: "r1", AccountID: "a1", Result: []byte(`{}`)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if _, _, total, err := tx.GraderResults("a1", ListOptions{Limit: 10}); err != nil || total != 1 {
+			t.Errorf("total %d, %v", total, err)
+		}
+		return nil
+	})
+}

@@ -62,6 +62,8 @@ var (
 	bucketMessageLinks = []byte("message_links")
 	bucketEngagement   = []byte("engagement")
 	bucketStats        = []byte("stats")
+
+	bucketGraderResults = []byte("grader_results")
 )
 
 var (
