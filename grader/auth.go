@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/mail"
 	"strings"
 
@@ -116,6 +117,7 @@ func (b *builder) readiness(dr dnscheck.Result) Score {
 				sev = SeverityCritical
 			}
 			b.find(sev, DimAuthentication, fmt.Sprintf("SPF is published but not strict (%d of %d readiness points): end the record with -all so unauthorized senders fail", p, w))
+			b.recommend(fmt.Sprintf("End the SPF record of %s with -all once every sending source is listed, so mail from unauthorized IPs fails SPF.", b.res.Domain))
 		}
 	}
 
@@ -254,7 +256,14 @@ func verifyDKIM(ctx context.Context, r *mta.Resolver, raw []byte) ([]DKIMResult,
 		sigs = sigs[:maxSignatures]
 	}
 	opts := &dkim.VerifyOptions{
-		LookupTXT:        func(name string) ([]string, error) { return r.LookupTXT(ctx, strings.TrimSuffix(name, ".")) },
+		LookupTXT: func(name string) ([]string, error) {
+			txts, err := r.LookupTXT(ctx, strings.TrimSuffix(name, "."))
+			if err != nil && (mta.IsTemporary(err) || ctx.Err() != nil) {
+				// go-msgauth reads only a temporary net.Error as temperror.
+				return nil, &net.DNSError{Err: err.Error(), Name: name, IsTemporary: true}
+			}
+			return txts, err
+		},
 		MaxVerifications: maxSignatures,
 	}
 	verifs, err := dkim.VerifyWithOptions(bytes.NewReader(raw), opts)

@@ -326,7 +326,11 @@ func (b *builder) addContent(cr content.Result) {
 		if f.Category == content.DimSpam {
 			dim = DimSpamLikelihood
 		}
-		b.find(f.Severity, dim, f.Message)
+		msg := f.Message
+		if strings.HasPrefix(msg, "not checked") {
+			msg = f.Rule + " " + msg
+		}
+		b.find(f.Severity, dim, msg)
 	}
 	for _, r := range cr.Recommendations {
 		b.recommend(r)
