@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"mailbolt/grader/content"
+	"mailbolt/grader/dnscheck"
 	"mailbolt/mta"
 	"mailbolt/mta/dnstest"
 )
@@ -531,4 +535,47 @@ func TestSubmitDKIMTempError(t *testing.T) {
 		t.Errorf("authentication %+v", got)
 	}
 	hasFinding(t, res, SeverityWarning, DimAuthentication, "temporary DNS failure")
+}
+
+// TestDocs keeps docs/grader.md in step with the rule tables and checks
+// its worked example.
+func TestDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/grader.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range dnscheck.Rules {
+		ids = append(ids, fmt.Sprintf("| `%s` | %s | %d |", r.ID, r.Dimension, r.Weight))
+	}
+	for _, r := range content.Rules {
+		dim := DimContentQuality
+		if r.Dimension == content.DimSpam {
+			dim = DimSpamLikelihood
+		}
+		ids = append(ids, fmt.Sprintf("| `%s` | %s | %d | %s |", r.ID, dim, r.Weight, r.Severity))
+	}
+	for _, r := range AuthRules {
+		ids = append(ids, fmt.Sprintf("| `%s` | %d |", r.ID, r.Weight))
+	}
+	for _, d := range DimensionWeights {
+		ids = append(ids, fmt.Sprintf("| `%s` | %d |", d.Dimension, d.Weight))
+	}
+	for _, b := range GradeBands {
+		ids = append(ids, fmt.Sprintf("| %s | ≥ %d |", b.Letter, b.Min))
+	}
+	for _, id := range ids {
+		if !strings.Contains(string(doc), id) {
+			t.Errorf("docs/grader.md lacks the row %q", id)
+		}
+	}
+
+	_, cfg := publish(t, good)
+	if res := check(t, cfg); res.Score != 100 || res.Breakdown[DimDNSHealth] != (Score{75, 75}) || res.Breakdown[DimReputation] != (Score{15, 15}) {
+		t.Errorf("worked example: %d %+v", res.Score, res.Breakdown)
+	}
+	_, cfg = publish(t, setup{spf: good.spf, dmarc: "v=DMARC1; p=none; rua=mailto:dmarc@example.com", dkim: true})
+	if res := check(t, cfg); res.Score != 82 || res.Grade != "B" || res.Breakdown[DimDNSHealth] != (Score{65, 75}) {
+		t.Errorf("worked example p=none: %d %s %+v", res.Score, res.Grade, res.Breakdown)
+	}
 }
