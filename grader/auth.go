@@ -70,10 +70,7 @@ func authRule(id string) AuthRule {
 }
 
 // tally accumulates the authentication dimension.
-type tally struct {
-	b     *builder
-	score Score
-}
+type tally struct{ score Score }
 
 func (t *tally) award(id string, points int) {
 	w := authRule(id).Weight
@@ -95,7 +92,7 @@ func (b *builder) readiness(dr dnscheck.Result) Score {
 		}
 		return (r.Points*weight + r.Weight/2) / r.Weight
 	}
-	t := tally{b: b}
+	t := tally{}
 
 	// SPF.
 	w := authRule(RuleReadySPF).Weight
@@ -301,7 +298,7 @@ func verifyDKIM(ctx context.Context, r *mta.Resolver, raw []byte) ([]DKIMResult,
 // scoreAuth scores the authentication dimension of a submission from the
 // SPF, DKIM and DMARC outcomes.
 func (b *builder) scoreAuth(o *authOutcome) Score {
-	t := tally{b: b}
+	t := tally{}
 	ar := o.results
 
 	// SPF.
