@@ -301,6 +301,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	gs, err := readGraderSettings(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	gs.web(&wc)
 	db, err := storage.Open(cfg.dataDir, storage.Options{})
 	if errors.Is(err, storage.ErrLocked) {
 		return fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
@@ -334,6 +339,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		PublicURL:        cfg.publicURL,
 		GeoDB:            geo,
 		SystemFrom:       cfg.systemFrom,
+		Grader:           gs.appOptions(resolver, 10*time.Second),
 		Webhooks:         cfg.webhookOptions(resolver)})
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {

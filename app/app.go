@@ -43,6 +43,7 @@ type Options struct {
 	// SystemFrom is the sender of mail the service sends itself (team
 	// invitations); none when empty.
 	SystemFrom string
+	Grader     GraderOptions
 }
 
 // WebhookOptions configure webhooks.
@@ -79,6 +80,7 @@ type App struct {
 	deliveryKick chan struct{}
 	signers      sync.Map // domain id/selector -> crypto.Signer
 	tokenKey     []byte   // signs tracking and unsubscribe links
+	graderCache  graderCache
 }
 
 // New builds an App over db.
@@ -108,6 +110,9 @@ func New(db *storage.DB, opts Options) *App {
 		opts.MessageRetention = 30 * 24 * time.Hour
 	}
 	opts.Delivery.defaults()
+	if opts.Grader.CacheTTL == 0 {
+		opts.Grader.CacheTTL = 5 * time.Minute
+	}
 	if opts.Webhooks.RotationWindow == 0 {
 		opts.Webhooks.RotationWindow = 24 * time.Hour
 	}

@@ -14,7 +14,7 @@ type limiter struct {
 }
 
 type window struct {
-	second int64
+	second int64 // the window's number: Unix time divided by its span
 	count  int
 }
 
@@ -28,28 +28,33 @@ type quota struct {
 	allowed   bool
 }
 
-// take counts one request for caller at now.
+// take counts one request for caller at now, in one-second windows.
 func (l *limiter) take(caller string, limit int, now time.Time) quota {
-	sec := now.Unix()
+	return l.takeIn(caller, limit, time.Second, now)
+}
+
+// takeIn counts one request for caller at now, in fixed windows of span.
+func (l *limiter) takeIn(caller string, limit int, span time.Duration, now time.Time) quota {
+	id := now.UnixNano() / int64(span)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if sec != l.swept && len(l.windows) > 4096 {
+	if id != l.swept && len(l.windows) > 4096 {
 		for k, w := range l.windows {
-			if w.second < sec {
+			if w.second < id {
 				delete(l.windows, k)
 			}
 		}
-		l.swept = sec
+		l.swept = id
 	}
 	w := l.windows[caller]
 	if w == nil {
 		w = &window{}
 		l.windows[caller] = w
 	}
-	if w.second != sec {
-		w.second, w.count = sec, 0
+	if w.second != id {
+		w.second, w.count = id, 0
 	}
-	q := quota{limit: limit, reset: sec + 1}
+	q := quota{limit: limit, reset: time.Unix(0, (id+1)*int64(span)).Unix()}
 	if w.count >= limit {
 		return q
 	}

@@ -76,6 +76,10 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/u/:token", h: s.unsubscribeForm},
 		{Method: "POST", Path: "/v1/u/:token", h: s.unsubscribe},
 		{Method: "GET", Path: "/v1/analytics/summary", Scope: "analytics:read", h: s.analyticsSummary},
+		{Method: "POST", Path: "/v1/grader/check", h: s.graderCheck},
+		{Method: "POST", Path: "/v1/grader/submit", Scope: "grader:write", Grader: true, h: s.graderSubmit},
+		{Method: "GET", Path: "/v1/grader/results/:id", Scope: "grader:read", Grader: true, h: s.graderResult},
+		{Method: "GET", Path: "/v1/grader/history", Scope: "grader:read", Grader: true, h: s.graderHistory},
 		{Method: "GET", Path: "/v1/ips", Scope: "ips:read", h: s.listIPs},
 		{Method: "GET", Path: "/v1/ips/pools", Scope: "ips:read", h: s.listPools},
 	}

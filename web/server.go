@@ -32,6 +32,20 @@ type Config struct {
 	// Sunset is when v1 stops answering (410 VERSION_SUNSET); zero for never.
 	Sunset time.Time
 	Logger *slog.Logger
+
+	// GraderRateLimit public checks per source IP per GraderRateWindow
+	// (GRADER_RATE_LIMIT, GRADER_RATE_WINDOW): 10 per hour by default.
+	GraderRateLimit  int
+	GraderRateWindow time.Duration
+	// GraderMaxBody caps grader request bodies (GRADER_MAX_BODY_SIZE);
+	// 256 KB by default.
+	GraderMaxBody int64
+	// GraderAuthHostname, when set, is the only host name the
+	// authenticated grader routes answer to (GRADER_AUTH_HOSTNAME).
+	GraderAuthHostname string
+	// TrustForwardedFor takes the client address of grader checks from the
+	// first X-Forwarded-For entry (set it only behind a proxy that sets it).
+	TrustForwardedFor bool
 }
 
 // Server is the HTTP API.
@@ -41,8 +55,9 @@ type Server struct {
 	log     *slog.Logger
 	router  *httprouter.Router
 	statics map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
-	keys    *limiter
-	ips     *limiter
+	keys      *limiter
+	ips       *limiter
+	graderIPs *limiter // public grader checks per source IP
 }
 
 // New builds the API over a.
@@ -56,7 +71,16 @@ func New(a *app.App, cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter()}
+	if cfg.GraderRateLimit == 0 {
+		cfg.GraderRateLimit = 10
+	}
+	if cfg.GraderRateWindow == 0 {
+		cfg.GraderRateWindow = time.Hour
+	}
+	if cfg.GraderMaxBody == 0 {
+		cfg.GraderMaxBody = 256 << 10
+	}
+	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter()}
 	s.router = s.buildRouter()
 	return s
 }

@@ -1,0 +1,188 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"mailbolt/grader"
+	"mailbolt/storage"
+)
+
+// Grader error codes (spec §7).
+const (
+	CodeGraderDisabled = "GRADER_DISABLED"
+	CodeRateLimited    = "RATE_LIMITED"
+	CodePersistFailed  = "PERSIST_FAILED"
+	CodeDBError        = "DB_ERROR"
+)
+
+// GraderOptions configure the grader (spec §8, GRADER_* variables).
+type GraderOptions struct {
+	Config   grader.Config
+	Disabled bool
+	// CacheTTL is how long a domain check is reused; 5 min.
+	CacheTTL time.Duration
+}
+
+// InvalidInput is the grader's 400 (not VALIDATION_ERROR).
+func InvalidInput(field, reason string) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: field + ": " + reason,
+		Details: map[string]any{"field": field, "reason": reason}}
+}
+
+// ErrGraderDisabled is the answer of every grader route when the
+// deployment turned the grader off.
+var ErrGraderDisabled = &Error{Status: http.StatusServiceUnavailable, Code: CodeGraderDisabled,
+	Message: "the grader is disabled in this deployment"}
+
+// graderCache keeps recent domain checks; concurrent checks of one domain
+// share one set of lookups.
+type graderCache struct {
+	mu      sync.Mutex
+	entries map[string]cachedCheck
+	flight  singleflight.Group
+}
+
+type cachedCheck struct {
+	result  grader.Result
+	expires time.Time
+}
+
+func checkKey(domain string, selectors []string) string {
+	s := slices.Clone(selectors)
+	slices.Sort(s)
+	return strings.ToLower(domain) + "|" + strings.Join(s, ",")
+}
+
+// GraderDisabled reports whether the deployment turned the grader off.
+func (a *App) GraderDisabled() bool { return a.opts.Grader.Disabled }
+
+// GraderCheck grades a domain from DNS alone, from the cache when a check
+// of the same domain and selectors is younger than the cache TTL.
+func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string) (grader.Result, *Error) {
+	if a.opts.Grader.Disabled {
+		return grader.Result{}, ErrGraderDisabled
+	}
+	if strings.TrimSpace(domain) == "" {
+		return grader.Result{}, InvalidInput("domain", "is required")
+	}
+	key := checkKey(domain, selectors)
+	now := a.Now()
+	c := &a.graderCache
+	c.mu.Lock()
+	if e, ok := c.entries[key]; ok && now.Before(e.expires) {
+		c.mu.Unlock()
+		return e.result, nil
+	}
+	c.mu.Unlock()
+	v, err, _ := c.flight.Do(key, func() (any, error) {
+		// The lookups outlive one caller's cancelled request.
+		ctx := context.WithoutCancel(ctx)
+		r, err := grader.Check(ctx, a.opts.Grader.Config, domain, selectors)
+		if err != nil {
+			return r, err
+		}
+		c.mu.Lock()
+		if c.entries == nil || len(c.entries) > 10000 {
+			c.entries = map[string]cachedCheck{}
+		}
+		c.entries[key] = cachedCheck{result: r, expires: a.Now().Add(a.opts.Grader.CacheTTL)}
+		c.mu.Unlock()
+		return r, nil
+	})
+	if err != nil {
+		return grader.Result{}, graderInputError(err)
+	}
+	return v.(grader.Result), nil
+}
+
+func graderInputError(err error) *Error {
+	if errors.Is(err, grader.ErrInvalidInput) {
+		msg := strings.TrimPrefix(err.Error(), grader.ErrInvalidInput.Error()+": ")
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg}
+	}
+	return Internal(err)
+}
+
+// StoredResult is a grader result with its identity.
+type StoredResult struct {
+	ID        string
+	CreatedAt time.Time
+	Result    json.RawMessage // the check-result fields
+}
+
+// GraderSubmit grades a full email and stores the result under the
+// caller's account. A failed write is 500 PERSIST_FAILED.
+func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission) (StoredResult, *Error) {
+	if a.opts.Grader.Disabled {
+		return StoredResult{}, ErrGraderDisabled
+	}
+	r, err := grader.Submit(ctx, a.opts.Grader.Config, s)
+	if err != nil {
+		return StoredResult{}, graderInputError(err)
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return StoredResult{}, Internal(err)
+	}
+	rec := storage.GraderResult{ID: NewID(), AccountID: p.Account.ID, CreatedAt: a.Now(), Domain: r.Domain,
+		Score: r.Score, Grade: r.Grade, Result: body}
+	if err := a.db.Update(func(tx *storage.Tx) error { return tx.InsertGraderResult(rec) }); err != nil {
+		return StoredResult{}, &Error{Status: http.StatusInternalServerError, Code: CodePersistFailed,
+			Message: "the result could not be stored", Details: map[string]any{"cause": err.Error()}}
+	}
+	return StoredResult{ID: rec.ID, CreatedAt: rec.CreatedAt, Result: body}, nil
+}
+
+func dbError(err error) *Error {
+	return &Error{Status: http.StatusInternalServerError, Code: CodeDBError, Message: "the result could not be read",
+		Details: map[string]any{"cause": err.Error()}}
+}
+
+// GraderResult reads one of the caller's results; another account's is
+// 404 NOT_FOUND.
+func (a *App) GraderResult(p Principal, id string) (storage.GraderResult, *Error) {
+	if a.opts.Grader.Disabled {
+		return storage.GraderResult{}, ErrGraderDisabled
+	}
+	var r storage.GraderResult
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		r, err = tx.GraderResult(p.Account.ID, id)
+		return err
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return r, NotFound("grader result")
+	}
+	if err != nil {
+		return r, dbError(err)
+	}
+	return r, nil
+}
+
+// GraderHistory lists the caller's results, newest first; perPage is
+// clamped to 1..100.
+func (a *App) GraderHistory(p Principal, page, perPage int) (list []storage.GraderResult, total int, e *Error) {
+	if a.opts.Grader.Disabled {
+		return nil, 0, ErrGraderDisabled
+	}
+	perPage = min(max(perPage, 1), 100)
+	page = max(page, 1)
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		list, _, total, err = tx.GraderResults(p.Account.ID, storage.ListOptions{Offset: (page - 1) * perPage, Limit: perPage, Reverse: true})
+		return err
+	})
+	if err != nil {
+		return nil, 0, dbError(err)
+	}
+	return list, total, nil
+}

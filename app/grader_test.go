@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"mailbolt/grader"
+	"mailbolt/mta"
+	"mailbolt/mta/dnstest"
+	"mailbolt/storage"
+)
+
+func newGraderApp(t *testing.T, fault *atomic.Bool) (*App, *dnstest.Server, Principal, Principal) {
+	t.Helper()
+	zone := dnstest.Start(t)
+	zone.MX("good.test", 10, "mx.good.test")
+	zone.A("mx.good.test", "127.0.0.1")
+	zone.TXT("good.test", "v=spf1 ip4:127.0.0.1 -all")
+	zone.TXT("_dmarc.good.test", "v=DMARC1; p=reject; rua=mailto:d@good.test")
+	db, err := storage.Open(t.TempDir(), storage.Options{WriteFault: func() error {
+		if fault != nil && fault.Load() {
+			return errors.New("injected write fault")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	a := New(db, Options{Now: c.now, Grader: GraderOptions{Config: grader.Config{
+		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
+	principal := func(name string) Principal {
+		acct, _ := a.CreateAccount(AccountInput{Name: name})
+		return Principal{Account: acct, Key: storage.APIKey{AccountID: acct.ID}}
+	}
+	return a, zone, principal("one"), principal("two")
+}
+
+func TestGraderSubmitStoresPerTenant(t *testing.T) {
+	var fault atomic.Bool
+	a, _, one, two := newGraderApp(t, &fault)
+	ctx := context.Background()
+	sub := grader.Submission{From: "hello@good.test", To: []string{"x@example.org"}, Subject: "Your receipt", BodyText: "Thanks for your order."}
+	stored, ae := a.GraderSubmit(ctx, one, sub)
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	var r grader.Result
+	if err := json.Unmarshal(stored.Result, &r); err != nil || r.Domain != "good.test" || r.Grade == "" {
+		t.Fatalf("stored %s: %v", stored.Result, err)
+	}
+	if got, ae := a.GraderResult(one, stored.ID); ae != nil || got.Score != r.Score {
+		t.Fatalf("read back: %+v %v", got, ae)
+	}
+	if _, ae := a.GraderResult(two, stored.ID); ae == nil || ae.Status != 404 || ae.Code != CodeNotFound {
+		t.Fatalf("another tenant: %v", ae)
+	}
+	if list, total, ae := a.GraderHistory(one, 1, 1000); ae != nil || total != 1 || len(list) != 1 {
+		t.Fatalf("history %d %d %v", len(list), total, ae)
+	}
+	if _, ae := a.GraderSubmit(ctx, one, grader.Submission{From: "a@good.test", Subject: "a\r\nb"}); ae == nil || ae.Code != CodeInvalidInput {
+		t.Fatalf("CR LF subject: %v", ae)
+	}
+	fault.Store(true)
+	if _, ae := a.GraderSubmit(ctx, one, sub); ae == nil || ae.Status != 500 || ae.Code != CodePersistFailed {
+		t.Fatalf("write fault: %v", ae)
+	}
+}
+
+func TestGraderCheckIsCachedAndCanBeDisabled(t *testing.T) {
+	a, zone, _, _ := newGraderApp(t, nil)
+	ctx := context.Background()
+	first, ae := a.GraderCheck(ctx, "good.test", nil)
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	// Within the TTL a changed zone is not looked up again.
+	zone.Remove("_dmarc.good.test")
+	again, _ := a.GraderCheck(ctx, "GOOD.test", nil)
+	if again.Score != first.Score {
+		t.Fatalf("cache missed: %d then %d", first.Score, again.Score)
+	}
+	if _, ae := a.GraderCheck(ctx, "", nil); ae == nil || ae.Code != CodeInvalidInput {
+		t.Fatalf("empty domain: %v", ae)
+	}
+	a.opts.Grader.Disabled = true
+	if _, ae := a.GraderCheck(ctx, "good.test", nil); ae == nil || ae.Status != 503 || ae.Code != CodeGraderDisabled {
+		t.Fatalf("disabled: %v", ae)
+	}
+}

@@ -1,0 +1,225 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/grader"
+	"mailbolt/storage"
+)
+
+// graderBody reads a grader request body within GRADER_MAX_BODY_SIZE and
+// decodes it strictly; problems are the grader's 400 INVALID_INPUT.
+func (s *Server) graderBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.GraderMaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		s.writeError(w, r, &app.Error{Status: http.StatusRequestEntityTooLarge, Code: "BODY_TOO_LARGE",
+			Message: "the request body is over the grader's limit of " + strconv.FormatInt(s.cfg.GraderMaxBody, 10) + " bytes",
+			Details: map[string]any{"limit": s.cfg.GraderMaxBody}})
+		return false
+	}
+	if err != nil {
+		s.writeError(w, r, app.InvalidInput("body", "could not be read"))
+		return false
+	}
+	if e := decodeStrict(data, v); e != nil {
+		e.Code = app.CodeInvalidInput
+		s.writeError(w, r, e)
+		return false
+	}
+	return true
+}
+
+// graderClient is the source address grader checks are limited by: the
+// first X-Forwarded-For entry when the deployment trusts it.
+func (s *Server) graderClient(r *http.Request) string {
+	if s.cfg.TrustForwardedFor {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			first, _, _ := strings.Cut(xff, ",")
+			if ip := strings.TrimSpace(first); ip != "" {
+				return ip
+			}
+		}
+	}
+	return clientIP(r)
+}
+
+type checkRequest struct {
+	Domain    string   `json:"domain"`
+	Selectors []string `json:"selectors"`
+}
+
+// graderCheck is the public domain-only check: no key, limited per source
+// IP (GRADER_RATE_LIMIT per GRADER_RATE_WINDOW).
+func (s *Server) graderCheck(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.app.GraderDisabled() {
+		s.writeError(w, r, app.ErrGraderDisabled)
+		return
+	}
+	q := s.graderIPs.takeIn(s.graderClient(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
+	if !q.allowed {
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
+		s.writeError(w, r, &app.Error{Status: http.StatusTooManyRequests, Code: app.CodeRateLimited,
+			Message: "grader check rate limit exceeded: " + strconv.Itoa(q.limit) + " per " + s.cfg.GraderRateWindow.String()})
+		return
+	}
+	var req checkRequest
+	if !s.graderBody(w, r, &req) {
+		return
+	}
+	res, e := s.app.GraderCheck(r.Context(), req.Domain, req.Selectors)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// authHostOK applies GRADER_AUTH_HOSTNAME to the authenticated routes.
+func (s *Server) authHostOK(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.GraderAuthHostname == "" {
+		return true
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, s.cfg.GraderAuthHostname) {
+		return true
+	}
+	s.writeError(w, r, app.NotFound("grader route on this host name"))
+	return false
+}
+
+type submitRequest struct {
+	From         string            `json:"from"`
+	To           []string          `json:"to"`
+	Subject      string            `json:"subject"`
+	BodyText     string            `json:"body_text"`
+	Headers      map[string]string `json:"headers"`
+	Selectors    []string          `json:"selectors"`
+	SenderIP     string            `json:"sender_ip"`
+	HELOHostname string            `json:"helo_hostname"`
+	MailFrom     string            `json:"mail_from"`
+	Raw          string            `json:"raw"`
+}
+
+// storedView is a stored result: id, created_at and the check-result
+// fields.
+func storedView(id string, created time.Time, result json.RawMessage) json.RawMessage {
+	head, _ := json.Marshal(struct {
+		ID        string    `json:"id"`
+		CreatedAt time.Time `json:"created_at"`
+	}{id, created.UTC()})
+	body := strings.TrimSpace(string(result))
+	if body == "{}" || body == "" {
+		return head
+	}
+	return json.RawMessage(string(head[:len(head)-1]) + "," + body[1:])
+}
+
+func (s *Server) graderSubmit(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.app.GraderDisabled() {
+		s.writeError(w, r, app.ErrGraderDisabled)
+		return
+	}
+	if !s.authHostOK(w, r) {
+		return
+	}
+	var req submitRequest
+	if !s.graderBody(w, r, &req) {
+		return
+	}
+	if strings.ContainsAny(req.Subject, "\r\n") {
+		s.writeError(w, r, app.InvalidInput("subject", "must not contain CR or LF"))
+		return
+	}
+	sub := grader.Submission{From: req.From, To: req.To, Subject: req.Subject, BodyText: req.BodyText,
+		Headers: req.Headers, Selectors: req.Selectors, SenderIP: req.SenderIP, HELO: req.HELOHostname,
+		MailFrom: req.MailFrom}
+	if req.Raw != "" {
+		sub.Raw = []byte(req.Raw)
+	}
+	stored, e := s.app.GraderSubmit(r.Context(), c.Principal, sub)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	w.Header().Set("Location", "/v1/grader/results/"+stored.ID)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	w.Write(append(storedView(stored.ID, stored.CreatedAt, stored.Result), '\n'))
+}
+
+func (s *Server) graderResult(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.app.GraderDisabled() {
+		s.writeError(w, r, app.ErrGraderDisabled)
+		return
+	}
+	if !s.authHostOK(w, r) {
+		return
+	}
+	res, e := s.app.GraderResult(c.Principal, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(storedView(res.ID, res.CreatedAt, res.Result), '\n'))
+}
+
+type historyItem struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	Domain    string    `json:"domain"`
+	Score     int       `json:"score"`
+	Grade     string    `json:"grade"`
+}
+
+// graderHistory lists the caller's results, newest first; per_page is
+// clamped to 1..100 (never an error), page starts at 1.
+func (s *Server) graderHistory(w http.ResponseWriter, r *http.Request, c *call) {
+	if s.app.GraderDisabled() {
+		s.writeError(w, r, app.ErrGraderDisabled)
+		return
+	}
+	if !s.authHostOK(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	page, perPage := 1, 20
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			s.writeError(w, r, app.InvalidInput("page", "must be an integer of 1 or more"))
+			return
+		}
+		page = n
+	}
+	if v := q.Get("per_page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.writeError(w, r, app.InvalidInput("per_page", "must be an integer"))
+			return
+		}
+		perPage = min(max(n, 1), 100)
+	}
+	list, total, e := s.app.GraderHistory(c.Principal, page, perPage)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	items := mapSlice(list, func(g storage.GraderResult) historyItem {
+		return historyItem{ID: g.ID, CreatedAt: g.CreatedAt.UTC(), Domain: g.Domain, Score: g.Score, Grade: g.Grade}
+	})
+	writeJSON(w, http.StatusOK, map[string]any{"data": items, "page": page, "per_page": perPage, "total": total})
+}
