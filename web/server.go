@@ -50,11 +50,11 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	app     *app.App
-	cfg     Config
-	log     *slog.Logger
-	router  *httprouter.Router
-	statics map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
+	app       *app.App
+	cfg       Config
+	log       *slog.Logger
+	router    *httprouter.Router
+	statics   map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
 	keys      *limiter
 	ips       *limiter
 	graderIPs *limiter // public grader checks per source IP
