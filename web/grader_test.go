@@ -1,0 +1,370 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"mailbolt/app"
+	"mailbolt/grader"
+	"mailbolt/mta"
+)
+
+// newGraderEnv is a test server whose grader resolves names through the
+// env's loopback DNS server, which holds one well-configured domain,
+// good.test (MX, SPF, DMARC p=reject). Blocklists are off: the loopback
+// server would be asked about them.
+func newGraderEnv(t *testing.T, cfg Config, tune func(*app.Options)) *env {
+	t.Helper()
+	if cfg.IPRateLimit == 0 {
+		cfg.IPRateLimit = 100000
+	}
+	e := newEnvWith(t, cfg, func(o *app.Options) {
+		// newEnvWith points the domain resolver at its zone; the grader
+		// uses the same server.
+		o.Grader.Config = grader.Config{
+			Resolver:     &mta.Resolver{Server: o.Domains.Resolver.(*mta.Resolver).Server, Timeout: time.Second},
+			IPBlocklists: []string{}, DomainBlocklists: []string{}}
+		o.Grader.CacheTTL = time.Minute
+		if tune != nil {
+			tune(o)
+		}
+	})
+	e.zone.MX("good.test", 10, "mx.good.test")
+	e.zone.A("mx.good.test", "127.0.0.1")
+	e.zone.TXT("good.test", "v=spf1 ip4:127.0.0.1 -all")
+	e.zone.TXT("_dmarc.good.test", "v=DMARC1; p=reject; rua=mailto:dmarc@good.test")
+	return e
+}
+
+func goodSubmission() map[string]any {
+	return map[string]any{
+		"from":      "News <news@good.test>",
+		"to":        []string{"someone@example.test"},
+		"subject":   "Your November newsletter",
+		"body_text": strings.Repeat("Here is what happened this month at Good. ", 10),
+		"headers":   map[string]string{"List-Unsubscribe": "<https://good.test/u/1>"},
+		"mail_from": "bounce@good.test",
+	}
+}
+
+// doHost is e.do with the request's Host set (the Go client ignores a
+// "Host" header field).
+func (e *env) doHost(host, method, path, key string, body any) reply {
+	e.t.Helper()
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(raw))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Host = host
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Body = io.NopCloser(bytes.NewReader(raw))
+	checkOpenAPI(e.t, req, resp, data)
+	return reply{resp, data}
+}
+
+func TestGraderCheckPublic(t *testing.T) {
+	e := newGraderEnv(t, Config{}, nil)
+	m := e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200).json(t)
+	if m["domain"] != "good.test" {
+		t.Errorf("domain = %v", m["domain"])
+	}
+	score, _ := m["score"].(float64)
+	if score < 0 || score > 100 || score != float64(int(score)) {
+		t.Errorf("score = %v", m["score"])
+	}
+	if g, _ := m["grade"].(string); !strings.Contains("ABCDF", g) || len(g) != 1 {
+		t.Errorf("grade = %v", m["grade"])
+	}
+	bd, _ := m["breakdown"].(map[string]any)
+	for _, k := range []string{"dns_health", "authentication", "spam_likelihood", "content_quality", "reputation"} {
+		if _, ok := bd[k].(map[string]any); !ok {
+			t.Errorf("breakdown has no %s: %v", k, bd)
+		}
+	}
+	if cq, _ := bd["content_quality"].(map[string]any); cq["score"] != 0.0 || cq["max"] != 0.0 {
+		t.Errorf("domain-only content_quality = %v, want {0, 0}", cq)
+	}
+	if _, ok := m["authentication_results"]; ok {
+		t.Error("a domain check has authentication_results")
+	}
+	// A well-configured domain does not score like a missing one.
+	bad := e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "nothing.test"}).want(t, 200).json(t)
+	if bs, _ := bad["score"].(float64); bs >= score {
+		t.Errorf("nothing.test scored %v, good.test %v", bs, score)
+	}
+	// A key is accepted but not needed; selectors are optional.
+	e.do("POST", "/v1/grader/check", e.key, map[string]any{"domain": "good.test", "selectors": []string{"s1"}}).want(t, 200)
+}
+
+func TestGraderCheckRateLimited(t *testing.T) {
+	e := newGraderEnv(t, Config{GraderRateLimit: 2}, nil)
+	for i := 0; i < 2; i++ {
+		e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
+	}
+	r := e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 429, "RATE_LIMITED")
+	if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After = %q", ra)
+	}
+	// Authenticated routes are not limited by the public check's budget.
+	e.do("GET", "/v1/grader/history", e.key, nil).want(t, 200)
+	// The window passes.
+	e.clock.Add(time.Hour + time.Second)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
+}
+
+func TestGraderForwardedFor(t *testing.T) {
+	// Untrusted: X-Forwarded-For does not buy a fresh budget.
+	e := newGraderEnv(t, Config{GraderRateLimit: 1}, nil)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 200)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.2").want(t, 429, "RATE_LIMITED")
+	// Trusted: each forwarded address has its own budget.
+	e = newGraderEnv(t, Config{GraderRateLimit: 1, TrustForwardedFor: true}, nil)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 200)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.2, 10.0.0.1").want(t, 200)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 429, "RATE_LIMITED")
+}
+
+func TestGraderInvalidInput(t *testing.T) {
+	e := newGraderEnv(t, Config{GraderRateLimit: 100}, nil)
+	for _, body := range []string{
+		`{"domain":`,
+		`not json`,
+		``,
+		`["good.test"]`,
+		`{"domain":"good.test","colour":"red"}`,
+		`{"domain":42}`,
+		`{}`,
+		`{"domain":"  "}`,
+	} {
+		e.do("POST", "/v1/grader/check", "", body).want(t, 400, "INVALID_INPUT")
+	}
+	for _, body := range []string{
+		`{"subject":`,
+		`{"subject":"hi","colour":"red"}`,
+		`{"to":"a@b.test"}`,
+		`{"headers":{"X-A":1}}`,
+	} {
+		e.do("POST", "/v1/grader/submit", e.key, body).want(t, 400, "INVALID_INPUT")
+	}
+	for _, subject := range []string{"Hello\r\nBcc: x@evil.test", "Hello\nthere", "Hello\rthere"} {
+		s := goodSubmission()
+		s["subject"] = subject
+		r := e.do("POST", "/v1/grader/submit", e.key, s).want(t, 400, "INVALID_INPUT")
+		if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["field"] != "subject" {
+			t.Errorf("details = %v, want field subject", d)
+		}
+	}
+	e.do("GET", "/v1/grader/history?page=0", e.key, nil).want(t, 400, "INVALID_INPUT")
+	e.do("GET", "/v1/grader/history?per_page=x", e.key, nil).want(t, 400, "INVALID_INPUT")
+	// Nothing was stored by the refused submissions.
+	h := e.do("GET", "/v1/grader/history", e.key, nil).want(t, 200).json(t)
+	if h["total"] != 0.0 {
+		t.Errorf("total = %v after refused submissions", h["total"])
+	}
+}
+
+func TestGraderBodyTooLarge(t *testing.T) {
+	e := newGraderEnv(t, Config{GraderMaxBody: 100}, nil)
+	big := map[string]any{"domain": "good.test", "selectors": []string{strings.Repeat("s", 120)}}
+	r := e.do("POST", "/v1/grader/check", "", big).want(t, 413, "BODY_TOO_LARGE")
+	if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["limit"] != 100.0 {
+		t.Errorf("details = %v, want limit 100", d)
+	}
+	e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 413, "BODY_TOO_LARGE")
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
+	e.do("POST", "/v1/grader/submit", e.key, map[string]any{"from": "a@good.test", "subject": "hi"}).want(t, 201)
+}
+
+func TestGraderSubmitAndRead(t *testing.T) {
+	e := newGraderEnv(t, Config{}, nil)
+	r := e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 201)
+	m := r.json(t)
+	id, _ := m["id"].(string)
+	if id == "" {
+		t.Fatalf("no id: %s", r.body)
+	}
+	if loc := r.Header.Get("Location"); loc != "/v1/grader/results/"+id {
+		t.Errorf("Location = %q", loc)
+	}
+	if _, err := time.Parse(time.RFC3339, m["created_at"].(string)); err != nil {
+		t.Errorf("created_at = %v", m["created_at"])
+	}
+	if m["domain"] != "good.test" || m["grade"] == nil || m["score"] == nil {
+		t.Errorf("result = %s", r.body)
+	}
+	// Without sender_ip and helo_hostname, only DNS readiness is scored,
+	// and a finding says so.
+	says := false
+	for _, f := range m["findings"].([]any) {
+		msg := strings.ToLower(f.(map[string]any)["message"].(string))
+		if strings.Contains(msg, "sender_ip") || strings.Contains(msg, "readiness") {
+			says = true
+		}
+	}
+	if !says {
+		t.Errorf("no finding about the missing sender_ip/helo_hostname: %v", m["findings"])
+	}
+
+	got := e.do("GET", "/v1/grader/results/"+id, e.key, nil).want(t, 200).json(t)
+	for _, k := range []string{"id", "created_at", "domain", "score", "grade", "breakdown", "findings", "recommendations"} {
+		a, _ := json.Marshal(m[k])
+		b, _ := json.Marshal(got[k])
+		if !bytes.Equal(a, b) {
+			t.Errorf("stored %s = %s, submit answered %s", k, b, a)
+		}
+	}
+	e.do("GET", "/v1/grader/results/nope", e.key, nil).want(t, 404, "NOT_FOUND")
+
+	// Another tenant sees neither the result nor the history entry.
+	other, otherKey := e.account("other", "enterprise", 100000)
+	_ = other
+	e.do("GET", "/v1/grader/results/"+id, otherKey, nil).want(t, 404, "NOT_FOUND")
+	oh := e.do("GET", "/v1/grader/history", otherKey, nil).want(t, 200).json(t)
+	if oh["total"] != 0.0 || len(oh["data"].([]any)) != 0 {
+		t.Errorf("other tenant's history = %v", oh)
+	}
+
+	// History, newest first.
+	e.clock.Add(time.Second)
+	s2 := goodSubmission()
+	s2["from"] = "x@nothing.test"
+	id2 := e.do("POST", "/v1/grader/submit", e.key, s2).want(t, 201).json(t)["id"].(string)
+	h := e.do("GET", "/v1/grader/history", e.key, nil).want(t, 200).json(t)
+	data := h["data"].([]any)
+	if h["total"] != 2.0 || len(data) != 2 || h["page"] != 1.0 {
+		t.Fatalf("history = %v", h)
+	}
+	first, second := data[0].(map[string]any), data[1].(map[string]any)
+	if first["id"] != id2 || second["id"] != id || second["domain"] != "good.test" || second["grade"] != m["grade"] || second["score"] != m["score"] {
+		t.Errorf("history = %v", data)
+	}
+	for q, want := range map[string]float64{"per_page=1000": 100, "per_page=0": 1, "per_page=-5": 1, "per_page=7": 7} {
+		if got := e.do("GET", "/v1/grader/history?"+q, e.key, nil).want(t, 200).json(t)["per_page"]; got != want {
+			t.Errorf("%s: per_page %v, want %v", q, got, want)
+		}
+	}
+	p2 := e.do("GET", "/v1/grader/history?page=2&per_page=1", e.key, nil).want(t, 200).json(t)
+	if d := p2["data"].([]any); len(d) != 1 || d[0].(map[string]any)["id"] != id || p2["total"] != 2.0 {
+		t.Errorf("page 2 = %v", p2)
+	}
+}
+
+func TestGraderSubmitAuthenticationResults(t *testing.T) {
+	e := newGraderEnv(t, Config{}, nil)
+	s := goodSubmission()
+	s["sender_ip"] = "127.0.0.1"
+	s["helo_hostname"] = "mx.good.test"
+	m := e.do("POST", "/v1/grader/submit", e.key, s).want(t, 201).json(t)
+	ar, ok := m["authentication_results"].(map[string]any)
+	if !ok {
+		t.Fatalf("no authentication_results: %v", m)
+	}
+	spf, _ := ar["spf"].(map[string]any)
+	if spf["result"] != "pass" || spf["domain"] != "good.test" {
+		t.Errorf("spf = %v", spf)
+	}
+	dmarc, _ := ar["dmarc"].(map[string]any)
+	if dmarc["spf_aligned"] != true || dmarc["policy"] != "reject" {
+		t.Errorf("dmarc = %v", dmarc)
+	}
+	// The stored copy keeps them.
+	got := e.do("GET", "/v1/grader/results/"+m["id"].(string), e.key, nil).want(t, 200).json(t)
+	if _, ok := got["authentication_results"]; !ok {
+		t.Errorf("stored result lost authentication_results: %v", got)
+	}
+}
+
+func TestGraderScopes(t *testing.T) {
+	e := newGraderEnv(t, Config{}, nil)
+	id := e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 201).json(t)["id"].(string)
+	read := e.newKey(e.acct.ID, []string{"grader:read"}, false, nil)
+	write := e.newKey(e.acct.ID, []string{"grader:write"}, false, nil)
+	other := e.newKey(e.acct.ID, []string{"account:read"}, false, nil)
+
+	r := e.do("POST", "/v1/grader/submit", read, goodSubmission()).want(t, 403, "INSUFFICIENT_SCOPE")
+	if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["required_scope"] != "grader:write" {
+		t.Errorf("details = %v", d)
+	}
+	e.do("GET", "/v1/grader/results/"+id, read, nil).want(t, 200)
+	e.do("GET", "/v1/grader/history", read, nil).want(t, 200)
+
+	e.do("POST", "/v1/grader/submit", write, goodSubmission()).want(t, 201)
+	e.do("GET", "/v1/grader/results/"+id, write, nil).want(t, 403, "INSUFFICIENT_SCOPE")
+	e.do("GET", "/v1/grader/history", write, nil).want(t, 403, "INSUFFICIENT_SCOPE")
+
+	e.do("POST", "/v1/grader/submit", other, goodSubmission()).want(t, 403, "INSUFFICIENT_SCOPE")
+	e.do("GET", "/v1/grader/history", other, nil).want(t, 403, "INSUFFICIENT_SCOPE")
+
+	// No key or a bad key: 401, the public check excepted.
+	e.do("POST", "/v1/grader/submit", "", goodSubmission()).want(t, 401, "UNAUTHORIZED")
+	e.do("GET", "/v1/grader/history", "svc_live_nope", nil).want(t, 401)
+	e.do("POST", "/v1/grader/check", other, map[string]any{"domain": "good.test"}).want(t, 200)
+}
+
+func TestGraderDisabled(t *testing.T) {
+	e := newGraderEnv(t, Config{}, func(o *app.Options) { o.Grader.Disabled = true })
+	for _, key := range []string{e.key, ""} {
+		e.do("POST", "/v1/grader/check", key, map[string]any{"domain": "good.test"}).want(t, 503, "GRADER_DISABLED")
+		e.do("POST", "/v1/grader/submit", key, goodSubmission()).want(t, 503, "GRADER_DISABLED")
+		e.do("GET", "/v1/grader/results/abc", key, nil).want(t, 503, "GRADER_DISABLED")
+		e.do("GET", "/v1/grader/history", key, nil).want(t, 503, "GRADER_DISABLED")
+	}
+	// The rest of the API is unaffected.
+	e.do("GET", "/v1/account", e.key, nil).want(t, 200)
+}
+
+func TestGraderAuthHostname(t *testing.T) {
+	e := newGraderEnv(t, Config{GraderAuthHostname: "grader.example"}, nil)
+	// Requests for another host name (here 127.0.0.1:port) do not reach
+	// the authenticated routes.
+	e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 404, "NOT_FOUND")
+	e.do("GET", "/v1/grader/history", e.key, nil).want(t, 404, "NOT_FOUND")
+	e.doHost("api.example", "GET", "/v1/grader/history", e.key, nil).want(t, 404, "NOT_FOUND")
+
+	r := e.doHost("grader.example", "POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 201)
+	id := r.json(t)["id"].(string)
+	e.doHost("GRADER.example:443", "GET", "/v1/grader/results/"+id, e.key, nil).want(t, 200)
+	e.doHost("grader.example", "GET", "/v1/grader/history", e.key, nil).want(t, 200)
+	e.do("GET", "/v1/grader/results/"+id, e.key, nil).want(t, 404, "NOT_FOUND")
+	// The public check answers on any host name.
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
+}
+
+func TestGraderSubmitIdempotent(t *testing.T) {
+	e := newGraderEnv(t, Config{}, nil)
+	a := e.do("POST", "/v1/grader/submit", e.key, goodSubmission(), "Idempotency-Key", "g1").want(t, 201)
+	b := e.do("POST", "/v1/grader/submit", e.key, goodSubmission(), "Idempotency-Key", "g1").want(t, 201)
+	if b.Header.Get("Idempotent-Replayed") != "true" || a.json(t)["id"] != b.json(t)["id"] {
+		t.Errorf("replay: %s / %s", a.body, b.body)
+	}
+	s := goodSubmission()
+	s["subject"] = "other"
+	e.do("POST", "/v1/grader/submit", e.key, s, "Idempotency-Key", "g1").want(t, 409, "IDEMPOTENCY_CONFLICT")
+	if h := e.do("GET", "/v1/grader/history", e.key, nil).want(t, 200).json(t); h["total"] != 1.0 {
+		t.Errorf("total = %v, want 1", h["total"])
+	}
+}
