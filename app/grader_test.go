@@ -14,7 +14,7 @@ import (
 	"mailbolt/storage"
 )
 
-func newGraderApp(t *testing.T, fault *atomic.Bool) (*App, *dnstest.Server, Principal, Principal) {
+func newGraderApp(t *testing.T, fault *atomic.Bool, readFault ...*atomic.Bool) (*App, *dnstest.Server, Principal, Principal) {
 	t.Helper()
 	zone := dnstest.Start(t)
 	zone.MX("good.test", 10, "mx.good.test")
@@ -24,6 +24,11 @@ func newGraderApp(t *testing.T, fault *atomic.Bool) (*App, *dnstest.Server, Prin
 	db, err := storage.Open(t.TempDir(), storage.Options{WriteFault: func() error {
 		if fault != nil && fault.Load() {
 			return errors.New("injected write fault")
+		}
+		return nil
+	}, ReadFault: func() error {
+		if len(readFault) > 0 && readFault[0].Load() {
+			return errors.New("injected read fault")
 		}
 		return nil
 	}})
@@ -91,5 +96,21 @@ func TestGraderCheckIsCachedAndCanBeDisabled(t *testing.T) {
 	a.opts.Grader.Disabled = true
 	if _, ae := a.GraderCheck(ctx, "good.test", nil); ae == nil || ae.Status != 503 || ae.Code != CodeGraderDisabled {
 		t.Fatalf("disabled: %v", ae)
+	}
+}
+
+func TestGraderReadFailureIsDBError(t *testing.T) {
+	var readFault atomic.Bool
+	a, _, one, _ := newGraderApp(t, nil, &readFault)
+	stored, ae := a.GraderSubmit(context.Background(), one, grader.Submission{From: "a@good.test", Subject: "s", BodyText: "hello there"})
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	readFault.Store(true)
+	if _, ae := a.GraderResult(one, stored.ID); ae == nil || ae.Status != 500 || ae.Code != CodeDBError {
+		t.Fatalf("result read fault: %v", ae)
+	}
+	if _, _, ae := a.GraderHistory(one, 1, 10); ae == nil || ae.Code != CodeDBError {
+		t.Fatalf("history read fault: %v", ae)
 	}
 }

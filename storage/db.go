@@ -30,6 +30,9 @@ type Options struct {
 	// non-nil result fails that write as a storage fault would. Tests use it
 	// to prove how the layers above report storage failures.
 	WriteFault func() error
+	// ReadFault, when set, is called before every read-only unit of work;
+	// a non-nil result fails it as a storage fault would.
+	ReadFault func() error
 }
 
 // DB is an open Mailbolt database.
@@ -122,6 +125,11 @@ func (db *DB) Close() error {
 // View runs fn in a read-only transaction. Keep fn short and free of I/O:
 // a long read transaction holds pages that writers cannot reuse.
 func (db *DB) View(fn func(tx *Tx) error) error {
+	if db.opts.ReadFault != nil {
+		if err := db.opts.ReadFault(); err != nil {
+			return err
+		}
+	}
 	return db.bolt.View(func(btx *bolt.Tx) error {
 		return fn(&Tx{btx: btx})
 	})
