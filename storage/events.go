@@ -21,9 +21,10 @@ type Event struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// AppendEvent records an event and queues it for webhook fan-out, in the
-// transaction of the state change it reports. The outbox key is a sequence
-// number, so fan-out sees events in the order their transactions committed.
+// AppendEvent records an event and, when its account has webhooks, queues
+// it for webhook fan-out, in the transaction of the state change it
+// reports. The outbox key is a sequence number, so fan-out sees events in
+// the order their transactions committed.
 func (tx *Tx) AppendEvent(ev Event) error {
 	key := join(ev.AccountID, ev.ID)
 	if err := putJSON(tx.bucket(bucketEvents), key, ev); err != nil {
@@ -32,13 +33,17 @@ func (tx *Tx) AppendEvent(ev Event) error {
 	if err := tx.bucket(bucketEventBodies).Put(key, ev.Envelope); err != nil {
 		return err
 	}
-	out := tx.bucket(bucketEventOutbox)
-	seq, err := out.NextSequence()
-	if err != nil {
-		return err
-	}
-	if err := out.Put(putU64(seq), key); err != nil {
-		return err
+	// Only an account with webhooks needs the event fanned out: the
+	// webhooks that exist when the event commits are the ones it goes to.
+	if tx.WebhookCount(ev.AccountID) > 0 {
+		out := tx.bucket(bucketEventOutbox)
+		seq, err := out.NextSequence()
+		if err != nil {
+			return err
+		}
+		if err := out.Put(putU64(seq), key); err != nil {
+			return err
+		}
 	}
 	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
 		return err

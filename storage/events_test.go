@@ -10,6 +10,12 @@ import (
 func TestEventsOutboxOrderAndRetention(t *testing.T) {
 	db := openTest(t)
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	// Only accounts with webhooks have their events fanned out.
+	db.Update(func(tx *Tx) error { return tx.PutWebhook(Webhook{ID: "w1", AccountID: "a"}) })
+	quiet := Event{ID: "q0", AccountID: "b", Type: "message.sent", Timestamp: now, Envelope: []byte(`{}`), ExpiresAt: now}
+	if err := db.Update(func(tx *Tx) error { return tx.AppendEvent(quiet) }); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 5 {
 		ev := Event{ID: fmt.Sprintf("e%d", i), AccountID: "a", Type: "message.sent", Timestamp: now,
 			Envelope: []byte(fmt.Sprintf(`{"id":"e%d"}`, i)), ExpiresAt: now.Add(time.Duration(i) * time.Hour)}
@@ -19,6 +25,9 @@ func TestEventsOutboxOrderAndRetention(t *testing.T) {
 	}
 	db.View(func(tx *Tx) error {
 		out, _ := tx.Outbox(10)
+		if len(out) != 5 {
+			t.Errorf("%d outbox entries, want 5 (none for an account without webhooks)", len(out))
+		}
 		for i, e := range out {
 			if e.Event.ID != fmt.Sprintf("e%d", i) || e.Event.Envelope != nil {
 				t.Errorf("outbox[%d] = %s (envelope %q): not in commit order, or carrying the body", i, e.Event.ID, e.Event.Envelope)
@@ -40,6 +49,9 @@ func TestEventsOutboxOrderAndRetention(t *testing.T) {
 		}
 		if _, err := tx.EventEnvelope("a", "e0"); !errors.Is(err, ErrNotFound) {
 			t.Error("envelope of a swept event kept")
+		}
+		if _, err := tx.Event("b", "q0"); !errors.Is(err, ErrNotFound) {
+			t.Error("q0 outlived its retention")
 		}
 		if n := tx.count(collectionEvents, "a"); n != 2 {
 			t.Errorf("event count %d, want 2", n)
