@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
@@ -20,76 +18,10 @@ import (
 	"mailbolt/mta/dnstest"
 )
 
-// zone is mta/dnstest plus PTR records, which dnstest does not serve:
-// PTR queries are answered here, everything else by the dnstest.Server.
-type zone struct {
-	*dnstest.Server
-	Addr string
+// zone is the loopback DNS server these tests publish in.
+type zone = dnstest.Server
 
-	mu  sync.Mutex
-	ptr map[string][]string
-}
-
-func startZone(t testing.TB) *zone {
-	t.Helper()
-	z := &zone{Server: dnstest.Start(t), ptr: map[string][]string{}}
-	var pc net.PacketConn
-	var ln net.Listener
-	for attempt := 0; ; attempt++ {
-		var err error
-		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
-			break
-		}
-		pc.Close()
-		if attempt == 20 {
-			t.Fatal(err)
-		}
-	}
-	z.Addr = pc.LocalAddr().String()
-	udp := &dns.Server{PacketConn: pc, Handler: z}
-	tcp := &dns.Server{Listener: ln, Handler: z}
-	go udp.ActivateAndServe()
-	go tcp.ActivateAndServe()
-	t.Cleanup(func() {
-		udp.Shutdown()
-		tcp.Shutdown()
-	})
-	return z
-}
-
-func (z *zone) PTR(ip, name string) {
-	arpa, err := dns.ReverseAddr(ip)
-	if err != nil {
-		panic(err)
-	}
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.ptr[arpa] = append(z.ptr[arpa], dns.Fqdn(name))
-}
-
-func (z *zone) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
-	if len(req.Question) == 1 && req.Question[0].Qtype == dns.TypePTR {
-		q := req.Question[0]
-		z.mu.Lock()
-		ptrs, ok := z.ptr[strings.ToLower(q.Name)]
-		z.mu.Unlock()
-		m := new(dns.Msg)
-		m.SetReply(req)
-		m.Authoritative = true
-		if !ok {
-			m.Rcode = dns.RcodeNameError
-		}
-		for _, p := range ptrs {
-			m.Answer = append(m.Answer, &dns.PTR{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 60}, Ptr: p})
-		}
-		w.WriteMsg(m)
-		return
-	}
-	z.Server.ServeDNS(w, req)
-}
+func startZone(t testing.TB) *zone { return dnstest.Start(t) }
 
 const (
 	domain   = "example.com"

@@ -130,6 +130,51 @@ func (s *Server) add(rr dns.RR) {
 	s.records[k] = append(s.records[k], rr)
 }
 
+// PTR adds a PTR record for ip (its in-addr.arpa or ip6.arpa name).
+func (s *Server) PTR(ip, name string) {
+	arpa, err := dns.ReverseAddr(ip)
+	if err != nil {
+		panic(fmt.Sprintf("dnstest: PTR for %q: %v", ip, err))
+	}
+	s.add(&dns.PTR{Hdr: dns.RR_Header{Name: arpa, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 60}, Ptr: dns.Fqdn(name)})
+}
+
+// Wildcard adds a TXT record at *.suffix (long values split as LongTXT
+// does): every name under suffix that has no records of its own answers
+// it, under the name asked for, as DNS wildcards do (RFC 4592).
+func (s *Server) Wildcard(suffix, value string) {
+	var strs []string
+	for len(value) > 255 {
+		strs = append(strs, value[:255])
+		value = value[255:]
+	}
+	escaped := make([]string, 0, len(strs)+1)
+	for _, str := range append(strs, value) {
+		escaped = append(escaped, escapeTXT(str))
+	}
+	s.add(&dns.TXT{Hdr: dns.RR_Header{Name: "*." + dns.Fqdn(suffix), Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 60}, Txt: escaped})
+}
+
+// wildcardFor returns the records of the closest *.<parent> of k, renamed
+// to name; nil when there is none.
+func (s *Server) wildcardFor(k, name string) []dns.RR {
+	for parent := k; ; {
+		dot := strings.IndexByte(parent, '.')
+		if dot < 0 || dot+1 >= len(parent) {
+			return nil
+		}
+		parent = parent[dot+1:]
+		if rrs := s.records["*."+parent]; len(rrs) > 0 {
+			out := make([]dns.RR, len(rrs))
+			for j, rr := range rrs {
+				out[j] = dns.Copy(rr)
+				out[j].Header().Name = name
+			}
+			return out
+		}
+	}
+}
+
 // Remove deletes every record at name (it becomes NXDOMAIN).
 func (s *Server) Remove(name string) {
 	s.mu.Lock()
@@ -170,6 +215,9 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	s.queries++
 	silent, servfail := s.silent[k], s.servfail[k]
 	rrs := append([]dns.RR(nil), s.records[k]...)
+	if len(rrs) == 0 {
+		rrs = s.wildcardFor(k, q.Name)
+	}
 	s.mu.Unlock()
 	if silent {
 		return
