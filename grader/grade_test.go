@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
 	"mailbolt/mta"
