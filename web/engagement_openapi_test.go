@@ -363,30 +363,6 @@ func TestTrackingInTestModeAndOverTheLimit(t *testing.T) {
 	}
 }
 
-// TestEngagementEnumsMatchCode keeps the document's engagement enums in
-// step with the code.
-func TestEngagementEnumsMatchCode(t *testing.T) {
-	var doc struct {
-		Components struct {
-			Schemas map[string]struct {
-				Enum []string `json:"enum"`
-			} `json:"schemas"`
-		} `json:"components"`
-	}
-	if err := json.Unmarshal(OpenAPI, &doc); err != nil {
-		t.Fatal(err)
-	}
-	for name, want := range map[string][]string{
-		"UnsubscribeMethod": {app.MethodOneClick, app.MethodLink, app.MethodMailto},
-		"ClientDevice":      {app.DeviceDesktop, app.DeviceMobile, app.DeviceTablet, app.DeviceBot, ""},
-	} {
-		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
-		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
-			t.Errorf("components.schemas.%s.enum = %v, want %v", name, got, want)
-		}
-	}
-}
-
 // TestOpenAPIEngagementAnswersArePrecise shows that the document describes
 // the engagement answers exactly: images, redirects and pages by media type
 // and headers, the event payloads and the summary field by field.

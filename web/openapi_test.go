@@ -376,6 +376,8 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"WebhookMode":       {"live", "test"},
 		"DeliveryStatus":    {storage.DeliveryPending, storage.DeliveryDelivered, storage.DeliveryFailed},
 		"MessageStatus":     app.MessageStatuses,
+		"UnsubscribeMethod": {app.MethodOneClick, app.MethodLink, app.MethodMailto},
+		"ClientDevice":      {app.DeviceDesktop, app.DeviceMobile, app.DeviceTablet, app.DeviceBot, ""},
 	} {
 		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
 		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
