@@ -44,6 +44,11 @@ type Options struct {
 	// invitations); none when empty.
 	SystemFrom string
 	Grader     GraderOptions
+	// ReleaseMappedEvery is how often the database file's pages that
+	// reads touched are handed back to the kernel (see
+	// storage.DB.ReleaseMapped), so resident memory follows what is in use,
+	// not the file's size; 2 s.
+	ReleaseMappedEvery time.Duration
 }
 
 // WebhookOptions configure webhooks.
@@ -110,6 +115,9 @@ func New(db *storage.DB, opts Options) *App {
 		opts.MessageRetention = 30 * 24 * time.Hour
 	}
 	opts.Delivery.defaults()
+	if opts.ReleaseMappedEvery == 0 {
+		opts.ReleaseMappedEvery = 2 * time.Second
+	}
 	if opts.Grader.CacheTTL == 0 {
 		opts.Grader.CacheTTL = 5 * time.Minute
 	}
@@ -174,6 +182,11 @@ func (a *App) Run(ctx context.Context) error {
 		"domain_checks": a.runDomainChecks,
 		"webhooks":      func(ctx context.Context) { a.hooks.Run(ctx) },
 		"delivery":      a.runDelivery,
+		"release_mapped": func(ctx context.Context) {
+			a.every(ctx, a.opts.ReleaseMappedEvery, "releasing mapped pages", func(context.Context) error {
+				return a.db.ReleaseMapped()
+			})
+		},
 	} {
 		wg.Add(1)
 		go func() {

@@ -322,3 +322,19 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		t.Fatal("garbage restored")
 	}
 }
+
+func TestReleaseMappedKeepsData(t *testing.T) {
+	db := openTest(t)
+	if err := db.Update(func(tx *Tx) error { return tx.PutAccount(Account{ID: "a1", Name: "kept"}) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ReleaseMapped(); err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if a, err := tx.Account("a1"); err != nil || a.Name != "kept" {
+			t.Errorf("after ReleaseMapped: %+v %v", a, err)
+		}
+		return nil
+	})
+}
