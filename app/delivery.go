@@ -222,10 +222,10 @@ func (a *App) claim(tx *storage.Tx, q storage.QueuedMessage, now time.Time) (j d
 		// A stale entry: the message is gone or has moved on.
 		return j, false, false, tx.DropQueued(q.At, q.MessageID)
 	}
+	suppressRecipients(tx, &m, now)
 	if m.Status == StatusScheduled {
 		m.Status = StatusQueued
 		m.QueuedAt = &now
-		suppressRecipients(tx, &m, now)
 		ev, err := a.sentEvent(m, now)
 		if err != nil {
 			return j, false, false, err
@@ -235,7 +235,6 @@ func (a *App) claim(tx *storage.Tx, q storage.QueuedMessage, now time.Time) (j d
 		}
 		event = true
 	}
-	suppressRecipients(tx, &m, now)
 	var pending []int
 	for i, r := range m.Recipients {
 		if r.Status == StatusQueued || r.Status == StatusDeferred {

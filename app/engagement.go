@@ -100,17 +100,17 @@ const (
 	MethodMailto   = "mailto"
 )
 
-// toList is who an open or click of m is attributed to: tracking links
+// toAddrs is who an open or click of m is attributed to: tracking links
 // are per message, so a message with several recipients reports its To
 // addresses.
-func toList(m storage.Message) string {
+func toAddrs(m storage.Message) []string {
 	var to []string
 	for _, r := range m.Recipients {
 		if r.Kind == "to" {
 			to = append(to, r.Email)
 		}
 	}
-	return strings.Join(to, ", ")
+	return to
 }
 
 // LinkID is the stable id of a tracked link: the same URL has the same id
@@ -156,8 +156,9 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 			stats = append(stats, storage.StatUniqueOpened)
 		}
 		recorded = true
-		return a.appendMessageEvent(tx, m, EventOpened, strings.ReplaceAll(toList(m), " ", ""), now, openedData{
-			MessageID: m.ID, To: toList(m), OpenedAt: now.Format(time.RFC3339Nano), IsFirstOpen: first,
+		to := toAddrs(m)
+		return a.appendMessageEvent(tx, m, EventOpened, strings.Join(to, ","), now, openedData{
+			MessageID: m.ID, To: strings.Join(to, ", "), OpenedAt: now.Format(time.RFC3339Nano), IsFirstOpen: first,
 			OpenCount: e.Opens, Context: client}, stats...)
 	})
 	if err != nil {
@@ -208,8 +209,9 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, ok bo
 			stats = append(stats, storage.StatUniqueClicked)
 		}
 		url = target
-		return a.appendMessageEvent(tx, m, EventClicked, strings.ReplaceAll(toList(m), " ", ""), now, clickedData{
-			MessageID: m.ID, To: toList(m), ClickedAt: now.Format(time.RFC3339Nano), URL: target, LinkID: LinkID(target),
+		to := toAddrs(m)
+		return a.appendMessageEvent(tx, m, EventClicked, strings.Join(to, ","), now, clickedData{
+			MessageID: m.ID, To: strings.Join(to, ", "), ClickedAt: now.Format(time.RFC3339Nano), URL: target, LinkID: LinkID(target),
 			IsFirstClick: first, ClickCount: e.Clicks, Context: client}, stats...)
 	})
 	if err != nil {

@@ -566,11 +566,9 @@ type sentData struct {
 // recipients (bare addresses, comma-separated); cc and bcc recipients get
 // their own delivery events.
 func (a *App) sentEvent(m storage.Message, at time.Time) (storage.Event, error) {
-	var to, all []string
+	to := toAddrs(m)
+	var all []string
 	for _, r := range m.Recipients {
-		if r.Kind == "to" {
-			to = append(to, r.Email)
-		}
 		all = append(all, r.Email)
 	}
 	meta := m.Metadata

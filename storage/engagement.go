@@ -107,6 +107,25 @@ const (
 // Stats is one day's counters.
 type Stats [numStats]uint64
 
+// decodeStats reads stored counters; zero when absent or malformed.
+func decodeStats(v []byte) Stats {
+	var st Stats
+	if len(v) == 8*int(numStats) {
+		for i := range st {
+			st[i] = binary.BigEndian.Uint64(v[8*i:])
+		}
+	}
+	return st
+}
+
+func (st Stats) encode() []byte {
+	v := make([]byte, 0, 8*int(numStats))
+	for _, n := range st {
+		v = binary.BigEndian.AppendUint64(v, n)
+	}
+	return v
+}
+
 // statKey is <account>·<mode>·<dimension>·<u32 day>: the days of one
 // dimension are adjacent and in order, so a summary costs one seek and a
 // walk over its days. The dimension is "" (everything), "c:<campaign>" or
@@ -131,18 +150,9 @@ func (tx *Tx) AddStats(accountID string, test bool, dims []string, at time.Time,
 	day := StatDay(at)
 	for _, dim := range dims {
 		k := statKey(accountID, test, dim, day)
-		var st Stats
-		if v := b.Get(k); len(v) == 8*int(numStats) {
-			for i := range st {
-				st[i] = binary.BigEndian.Uint64(v[8*i:])
-			}
-		}
+		st := decodeStats(b.Get(k))
 		st[s] += n
-		v := make([]byte, 8*int(numStats))
-		for i := range st {
-			binary.BigEndian.PutUint64(v[8*i:], st[i])
-		}
-		if err := b.Put(k, v); err != nil {
+		if err := b.Put(k, st.encode()); err != nil {
 			return err
 		}
 	}
@@ -161,13 +171,7 @@ func (tx *Tx) StatsRange(accountID string, test bool, dim string, from, to uint3
 		if day > to {
 			break
 		}
-		var st Stats
-		if len(v) == 8*int(numStats) {
-			for i := range st {
-				st[i] = binary.BigEndian.Uint64(v[8*i:])
-			}
-		}
-		out[day] = st
+		out[day] = decodeStats(v)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"slices"
 	"time"
 )
 
@@ -158,7 +159,7 @@ func (f EventFilter) plain() bool {
 }
 
 func (f EventFilter) accepts(ev Event) bool {
-	if ev.Test != f.Test || (len(f.Types) > 0 && !contains(f.Types, ev.Type)) {
+	if ev.Test != f.Test || (len(f.Types) > 0 && !slices.Contains(f.Types, ev.Type)) {
 		return false
 	}
 	if f.MessageID != "" && ev.MessageID != f.MessageID {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -264,7 +265,7 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 	ok := m.Test == f.Test &&
 		(f.Status == "" || m.Status == f.Status) &&
 		(f.CampaignID == "" || m.CampaignID == f.CampaignID) &&
-		(f.Tag == "" || contains(m.Tags, f.Tag))
+		(f.Tag == "" || slices.Contains(m.Tags, f.Tag))
 	if ok && f.Recipient != "" {
 		ok = false
 		for _, r := range m.Recipients {
@@ -275,15 +276,6 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 		}
 	}
 	return m, ok, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Messages lists one page of an account's messages, newest first unless

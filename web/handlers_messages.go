@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -317,7 +318,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
 	mq := app.MessageQuery{Status: q.Get("status"), CampaignID: q.Get("campaign_id"), Tag: q.Get("tag"),
 		Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
-	if mq.Status != "" && !contains(app.MessageStatuses, mq.Status) {
+	if mq.Status != "" && !slices.Contains(app.MessageStatuses, mq.Status) {
 		s.writeError(w, r, app.Validation("status", "must be one of "+strings.Join(app.MessageStatuses, ", ")))
 		return
 	}
@@ -335,15 +336,6 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func isPageMode(r *http.Request) bool { return r.URL.Query().Get("page") != "" }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()

@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"html/template"
-	"net"
 	"net/http"
 	"strings"
 
@@ -34,11 +33,7 @@ func overLimit(r *http.Request) bool {
 }
 
 func (s *Server) client(r *http.Request) app.ClientContext {
-	ip := clientIP(r)
-	if host, _, err := net.SplitHostPort(ip); err == nil {
-		ip = host
-	}
-	return app.NewClientContext(s.app.GeoDB(), ip, r.UserAgent())
+	return app.NewClientContext(s.app.GeoDB(), clientIP(r), r.UserAgent())
 }
 
 // openPixel answers the open-tracking image, always, and records the open

@@ -5,6 +5,7 @@ import (
 	"net/mail"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -299,7 +300,7 @@ func checkShortener(m *Message) (bool, string) {
 			continue
 		}
 		for _, s := range URLShorteners {
-			if (h == s || strings.HasSuffix(h, "."+s)) && !contains(hits, s) {
+			if (h == s || strings.HasSuffix(h, "."+s)) && !slices.Contains(hits, s) {
 				hits = append(hits, s)
 			}
 		}
@@ -420,7 +421,7 @@ func checkDisplayName(m *Message) (bool, string) {
 	name = nameAddrRe.ReplaceAllString(name, " ")
 	for _, sm := range nameDomainRe.FindAllStringSubmatch(name, -1) {
 		d := strings.Trim(sm[0], ".")
-		if !contains(DisplayNameTLDs, strings.ToLower(sm[1])) {
+		if !slices.Contains(DisplayNameTLDs, strings.ToLower(sm[1])) {
 			continue
 		}
 		if d == domain || strings.HasSuffix(domain, "."+d) || strings.HasSuffix(d, "."+domain) {
