@@ -166,7 +166,7 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 		var refused *smtp.SMTPError
 		switch {
 		case err == nil:
-			cl = d.newClient(tc)
+			cl, conn = d.newClient(tc), tc
 			if err := cl.Hello(helo); err != nil {
 				return handshakeError(hop.Host, err)
 			}
@@ -180,7 +180,8 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 			return &tlsFailed{err}
 		}
 	}
-	c.client = cl
+	c.client, c.conn = cl, conn
+	c.text = newText(c)
 	if !hop.Relay {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/emersion/go-smtp"
 )
@@ -79,6 +80,15 @@ func replyError(host string, err error) *DeliveryError {
 	var de *DeliveryError
 	if errors.As(err, &de) {
 		return de
+	}
+	var re *replyErr
+	if errors.As(err, &re) {
+		enhanced, text := splitEnhanced(re.text)
+		if enhanced != "" {
+			// RFC 2034: each line of a reply may repeat the code.
+			text = strings.ReplaceAll(text, "\n"+enhanced+" ", "\n")
+		}
+		return &DeliveryError{Code: re.code, Enhanced: enhanced, Text: text, Host: host, Permanent: re.code/100 == 5}
 	}
 	var se *smtp.SMTPError
 	if errors.As(err, &se) {
