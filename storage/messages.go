@@ -2,8 +2,11 @@ package storage
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Message is one accepted message of an account: its envelope, its state
@@ -160,13 +163,25 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
 			return err
 		}
 	}
-	return putJSON(tx.bucket(bucketMessages), join(m.AccountID, m.ID), m)
+	return tx.bucket(bucketMessages).Put(join(m.AccountID, m.ID), encodeMessage(&m))
+}
+
+// getMessage reads the message record at key.
+func getMessage(b *bolt.Bucket, key []byte, m *Message) error {
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	if err := decodeMessage(data, m); err != nil {
+		return fmt.Errorf("decode %q: %w", key, err)
+	}
+	return nil
 }
 
 // Message reads one message of an account.
 func (tx *Tx) Message(accountID, id string) (Message, error) {
 	var m Message
-	err := getJSON(tx.bucket(bucketMessages), join(accountID, id), &m)
+	err := getMessage(tx.bucket(bucketMessages), join(accountID, id), &m)
 	if m.QueueAt != nil {
 		at := *m.QueueAt
 		m.filedAt = &at
@@ -259,8 +274,8 @@ func (f MessageFilter) plain() bool {
 
 func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 	var m Message
-	if err := decodeJSON(k, v, &m); err != nil {
-		return m, false, err
+	if err := decodeMessage(v, &m); err != nil {
+		return m, false, fmt.Errorf("decode %q: %w", k, err)
 	}
 	ok := m.Test == f.Test &&
 		(f.Status == "" || m.Status == f.Status) &&
@@ -296,7 +311,7 @@ func (tx *Tx) Messages(accountID string, f MessageFilter, opts ListOptions, with
 func expireMessage(tx *Tx, key []byte, now time.Time) error {
 	b := tx.bucket(bucketMessages)
 	var m Message
-	if err := getJSON(b, key, &m); err != nil {
+	if err := getMessage(b, key, &m); err != nil {
 		return nil
 	}
 	if m.ExpiresAt.After(now) {
