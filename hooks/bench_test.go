@@ -35,10 +35,16 @@ func newBenchRig(b *testing.B, workers int) *benchRig {
 	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		id := req.Header.Get("X-Service-Event-Id")
 		r.mu.Lock()
-		r.latencies = append(r.latencies, time.Since(r.written[id]))
+		at, first := r.written[id]
+		if first {
+			// Only an event's first arrival counts: a duplicate must not
+			// stand in for an event that never came.
+			delete(r.written, id)
+			r.latencies = append(r.latencies, time.Since(at))
+		}
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
-		if r.received.Add(1) == int64(b.N) {
+		if first && r.received.Add(1) == int64(b.N) {
 			close(r.done)
 		}
 	}))
@@ -54,6 +60,16 @@ func newBenchRig(b *testing.B, workers int) *benchRig {
 	stopped := make(chan struct{})
 	go func() { r.d.Run(ctx); close(stopped) }()
 	r.stop = func() {
+		// Every event ends recorded as delivered, once the dispatcher has
+		// saved the answers (outside the measured time).
+		var n int
+		for deadline := time.Now().Add(time.Minute); n != b.N && time.Now().Before(deadline); {
+			db.View(func(tx *storage.Tx) error { n = tx.DeliveryCount(w.ID, storage.DeliveryDelivered); return nil })
+			time.Sleep(time.Millisecond)
+		}
+		if n != b.N {
+			b.Errorf("%d deliveries recorded as delivered, want %d", n, b.N)
+		}
 		cancel()
 		<-stopped
 		db.Close()
@@ -118,15 +134,16 @@ func BenchmarkDeliver(b *testing.B) {
 			r := newBenchRig(b, workers)
 			defer r.stop()
 			b.ResetTimer()
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime()
 			const batch = 200
 			for i := 0; i < b.N; i += batch {
 				r.write(b, min(batch, b.N-i))
 			}
 			lat := r.wait(b)
-			elapsed := time.Since(start)
+			elapsed, cpu := time.Since(start), cpuTime()-cpu0
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_us/event")
 			b.ReportMetric(ms(lat[len(lat)*99/100]), "p99_ms")
 		})
 	}

@@ -557,3 +557,161 @@ func TestBusyHostDoesNotSpin(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// outboxLen is how many events wait for fan-out.
+func (h *harness) outboxLen() int {
+	var n int
+	h.db.View(func(tx *storage.Tx) error {
+		out, _ := tx.Outbox(1000)
+		n = len(out)
+		return nil
+	})
+	return n
+}
+
+// runUntil runs the dispatcher until done reports true (polled), then
+// stops it and waits for it to return.
+func (h *harness) runUntil(what string, done func() bool) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- h.d.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			cancel()
+			<-stopped
+			h.t.Fatalf("never: %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// A fresh event is sent straight from the outbox, with no claim saved
+// first: the outbox entry is what keeps it. A crash after the request and
+// before its answer is saved re-sends it after the restart (at least
+// once); it is never lost.
+func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
+	h := newHarness(t, Options{})
+	rec := newReceiver(t, status(200))
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	jobs, events, queue, _, _, err := h.d.take(0, 10, map[string]int{})
+	if err != nil || len(jobs) != 1 || len(events) != 1 || len(queue) != 0 {
+		t.Fatalf("take: %d jobs, %d events, %d queued, %v", len(jobs), len(events), len(queue), err)
+	}
+	if r := send(context.Background(), h.d.client, jobs[0], h.clock.Now()); r.status != 200 {
+		t.Fatalf("first request: %+v", r)
+	}
+	if h.statusOf(w, ev) != "" {
+		t.Fatal("a delivery was saved before its answer")
+	}
+	h.restart() // the answer was never saved
+
+	if h.outboxLen() != 1 {
+		t.Fatal("the event left the outbox before its answer was saved")
+	}
+	h.runUntil("delivered after the restart", func() bool { return h.statusOf(w, ev) == storage.DeliveryDelivered })
+	d := h.delivery(w, ev)
+	if len(d.Attempts) != 1 || d.Attempts[0].StatusCode != 200 || d.DeliveredAt == nil {
+		t.Errorf("delivery %+v", d)
+	}
+	if rec.count() != 2 || h.outboxLen() != 0 {
+		t.Errorf("receiver saw %d requests (want 2: one before the crash), outbox holds %d", rec.count(), h.outboxLen())
+	}
+}
+
+// One event to several webhooks: each delivery is saved with its own
+// outcome when the last answer is back, and the event leaves the outbox.
+func TestFreshEventToSeveralWebhooks(t *testing.T) {
+	h := newHarness(t, Options{})
+	ok, down, gone := newReceiver(t, status(204)), newReceiver(t, status(503, "Retry-After", "90")), newReceiver(t, status(410))
+	wOK, wDown, wGone := h.webhook(ok.URL, "message.sent"), h.webhook(down.URL, "message.sent"), h.webhook(gone.URL, "message.sent")
+	other := h.webhook(ok.URL, "message.opened") // not subscribed
+	ev := h.event("message.sent")
+	h.runUntil("all three saved", func() bool {
+		return h.statusOf(wOK, ev) != "" && h.statusOf(wDown, ev) != "" && h.statusOf(wGone, ev) != ""
+	})
+	if d := h.delivery(wOK, ev); d.Status != storage.DeliveryDelivered || len(d.Attempts) != 1 || d.Attempts[0].StatusCode != 204 {
+		t.Errorf("204: %+v", d)
+	}
+	if d := h.delivery(wDown, ev); d.Status != storage.DeliveryPending || d.Retries != 1 || len(d.Attempts) != 1 ||
+		d.NextAttemptAt.Sub(h.clock.Now()) != 90*time.Second {
+		t.Errorf("503 with Retry-After: %+v", d)
+	}
+	if d := h.delivery(wGone, ev); d.Status != storage.DeliveryFailed || d.FailedAt == nil ||
+		!d.ExpiresAt.Equal(h.clock.Now().Add(7*24*time.Hour)) {
+		t.Errorf("410: %+v", d)
+	}
+	if h.statusOf(other, ev) != "" || ok.count() != 1 || h.outboxLen() != 0 {
+		t.Errorf("unsubscribed webhook got a delivery, or %d requests to the 204 receiver, or %d left in the outbox", ok.count(), h.outboxLen())
+	}
+	h.db.View(func(tx *storage.Tx) error {
+		for _, c := range []struct {
+			w      storage.Webhook
+			status string
+		}{{wOK, storage.DeliveryDelivered}, {wDown, storage.DeliveryPending}, {wGone, storage.DeliveryFailed}} {
+			if tx.DeliveryCount(c.w.ID, "") != 1 || tx.DeliveryCount(c.w.ID, c.status) != 1 {
+				t.Errorf("%s: counts %d total, %d %s", c.w.URL, tx.DeliveryCount(c.w.ID, ""), tx.DeliveryCount(c.w.ID, c.status), c.status)
+			}
+			list, _, err := tx.Deliveries(c.w.ID, c.status, storage.ListOptions{Limit: 10})
+			if err != nil || len(list) != 1 || list[0].EventID != ev.ID {
+				t.Errorf("%s: listed %d %s, %v", c.w.URL, len(list), c.status, err)
+			}
+		}
+		return nil
+	})
+	// The pending one is retried from the queue when it is due.
+	h.clock.Add(90 * time.Second)
+	if n := h.step(); n != 1 || down.count() != 2 {
+		t.Fatalf("retry: sent %d, receiver saw %d", n, down.count())
+	}
+}
+
+// A webhook deleted while a fresh request is out gets no delivery saved.
+func TestWebhookDeletedDuringFreshRequest(t *testing.T) {
+	h := newHarness(t, Options{Timeout: time.Minute})
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	})
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	go func() {
+		<-arrived
+		h.db.Update(func(tx *storage.Tx) error { return tx.DeleteWebhook("acct", w.ID) })
+		close(release)
+	}()
+	h.runUntil("the outbox emptied", func() bool { return h.outboxLen() == 0 })
+	if st := h.statusOf(w, ev); st != "" {
+		t.Fatalf("a delivery (%s) was saved for a deleted webhook", st)
+	}
+}
+
+// An event with more matching webhooks than requests may be in flight at
+// once cannot go out in one piece: it waits in the queue instead of
+// holding up the outbox.
+func TestEventWiderThanTheWorkerPool(t *testing.T) {
+	h := newHarness(t, Options{Workers: 1})
+	rec := newReceiver(t, status(200))
+	hooks := []storage.Webhook{h.webhook(rec.URL+"/a", "message.sent"), h.webhook(rec.URL+"/b", "message.sent")}
+	wide, narrow := h.event("message.sent"), h.event("message.sent")
+	h.runUntil("every delivery done", func() bool {
+		for _, w := range hooks {
+			for _, ev := range []storage.Event{wide, narrow} {
+				if h.statusOf(w, ev) != storage.DeliveryDelivered {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	if rec.count() != 4 {
+		t.Errorf("receiver saw %d requests, want 4", rec.count())
+	}
+}

@@ -106,30 +106,68 @@ func (d *Dispatcher) Panics() int64 { return d.panics.Load() }
 
 func (d *Dispatcher) now() time.Time { return d.opts.Now().UTC() }
 
+// freshEvent is an event taken from the outbox and sent at once, without a
+// claim written first: until every answer is back its deliveries exist only
+// in memory, and its outbox entry is the durable record that it still has
+// to be delivered. The answers are then saved as new deliveries in the
+// transaction that removes the entry, so a crash before that re-sends the
+// event (at least once), and never loses it.
+type freshEvent struct {
+	seq     uint64
+	left    int // requests still out
+	results []result
+}
+
+// writeIn is what one background transaction of the loop saves and claims.
+type writeIn struct {
+	results []result              // answers for deliveries claimed from the queue
+	fresh   []*freshEvent         // events whose every answer is back
+	queue   []storage.OutboxEntry // events to queue as pending deliveries (a host was busy) or drop
+	claim   int                   // due deliveries to claim from the queue
+	perHost map[string]int        // requests in flight per host, for the claim
+}
+
+type writeOut struct {
+	in   writeIn
+	jobs []job
+	err  error
+}
+
+// writeRetry is how long the loop waits after a failed write before it
+// tries to save the same answers again.
+const writeRetry = time.Second
+
 // Run delivers until ctx ends. Requests in flight at shutdown are cut off
 // and put back in the queue, not counted as attempts.
 //
-// Each turn of the loop is one transaction (cycle): it records the answers
-// that came back, fans new events out, and claims as much due work as
-// there are free workers, so the queue costs one commit per turn however
-// many deliveries move.
+// Fresh events go out straight from the outbox (see freshEvent); retries
+// and events whose receiver host is at its cap go through the delivery
+// queue, where a delivery is claimed (lease and placeholder attempt saved)
+// before it is sent. Writes run one at a time in the background, each
+// saving every answer that came back since the previous one, so the loop
+// keeps sending while a commit waits for its fsync.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	sendCtx, stopSends := context.WithCancel(context.Background())
 	defer stopSends()
 	results := make(chan result, d.opts.Workers)
+	wrote := make(chan writeOut, 1)
 	perHost := map[string]int{}
+	fresh := map[uint64]*freshEvent{}
 	inflight := 0
+	var (
+		wg         sync.WaitGroup
+		batch      []result              // queued deliveries' answers to save
+		ready      []*freshEvent         // fresh events to save
+		toQueue    []storage.OutboxEntry // outbox entries to queue or drop
+		cursor     uint64                // outbox entries up to here are taken
+		writing    bool                  // a write is running
+		claiming   bool                  // ... and it claims from the queue
+		canClaim   = true                // false while due work waits on busy hosts
+		writeAfter time.Time             // after a failed write
+	)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var wg sync.WaitGroup
-	var batch []result
-	for {
-		free := d.opts.Workers - inflight
-		jobs, err := d.cycle(batch, free, perHost)
-		if err != nil {
-			d.opts.Logger.Error("webhook delivery cycle", "err", err)
-		}
-		batch = batch[:0]
+	launch := func(jobs []job) {
 		for _, j := range jobs {
 			inflight++
 			perHost[j.host]++
@@ -139,82 +177,239 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				results <- d.safeSend(sendCtx, j)
 			}()
 		}
-		// When fewer jobs were claimed than workers were free, what is due
-		// waits on busy hosts: the next answer, not a timer, frees them.
-		timer.Reset(d.untilNext(inflight, len(jobs) < free && inflight+len(jobs) > 0))
+	}
+	// settle takes an answer off the books and files it for saving.
+	settle := func(r result) {
+		inflight--
+		if perHost[r.job.host]--; perHost[r.job.host] <= 0 {
+			delete(perHost, r.job.host)
+		}
+		if !r.job.fresh {
+			batch = append(batch, r)
+			return
+		}
+		ev := fresh[r.job.seq]
+		ev.results = append(ev.results, r)
+		if ev.left--; ev.left == 0 {
+			delete(fresh, ev.seq)
+			ready = append(ready, ev)
+		}
+	}
+	startWrite := func(in writeIn) {
+		writing, claiming = true, in.claim > 0
+		go func() {
+			jobs, err := d.write(in)
+			wrote <- writeOut{in: in, jobs: jobs, err: err}
+		}()
+	}
+	// wrote handles the end of a write; launchJobs is false at shutdown,
+	// when claimed jobs are put back instead of sent.
+	finishWrite := func(w writeOut, launchJobs bool) {
+		writing, claiming = false, false
+		if w.err != nil {
+			d.opts.Logger.Error("webhook delivery write", "err", w.err)
+			batch = append(w.in.results, batch...)
+			ready = append(w.in.fresh, ready...)
+			toQueue = append(w.in.queue, toQueue...)
+			writeAfter = time.Now().Add(writeRetry)
+			return
+		}
+		if w.in.claim > 0 && len(w.jobs) < w.in.claim {
+			// What is due waits on busy hosts: the next answer, not a
+			// timer, frees them.
+			canClaim = false
+		}
+		if launchJobs {
+			launch(w.jobs)
+			return
+		}
+		for _, j := range w.jobs {
+			batch = append(batch, result{job: j, aborted: true})
+		}
+	}
+	for {
+		wait := time.Minute
+		if !writing && time.Now().After(writeAfter) {
+			in := writeIn{results: batch, fresh: ready, queue: toQueue}
+			var due time.Time
+			var queued bool
+			d.db.View(func(tx *storage.Tx) error { due, queued = tx.NextDeliveryDue(); return nil })
+			now := d.now()
+			if free := d.opts.Workers - inflight; free > 0 && canClaim && queued {
+				if !due.After(now) {
+					// Queued work goes before fresh events.
+					in.claim, in.perHost = free, maps.Clone(perHost)
+				} else {
+					wait = min(wait, max(time.Millisecond, due.Sub(now)))
+				}
+			}
+			if in.claim > 0 || len(in.results)+len(in.fresh)+len(in.queue) > 0 {
+				batch, ready, toQueue = nil, nil, nil
+				startWrite(in)
+			}
+		} else if !writing {
+			wait = min(wait, time.Until(writeAfter))
+		}
+		if free := d.opts.Workers - inflight; free > 0 && !claiming {
+			jobs, events, queue, last, more, err := d.take(cursor, free, perHost)
+			if err != nil {
+				d.opts.Logger.Error("webhook outbox", "err", err)
+			}
+			cursor = last
+			for _, ev := range events {
+				fresh[ev.seq] = ev
+			}
+			toQueue = append(toQueue, queue...)
+			launch(jobs)
+			if more && inflight < d.opts.Workers {
+				wait = 0
+			}
+		}
+		if len(toQueue) > 0 && !writing && time.Now().After(writeAfter) {
+			wait = 0
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			stopSends()
-			go func() { wg.Wait(); close(results) }()
-			var rest []result
-			for r := range results {
-				rest = append(rest, r)
+			if writing {
+				finishWrite(<-wrote, false)
 			}
-			return d.record(rest)
+			go func() { wg.Wait(); close(results) }()
+			for r := range results {
+				settle(r)
+			}
+			_, err := d.write(writeIn{results: batch, fresh: ready, queue: toQueue})
+			return err
 		case <-d.kick:
+			canClaim = true
 		case <-timer.C:
+			canClaim = true
+		case w := <-wrote:
+			finishWrite(w, true)
 		case r := <-results:
-			batch = append(batch, r)
+			settle(r)
 		drain:
 			for {
 				select {
 				case r := <-results:
-					batch = append(batch, r)
+					settle(r)
 				default:
 					break drain
 				}
 			}
-			for _, r := range batch {
-				inflight--
-				if perHost[r.job.host]--; perHost[r.job.host] <= 0 {
-					delete(perHost, r.job.host)
-				}
-			}
+			canClaim = true
 		}
 	}
 }
 
-// cycle records results, fans out waiting events and claims up to free due
-// deliveries, in one transaction. With nothing to record it first looks
-// (read-only) whether there is any work, so an idle turn costs no commit.
-func (d *Dispatcher) cycle(results []result, free int, perHost map[string]int) ([]job, error) {
-	if len(results) == 0 {
-		busy := false
-		d.db.View(func(tx *storage.Tx) error {
-			if out, _ := tx.Outbox(1); len(out) > 0 {
-				busy = true
-			} else if free > 0 {
-				busy = len(tx.DeliveryQueue(d.now(), 1, 1, nil)) > 0
-			}
-			return nil
-		})
-		if !busy {
-			return nil, nil
-		}
-	}
+// write saves answers, queues or drops outbox entries and claims due
+// deliveries, in one transaction.
+func (d *Dispatcher) write(in writeIn) ([]job, error) {
 	var jobs []job
 	err := d.db.Update(func(tx *storage.Tx) error {
 		jobs = nil
-		if err := d.recordTx(tx, results); err != nil {
+		if err := d.recordTx(tx, in.results); err != nil {
 			return err
 		}
-		var err error
-		if free > 0 {
-			if jobs, err = d.claimTx(tx, free, perHost); err != nil {
-				return err
-			}
+		if err := d.recordFreshTx(tx, in.fresh); err != nil {
+			return err
 		}
-		busy := maps.Clone(perHost)
-		for _, j := range jobs {
-			busy[j.host]++
+		if err := d.queueTx(tx, in.queue); err != nil {
+			return err
 		}
-		// Fan out about as many events as can be sent now: a long turn
-		// delays every answer waiting to be recorded.
-		fresh, err := d.fanOutTx(tx, free-len(jobs), busy, max(2*free, 64))
-		jobs = append(jobs, fresh...)
-		return err
+		if in.claim > 0 {
+			var err error
+			jobs, err = d.claimTx(tx, in.claim, in.perHost)
+			return err
+		}
+		return nil
 	})
 	return jobs, err
+}
+
+// take reads the outbox after cursor (read-only) and turns the events whose
+// every matching webhook can be sent to now into jobs, up to free requests.
+// An event with a webhook whose host is at its cap is handed back in queue,
+// to be saved as pending deliveries that wait in the delivery queue, and so
+// is an event no webhook matches (to be removed). It returns the new cursor
+// and whether more entries may be waiting beyond what it looked at.
+func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs []job, events []*freshEvent, queue []storage.OutboxEntry, last uint64, more bool, err error) {
+	last = cursor
+	limit := 2 * free
+	err = d.db.View(func(tx *storage.Tx) error {
+		entries, err := tx.OutboxAfter(cursor, limit)
+		if err != nil {
+			return err
+		}
+		more = len(entries) == limit
+		now := d.now()
+		hooksOf := map[string][]storage.Webhook{}
+		keysOf := map[string][][]byte{}
+		added := map[string]int{}
+		var matched []storage.Webhook
+		for _, e := range entries {
+			ev := e.Event
+			matched = matched[:0]
+			if ev.ID != "" {
+				subs, ok := hooksOf[ev.AccountID]
+				if !ok {
+					subs, _, err = tx.Webhooks(ev.AccountID, storage.ListOptions{Limit: 10000})
+					if err != nil {
+						return err
+					}
+					hooksOf[ev.AccountID] = subs
+				}
+				for _, w := range subs {
+					if w.Test == ev.Test && slices.Contains(w.Events, ev.Type) {
+						matched = append(matched, w)
+					}
+				}
+			}
+			if len(matched) > free-len(jobs) && len(matched) <= d.opts.Workers {
+				more = false // it waits for requests to come back
+				return nil
+			}
+			busy := len(matched) == 0 || len(matched) > d.opts.Workers
+			hosts := make([]string, len(matched))
+			for i, w := range matched {
+				hosts[i] = hostOf(w.URL)
+				if added[hosts[i]]++; perHost[hosts[i]]+added[hosts[i]] > d.opts.PerHost {
+					busy = true
+				}
+			}
+			var body []byte
+			if !busy {
+				if body, err = tx.EventEnvelope(ev.AccountID, ev.ID); err != nil {
+					busy = true // gone from the history: the queue path records why
+				}
+			}
+			if busy {
+				for _, h := range hosts {
+					added[h]--
+				}
+				queue = append(queue, e)
+				last = e.Seq
+				continue
+			}
+			for i, w := range matched {
+				keys, ok := keysOf[w.ID]
+				if !ok {
+					if keys, err = signingKeys(w, now); err != nil {
+						return err
+					}
+					keysOf[w.ID] = keys
+				}
+				jobs = append(jobs, job{fresh: true, seq: e.Seq, deliveryID: uuid.Must(uuid.NewV7()).String(),
+					webhookID: w.ID, accountID: w.AccountID, created: now, url: w.URL, host: hosts[i], keys: keys,
+					body: body, eventID: ev.ID, eventType: ev.Type})
+			}
+			events = append(events, &freshEvent{seq: e.Seq, left: len(matched)})
+			last = e.Seq
+		}
+		return nil
+	})
+	return jobs, events, queue, last, more, err
 }
 
 func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
@@ -227,36 +422,17 @@ func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
 	return send(ctx, d.client, j, d.now())
 }
 
-// untilNext is how long to sleep before looking at the queue again. When
-// due work is held back by per-host caps (blocked), only an answer or a kick
-// can change that, so the wait is for the next due time after now.
-func (d *Dispatcher) untilNext(inflight int, blocked bool) time.Duration {
-	const poll = time.Minute
-	if inflight >= d.opts.Workers {
-		return poll
-	}
-	var next time.Time
-	var ok bool
-	d.db.View(func(tx *storage.Tx) error { next, ok = tx.NextDeliveryDue(); return nil })
-	if !ok {
-		return poll
-	}
-	wait := next.Sub(d.now())
-	if wait <= 0 && blocked {
-		return poll
-	}
-	return min(poll, max(time.Millisecond, wait))
-}
-
-// fanOut turns every waiting event into deliveries (used by tests).
+// fanOut turns every waiting event into queued deliveries (used by tests).
 func (d *Dispatcher) fanOut() error {
 	for {
 		var more bool
 		err := d.db.Update(func(tx *storage.Tx) error {
-			_, err := d.fanOutTx(tx, 0, nil, 500)
-			out, _ := tx.Outbox(1)
-			more = len(out) > 0
-			return err
+			entries, err := tx.Outbox(500)
+			if err != nil {
+				return err
+			}
+			more = len(entries) == 500
+			return d.queueTx(tx, entries)
 		})
 		if err != nil || !more {
 			return err
@@ -264,66 +440,39 @@ func (d *Dispatcher) fanOut() error {
 	}
 }
 
-// fanOutTx turns up to limit waiting events into one delivery per matching
-// webhook, and removes them from the outbox in the same transaction. Up to
-// budget of the new deliveries whose host is not busy are created already
-// claimed (lease and placeholder attempt saved, as claimTx does) and
-// returned as jobs: a fresh event costs one write, not two.
-func (d *Dispatcher) fanOutTx(tx *storage.Tx, budget int, busy map[string]int, limit int) ([]job, error) {
-	entries, err := tx.Outbox(limit)
-	if err != nil {
-		return nil, err
-	}
-	var jobs []job
+// queueTx turns outbox entries into one pending delivery per matching
+// webhook, due now, and removes them from the outbox in the same
+// transaction.
+func (d *Dispatcher) queueTx(tx *storage.Tx, entries []storage.OutboxEntry) error {
 	hooksOf := map[string][]storage.Webhook{}
 	now := d.now()
-	lease := now.Add(d.opts.Timeout + 30*time.Second)
+	var dels []storage.Delivery
 	for _, e := range entries {
 		ev := e.Event
 		if ev.ID != "" {
 			subs, ok := hooksOf[ev.AccountID]
 			if !ok {
+				var err error
 				subs, _, err = tx.Webhooks(ev.AccountID, storage.ListOptions{Limit: 10000})
 				if err != nil {
-					return nil, err
+					return err
 				}
 				hooksOf[ev.AccountID] = subs
 			}
-			var body []byte
 			for _, w := range subs {
 				if w.Test != ev.Test || !slices.Contains(w.Events, ev.Type) {
 					continue
 				}
-				del := storage.Delivery{ID: uuid.Must(uuid.NewV7()).String(), WebhookID: w.ID, AccountID: w.AccountID,
+				dels = append(dels, storage.Delivery{ID: uuid.Must(uuid.NewV7()).String(), WebhookID: w.ID, AccountID: w.AccountID,
 					EventID: ev.ID, EventType: ev.Type, Status: storage.DeliveryPending, Attempts: []storage.DeliveryAttempt{},
-					NextAttemptAt: &now, CreatedAt: now}
-				h := hostOf(w.URL)
-				if len(jobs) < budget && busy[h] < d.opts.PerHost {
-					if body == nil {
-						if body, err = tx.EventEnvelope(ev.AccountID, ev.ID); err != nil {
-							return nil, err
-						}
-					}
-					keys, err := signingKeys(w, now)
-					if err != nil {
-						return nil, err
-					}
-					del.NextAttemptAt = &lease
-					del.Attempts = []storage.DeliveryAttempt{{At: now, Error: interrupted}}
-					busy[h]++
-					jobs = append(jobs, job{deliveryID: del.ID, url: w.URL, host: h, keys: keys, body: body,
-						eventID: ev.ID, eventType: ev.Type})
-				}
-				if err := tx.InsertDelivery(del); err != nil {
-					return nil, err
-				}
+					NextAttemptAt: &now, CreatedAt: now})
 			}
 		}
 		if err := tx.DoneOutbox(e.Seq); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return jobs, nil
+	return tx.InsertDeliveries(dels)
 }
 
 // claim takes up to max due deliveries, leaving out hosts already at their
@@ -473,53 +622,87 @@ func (d *Dispatcher) record(batch []result) error {
 }
 
 func (d *Dispatcher) recordTx(tx *storage.Tx, batch []result) error {
-	err := func() error {
-		now := d.now()
-		for _, r := range batch {
-			del, err := tx.Delivery(r.job.deliveryID)
-			if err != nil || del.Status != storage.DeliveryPending || len(del.Attempts) == 0 {
-				continue // deleted with its webhook, or already settled
+	now := d.now()
+	for _, r := range batch {
+		del, err := tx.Delivery(r.job.deliveryID)
+		if err != nil || del.Status != storage.DeliveryPending || len(del.Attempts) == 0 {
+			continue // deleted with its webhook, or already settled
+		}
+		old := del
+		d.apply(&del, r, now)
+		if err := tx.ReplaceDelivery(old, del); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordFreshTx saves the deliveries of events sent straight from the
+// outbox, each with its one attempt, and removes the events from the
+// outbox. A webhook deleted while its request was out gets no delivery.
+func (d *Dispatcher) recordFreshTx(tx *storage.Tx, events []*freshEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	now := d.now()
+	exists := map[string]bool{}
+	var dels []storage.Delivery
+	for _, ev := range events {
+		for _, r := range ev.results {
+			j := r.job
+			ok, seen := exists[j.webhookID]
+			if !seen {
+				ok = tx.WebhookExists(j.webhookID)
+				exists[j.webhookID] = ok
 			}
-			old := del
-			last := &del.Attempts[len(del.Attempts)-1]
-			if r.aborted {
-				// Shutdown cut the request off: undo the claim.
-				del.Attempts = del.Attempts[:len(del.Attempts)-1]
-				del.NextAttemptAt = &now
-				if err := tx.ReplaceDelivery(old, del); err != nil {
-					return err
-				}
+			if !ok {
 				continue
 			}
-			*last = storage.DeliveryAttempt{At: r.at, StatusCode: r.status, Error: r.err,
-				LatencyMS: float64(r.latency.Microseconds()) / 1000, Response: r.response}
-			outcome := Classify(r.status)
-			if r.refused {
-				outcome = Fail // the guard will refuse every retry too
-			}
-			switch outcome {
-			case Delivered:
-				d.finish(&del, storage.DeliveryDelivered, now)
-			case Retry:
-				if del.Retries >= d.opts.MaxRetries {
-					d.finish(&del, storage.DeliveryFailed, now)
-					break
-				}
-				delay := Backoff(del.Retries, d.opts.BaseDelay, d.opts.MaxDelay)
-				if ra, ok := RetryAfter(r.status, r.retryAfter, now); ok {
-					delay = min(ra, d.opts.MaxDelay)
-				}
-				del.Retries++
-				next := now.Add(delay)
-				del.NextAttemptAt = &next
-			default:
-				d.finish(&del, storage.DeliveryFailed, now)
-			}
-			if err := tx.ReplaceDelivery(old, del); err != nil {
-				return err
-			}
+			del := storage.Delivery{ID: j.deliveryID, WebhookID: j.webhookID, AccountID: j.accountID,
+				EventID: j.eventID, EventType: j.eventType, Status: storage.DeliveryPending,
+				Attempts: []storage.DeliveryAttempt{{At: r.at, Error: interrupted}}, CreatedAt: j.created}
+			d.apply(&del, r, now)
+			dels = append(dels, del)
 		}
-		return nil
-	}()
-	return err
+		if err := tx.DoneOutbox(ev.seq); err != nil {
+			return err
+		}
+	}
+	return tx.InsertDeliveries(dels)
+}
+
+// apply moves a pending delivery along the state machine with the answer
+// to its last attempt (the placeholder saved when it was claimed).
+func (d *Dispatcher) apply(del *storage.Delivery, r result, now time.Time) {
+	last := &del.Attempts[len(del.Attempts)-1]
+	if r.aborted {
+		// Shutdown cut the request off: undo the claim.
+		del.Attempts = del.Attempts[:len(del.Attempts)-1]
+		del.NextAttemptAt = &now
+		return
+	}
+	*last = storage.DeliveryAttempt{At: r.at, StatusCode: r.status, Error: r.err,
+		LatencyMS: float64(r.latency.Microseconds()) / 1000, Response: r.response}
+	outcome := Classify(r.status)
+	if r.refused {
+		outcome = Fail // the guard will refuse every retry too
+	}
+	switch outcome {
+	case Delivered:
+		d.finish(del, storage.DeliveryDelivered, now)
+	case Retry:
+		if del.Retries >= d.opts.MaxRetries {
+			d.finish(del, storage.DeliveryFailed, now)
+			break
+		}
+		delay := Backoff(del.Retries, d.opts.BaseDelay, d.opts.MaxDelay)
+		if ra, ok := RetryAfter(r.status, r.retryAfter, now); ok {
+			delay = min(ra, d.opts.MaxDelay)
+		}
+		del.Retries++
+		next := now.Add(delay)
+		del.NextAttemptAt = &next
+	default:
+		d.finish(del, storage.DeliveryFailed, now)
+	}
 }

@@ -16,8 +16,14 @@ import (
 // responseSnippet is how much of a receiver's answer an attempt keeps.
 const responseSnippet = 1024
 
-// job is one claimed delivery, ready to send.
+// job is one delivery ready to send: claimed from the queue, or (fresh) an
+// event's delivery taken straight from the outbox, not saved yet.
 type job struct {
+	fresh      bool
+	seq        uint64    // fresh: the event's outbox entry
+	webhookID  string    // fresh: what the delivery is saved with
+	accountID  string    // fresh
+	created    time.Time // fresh
 	deliveryID string
 	url        string
 	host       string

@@ -51,17 +51,47 @@ const collectionDeliveries = "deliveries"
 
 // InsertDelivery stores a new delivery and queues it when it has a next
 // attempt.
-func (tx *Tx) InsertDelivery(d Delivery) error {
-	if err := tx.bucket(bucketDeliveryByEvent).Put(join(d.WebhookID, d.EventID), []byte(d.ID)); err != nil {
-		return err
+func (tx *Tx) InsertDelivery(d Delivery) error { return tx.InsertDeliveries([]Delivery{d}) }
+
+// InsertDeliveries stores new deliveries, queueing those with a next
+// attempt. The per-webhook counts move once per webhook and status, not once
+// per delivery.
+func (tx *Tx) InsertDeliveries(ds []Delivery) error {
+	counts := deliveryCounts{}
+	byEvent, byWebhook := tx.bucket(bucketDeliveryByEvent), tx.bucket(bucketDeliveriesByWebhook)
+	for _, d := range ds {
+		if err := byEvent.Put(join(d.WebhookID, d.EventID), []byte(d.ID)); err != nil {
+			return err
+		}
+		if err := byWebhook.Put(join(d.WebhookID, d.ID), nil); err != nil {
+			return err
+		}
+		counts.add(collectionDeliveries, d.WebhookID, 1)
+		if err := tx.writeDelivery(d, nil, counts); err != nil {
+			return err
+		}
 	}
-	if err := tx.bucket(bucketDeliveriesByWebhook).Put(join(d.WebhookID, d.ID), nil); err != nil {
-		return err
+	return counts.save(tx)
+}
+
+// deliveryCounts gathers count changes of one transaction, so that a batch
+// of deliveries reads and writes each count key once.
+type deliveryCounts map[[2]string]int
+
+func (c deliveryCounts) add(collection, webhookID string, delta int) {
+	c[[2]string{collection, webhookID}] += delta
+}
+
+func (c deliveryCounts) save(tx *Tx) error {
+	for k, delta := range c {
+		if delta == 0 {
+			continue
+		}
+		if err := tx.addCount(k[0], k[1], delta); err != nil {
+			return err
+		}
 	}
-	if err := tx.addCount(collectionDeliveries, d.WebhookID, 1); err != nil {
-		return err
-	}
-	return tx.writeDelivery(d, nil)
+	return nil
 }
 
 // UpdateDelivery replaces a delivery and keeps its status index, queue
@@ -71,16 +101,20 @@ func (tx *Tx) UpdateDelivery(d Delivery) error {
 	if err != nil {
 		return err
 	}
-	return tx.writeDelivery(d, &old)
+	return tx.ReplaceDelivery(old, d)
 }
 
 // ReplaceDelivery is UpdateDelivery for a caller that read old in this
 // transaction and saves the re-read.
 func (tx *Tx) ReplaceDelivery(old, d Delivery) error {
-	return tx.writeDelivery(d, &old)
+	counts := deliveryCounts{}
+	if err := tx.writeDelivery(d, &old, counts); err != nil {
+		return err
+	}
+	return counts.save(tx)
 }
 
-func (tx *Tx) writeDelivery(d Delivery, old *Delivery) error {
+func (tx *Tx) writeDelivery(d Delivery, old *Delivery, counts deliveryCounts) error {
 	status := tx.bucket(bucketDeliveriesByStatus)
 	queue := tx.bucket(bucketDeliveryQueue)
 	if old != nil {
@@ -88,9 +122,7 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery) error {
 			if err := status.Delete(join(d.WebhookID, old.Status, d.ID)); err != nil {
 				return err
 			}
-			if err := tx.addCount(collectionDeliveries+"_"+old.Status, d.WebhookID, -1); err != nil {
-				return err
-			}
+			counts.add(collectionDeliveries+"_"+old.Status, d.WebhookID, -1)
 		}
 		if old.NextAttemptAt != nil {
 			if err := queue.Delete(queueKey(*old.NextAttemptAt, d.ID)); err != nil {
@@ -102,9 +134,7 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery) error {
 		if err := status.Put(join(d.WebhookID, d.Status, d.ID), nil); err != nil {
 			return err
 		}
-		if err := tx.addCount(collectionDeliveries+"_"+d.Status, d.WebhookID, 1); err != nil {
-			return err
-		}
+		counts.add(collectionDeliveries+"_"+d.Status, d.WebhookID, 1)
 	}
 	if d.NextAttemptAt != nil {
 		if err := queue.Put(queueKey(*d.NextAttemptAt, d.ID), []byte(d.WebhookID)); err != nil {

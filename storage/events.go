@@ -99,12 +99,18 @@ type OutboxEntry struct {
 
 // Outbox returns up to max events waiting for fan-out, oldest first,
 // without their envelopes.
-func (tx *Tx) Outbox(max int) ([]OutboxEntry, error) {
+func (tx *Tx) Outbox(max int) ([]OutboxEntry, error) { return tx.OutboxAfter(0, max) }
+
+// OutboxAfter is Outbox from the first entry whose sequence number is
+// greater than after: a reader that keeps the entries it has taken in
+// memory (until it removes them) seeks past them instead of walking them.
+func (tx *Tx) OutboxAfter(after uint64, max int) ([]OutboxEntry, error) {
 	var out []OutboxEntry
 	c := tx.bucket(bucketEventOutbox).Cursor()
-	for k, v := c.First(); k != nil && len(out) < max; k, v = c.Next() {
+	events := tx.bucket(bucketEvents)
+	for k, v := c.Seek(putU64(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
 		var ev Event
-		if err := getJSON(tx.bucket(bucketEvents), v, &ev); err != nil {
+		if err := getJSON(events, v, &ev); err != nil {
 			// Expired before fan-out: nothing left to deliver.
 			out = append(out, OutboxEntry{Seq: getU64(k)})
 			continue

@@ -33,6 +33,14 @@ func TestEventsOutboxOrderAndRetention(t *testing.T) {
 				t.Errorf("outbox[%d] = %s (envelope %q): not in commit order, or carrying the body", i, e.Event.ID, e.Event.Envelope)
 			}
 		}
+		// A reader that holds the first entries seeks past them.
+		after, _ := tx.OutboxAfter(out[1].Seq, 2)
+		if len(after) != 2 || after[0].Event.ID != "e2" || after[1].Event.ID != "e3" {
+			t.Errorf("OutboxAfter(%d, 2) = %+v, want e2 and e3", out[1].Seq, after)
+		}
+		if rest, _ := tx.OutboxAfter(out[4].Seq, 10); len(rest) != 0 {
+			t.Errorf("OutboxAfter the last entry = %+v", rest)
+		}
 		if body, err := tx.EventEnvelope("a", "e3"); err != nil || string(body) != `{"id":"e3"}` {
 			t.Errorf("envelope: %q %v", body, err)
 		}

@@ -52,6 +52,11 @@ func (tx *Tx) WebhookByID(id string) (Webhook, error) {
 	return tx.Webhook(string(acct), id)
 }
 
+// WebhookExists reports whether a webhook still exists, without reading it.
+func (tx *Tx) WebhookExists(id string) bool {
+	return tx.bucket(bucketWebhookIDs).Get([]byte(id)) != nil
+}
+
 // Webhooks lists an account's webhooks, oldest first.
 func (tx *Tx) Webhooks(accountID string, opts ListOptions) ([]Webhook, ListResult, error) {
 	return scanJSON[Webhook](tx.bucket(bucketWebhooks), prefix(accountID), opts)
