@@ -65,23 +65,30 @@ func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {
 	}
 }
 
-// send makes one signed POST.
+// send makes one signed POST. It goes to the client's transport directly:
+// the client's redirect handling has nothing to do (a 3xx is the answer)
+// and the deadline is the request context's, over the answer's body too.
 func send(ctx context.Context, client *http.Client, j job, now time.Time) result {
 	r := result{job: j, at: now}
 	t := now.Unix()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.url, bytes.NewReader(j.body))
+	reqCtx, cancel := context.WithTimeout(ctx, client.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, j.url, bytes.NewReader(j.body))
 	if err != nil {
 		r.err = err.Error()
 		return r
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "Mailbolt-Webhooks/1")
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(t, 10))
-	req.Header.Set(HeaderSignature, Signature(j.body, t, j.keys...))
-	req.Header.Set("X-Service-Event-Id", j.eventID)
-	req.Header.Set("X-Service-Event", j.eventType)
+	// The keys are canonical already (what Header.Set would make them).
+	req.Header = http.Header{
+		"Content-Type":       {"application/json"},
+		"User-Agent":         {"Mailbolt-Webhooks/1"},
+		HeaderTimestamp:      {strconv.FormatInt(t, 10)},
+		HeaderSignature:      {Signature(j.body, t, j.keys...)},
+		"X-Service-Event-Id": {j.eventID},
+		"X-Service-Event":    {j.eventType},
+	}
 	start := time.Now()
-	resp, err := client.Do(req)
+	resp, err := client.Transport.RoundTrip(req)
 	r.latency = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {

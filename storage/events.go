@@ -91,14 +91,24 @@ func (tx *Tx) EventEnvelope(accountID, id string) ([]byte, error) {
 	return append([]byte(nil), body...), nil
 }
 
-// OutboxEntry is an event waiting for webhook fan-out.
+// OutboxEntry is an event waiting for webhook fan-out. Event holds only
+// what fan-out needs: ID, AccountID, Type and Test (zero when the event has
+// expired: nothing is left to deliver).
 type OutboxEntry struct {
 	Seq   uint64
 	Event Event
 }
 
-// Outbox returns up to max events waiting for fan-out, oldest first,
-// without their envelopes.
+// outboxEvent is the part of an Event record that fan-out reads: decoding
+// only these fields skips parsing the record's times.
+type outboxEvent struct {
+	ID        string `json:"id"`
+	AccountID string `json:"account_id"`
+	Type      string `json:"event"`
+	Test      bool   `json:"test"`
+}
+
+// Outbox returns up to max events waiting for fan-out, oldest first.
 func (tx *Tx) Outbox(max int) ([]OutboxEntry, error) { return tx.OutboxAfter(0, max) }
 
 // OutboxAfter is Outbox from the first entry whose sequence number is
@@ -109,13 +119,13 @@ func (tx *Tx) OutboxAfter(after uint64, max int) ([]OutboxEntry, error) {
 	c := tx.bucket(bucketEventOutbox).Cursor()
 	events := tx.bucket(bucketEvents)
 	for k, v := c.Seek(putU64(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
-		var ev Event
+		var ev outboxEvent
 		if err := getJSON(events, v, &ev); err != nil {
 			// Expired before fan-out: nothing left to deliver.
 			out = append(out, OutboxEntry{Seq: getU64(k)})
 			continue
 		}
-		out = append(out, OutboxEntry{Seq: getU64(k), Event: ev})
+		out = append(out, OutboxEntry{Seq: getU64(k), Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test}})
 	}
 	return out, nil
 }
