@@ -61,7 +61,7 @@
 //	delivery_queue/
 //	    <u64 unix-nanos><delivery_id> -> <webhook_id>   (next attempt or lease expiry, earliest first)
 //	messages/                                      (schema v5)
-//	    <account_id>·<message_id> -> Message (JSON; envelope, state, per-recipient delivery state)
+//	    <account_id>·<message_id> -> Message (binary, messagecodec.go, or JSON if written before; envelope, state, per-recipient delivery state)
 //	message_content/
 //	    <message_id>              -> MessageContent (JSON; subject, bodies, headers, attachment names)
 //	message_queue/
