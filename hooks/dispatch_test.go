@@ -715,3 +715,46 @@ func TestEventWiderThanTheWorkerPool(t *testing.T) {
 		t.Errorf("receiver saw %d requests, want 4", rec.count())
 	}
 }
+
+// A backlog for a host at its cap moves from the outbox to the delivery
+// queue (in bounded batches) while the host is busy, and nothing is lost
+// when the server stops.
+func TestBacklogForBusyHostIsQueued(t *testing.T) {
+	hold := make(chan struct{})
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hold)
+	h := newHarness(t, Options{PerHost: 1, Timeout: time.Minute})
+	w := h.webhook(rec.URL, "message.sent")
+	const n = 1200
+	err := h.db.Update(func(tx *storage.Tx) error {
+		for i := range n {
+			id := uuid.Must(uuid.NewV7()).String()
+			ev := storage.Event{ID: id, AccountID: "acct", Type: "message.sent", Timestamp: h.clock.Now(),
+				Envelope: []byte(fmt.Sprintf(`{"id":%q,"n":%d}`, id, i)), ExpiresAt: h.clock.Now().Add(time.Hour)}
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func() int {
+		var p int
+		h.db.View(func(tx *storage.Tx) error { p = tx.DeliveryCount(w.ID, storage.DeliveryPending); return nil })
+		return p
+	}
+	// The first event's request is out: its outbox entry stays until the
+	// answer is saved.
+	h.runUntil("the backlog queued", func() bool { return h.outboxLen() == 1 && pending() == n-1 })
+	// The request that was out was put back at shutdown, as a pending delivery.
+	if p := pending(); p != n || h.outboxLen() != 0 || rec.count() != 1 {
+		t.Fatalf("%d pending after shutdown (want %d), %d in the outbox, receiver saw %d", p, n, h.outboxLen(), rec.count())
+	}
+}

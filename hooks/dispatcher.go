@@ -133,6 +133,11 @@ type writeOut struct {
 	err  error
 }
 
+// queueBatch bounds the outbox entries held in memory to be queued (their
+// hosts at the cap): with a backlog for a busy host, the outbox moves to
+// the queue a batch per transaction, not all at once into memory.
+const queueBatch = 500
+
 // writeRetry is how long the loop waits after a failed write before it
 // tries to save the same answers again.
 const writeRetry = time.Second
@@ -250,7 +255,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		} else if !writing {
 			wait = min(wait, time.Until(writeAfter))
 		}
-		if free := d.opts.Workers - inflight; free > 0 && !claiming {
+		if free := d.opts.Workers - inflight; free > 0 && !claiming && len(toQueue) < queueBatch {
 			jobs, events, queue, last, more, err := d.take(cursor, free, perHost)
 			if err != nil {
 				d.opts.Logger.Error("webhook outbox", "err", err)
@@ -261,7 +266,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			}
 			toQueue = append(toQueue, queue...)
 			launch(jobs)
-			if more && inflight < d.opts.Workers {
+			if more && inflight < d.opts.Workers && len(toQueue) < queueBatch {
 				wait = 0
 			}
 		}
