@@ -2,7 +2,6 @@ package storage
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 	"time"
 )
@@ -13,13 +12,6 @@ import (
 // varint Unix nanoseconds (0 for an unset time).
 
 const deliveryCodecV1 = 1
-
-var errDeliveryCodec = errors.New("storage: malformed delivery record")
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
 
 func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
@@ -58,49 +50,6 @@ func encodeDelivery(d Delivery) []byte {
 	return b
 }
 
-// reader walks an encoded record; the first error sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errDeliveryCodec
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint() int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err = errDeliveryCodec
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) string() string {
-	n := r.uvarint()
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.err = errDeliveryCodec
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
 func (r *reader) time() time.Time {
 	if ns := r.varint(); ns != 0 {
 		return time.Unix(0, ns).UTC()
@@ -117,7 +66,7 @@ func (r *reader) timePtr() *time.Time {
 
 func decodeDelivery(b []byte) (Delivery, error) {
 	if len(b) == 0 || b[0] != deliveryCodecV1 {
-		return Delivery{}, errDeliveryCodec
+		return Delivery{}, errMalformedRecord
 	}
 	r := &reader{b: b[1:]}
 	var d Delivery
@@ -132,7 +81,7 @@ func decodeDelivery(b []byte) (Delivery, error) {
 	d.ExpiresAt = r.time()
 	n := r.uvarint()
 	if n > uint64(len(r.b)) {
-		return Delivery{}, errDeliveryCodec
+		return Delivery{}, errMalformedRecord
 	}
 	d.Attempts = make([]DeliveryAttempt, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {

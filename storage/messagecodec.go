@@ -3,198 +3,137 @@ package storage
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"time"
 )
 
 // A message record is read and rewritten at every step of its delivery
 // (claim, outcome), so it is stored in a compact binary form rather than
-// JSON: a version byte, then each field in order. Strings are a uvarint
-// length and the bytes; lists, raw JSON and optional values carry a uvarint
-// that is 0 for nil (absent) and n+1 for n items (present), so nil and
-// empty survive the trip apart. Records written as JSON before (their first
-// byte is '{') are still read.
+// JSON: a version byte, then each field in order. Strings are as in
+// codec.go; lists and raw JSON carry a uvarint that is 0 for nil and n+1
+// for n items, so nil and empty survive the trip apart; times carry a tag
+// byte, so a pointer to the zero time is not taken for nil. Records written
+// as JSON before (their first byte is '{') are still read.
 
 const messageCodecV1 = 0x02
 
-var errMessageCodec = errors.New("storage: malformed message record")
-
-type msgWriter struct{ b []byte }
-
-func (w *msgWriter) str(s string) {
-	w.b = binary.AppendUvarint(w.b, uint64(len(s)))
-	w.b = append(w.b, s...)
-}
-
-func (w *msgWriter) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-
-func (w *msgWriter) bool(v bool) {
+func appendBool(b []byte, v bool) []byte {
 	if v {
-		w.b = append(w.b, 1)
-	} else {
-		w.b = append(w.b, 0)
+		return append(b, 1)
 	}
+	return append(b, 0)
 }
 
-// time writes t as: 0 for nil, 1 for the zero time, 2 and Unix
+// appendTagged writes t as: 0 for nil, 1 for the zero time, 2 and Unix
 // nanoseconds otherwise.
-func (w *msgWriter) time(t *time.Time) {
+func appendTagged(b []byte, t *time.Time) []byte {
 	switch {
 	case t == nil:
-		w.b = append(w.b, 0)
+		return append(b, 0)
 	case t.IsZero():
-		w.b = append(w.b, 1)
-	default:
-		w.b = append(w.b, 2)
-		w.b = binary.AppendVarint(w.b, t.UnixNano())
+		return append(b, 1)
 	}
+	return binary.AppendVarint(append(b, 2), t.UnixNano())
 }
 
-func (w *msgWriter) strs(ss []string) {
-	if ss == nil {
-		w.uint(0)
-		return
+// appendCount writes a list length as n+1, or 0 for a nil list.
+func appendCount(b []byte, n int, isNil bool) []byte {
+	if isNil {
+		return append(b, 0)
 	}
-	w.uint(uint64(len(ss)) + 1)
+	return binary.AppendUvarint(b, uint64(n)+1)
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = appendCount(b, len(ss), ss == nil)
 	for _, s := range ss {
-		w.str(s)
+		b = appendString(b, s)
 	}
-}
-
-func (w *msgWriter) raw(b []byte) {
-	if b == nil {
-		w.uint(0)
-		return
-	}
-	w.uint(uint64(len(b)) + 1)
-	w.b = append(w.b, b...)
+	return b
 }
 
 func encodeMessage(m *Message) []byte {
-	w := &msgWriter{b: make([]byte, 0, 512+len(m.Recipients)*128+len(m.Metadata))}
-	w.b = append(w.b, messageCodecV1)
+	b := make([]byte, 0, 512+len(m.Recipients)*128+len(m.Metadata))
+	b = append(b, messageCodecV1)
 	for _, s := range []string{m.ID, m.AccountID, m.Status, m.From, m.Domain} {
-		w.str(s)
+		b = appendString(b, s)
 	}
-	w.bool(m.Test)
+	b = appendBool(b, m.Test)
 	for _, ss := range [][]string{m.To, m.Cc, m.Bcc, m.ReplyTo} {
-		w.strs(ss)
+		b = appendStrings(b, ss)
 	}
-	w.str(m.Subject)
-	w.str(m.CampaignID)
-	w.strs(m.Tags)
-	w.raw(m.Metadata)
-	if m.Template == nil {
-		w.uint(0)
-	} else {
-		w.uint(1)
-		w.str(m.Template.ID)
-		w.uint(uint64(m.Template.Version))
+	b = appendString(b, m.Subject)
+	b = appendString(b, m.CampaignID)
+	b = appendStrings(b, m.Tags)
+	b = appendCount(b, len(m.Metadata), m.Metadata == nil)
+	b = append(b, m.Metadata...)
+	b = appendBool(b, m.Template != nil)
+	if m.Template != nil {
+		b = appendString(b, m.Template.ID)
+		b = binary.AppendUvarint(b, uint64(m.Template.Version))
 	}
-	w.bool(m.Tracking.Opens)
-	w.bool(m.Tracking.Clicks)
-	w.str(m.IPPool)
-	w.str(m.HeaderID)
-	w.bool(m.ListUnsubscribe)
-	if m.Recipients == nil {
-		w.uint(0)
-	} else {
-		w.uint(uint64(len(m.Recipients)) + 1)
-	}
+	b = appendBool(b, m.Tracking.Opens)
+	b = appendBool(b, m.Tracking.Clicks)
+	b = appendString(b, m.IPPool)
+	b = appendString(b, m.HeaderID)
+	b = appendBool(b, m.ListUnsubscribe)
+	b = appendCount(b, len(m.Recipients), m.Recipients == nil)
 	for i := range m.Recipients {
 		r := &m.Recipients[i]
-		w.str(r.Email)
-		w.str(r.Kind)
-		w.str(r.Status)
-		w.uint(uint64(r.Attempts))
-		w.time(r.LastAttemptAt)
-		w.time(r.NextAttemptAt)
-		w.uint(uint64(r.SMTPCode))
+		b = appendString(b, r.Email)
+		b = appendString(b, r.Kind)
+		b = appendString(b, r.Status)
+		b = binary.AppendUvarint(b, uint64(r.Attempts))
+		b = appendTagged(b, r.LastAttemptAt)
+		b = appendTagged(b, r.NextAttemptAt)
+		b = binary.AppendUvarint(b, uint64(r.SMTPCode))
 		for _, s := range []string{r.EnhancedCode, r.SMTPResponse, r.MX, r.SourceIP} {
-			w.str(s)
+			b = appendString(b, s)
 		}
-		w.bool(r.TLS)
-		w.str(r.BounceType)
-		w.str(r.BounceCategory)
+		b = appendBool(b, r.TLS)
+		b = appendString(b, r.BounceType)
+		b = appendString(b, r.BounceCategory)
 		for _, t := range []*time.Time{r.DeliveredAt, r.BouncedAt, r.ComplainedAt, r.UnsubscribedAt} {
-			w.time(t)
+			b = appendTagged(b, t)
 		}
 	}
-	w.time(&m.CreatedAt)
+	b = appendTagged(b, &m.CreatedAt)
 	for _, t := range []*time.Time{m.SendAt, m.QueuedAt, m.CompletedAt, m.CancelledAt, m.QueueAt} {
-		w.time(t)
+		b = appendTagged(b, t)
 	}
-	w.time(&m.ExpiresAt)
-	return w.b
+	return appendTagged(b, &m.ExpiresAt)
 }
 
-type msgReader struct {
-	b   []byte
-	err error
-}
-
-func (r *msgReader) fail() { r.err = errMessageCodec }
-
-func (r *msgReader) uint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail()
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// take returns the next n bytes.
-func (r *msgReader) take(n uint64) []byte {
-	if r.err != nil || n > uint64(len(r.b)) {
-		r.fail()
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *msgReader) str() string { return string(r.take(r.uint())) }
-
-func (r *msgReader) bool() bool {
+func (r *reader) bool() bool {
 	v := r.take(1)
 	return v != nil && v[0] == 1
 }
 
-func (r *msgReader) time() *time.Time {
-	tag := r.take(1)
-	if tag == nil || tag[0] == 0 {
+func (r *reader) tagged() *time.Time {
+	switch tag := r.take(1); {
+	case tag == nil || tag[0] == 0:
 		return nil
-	}
-	if tag[0] == 1 {
+	case tag[0] == 1:
 		return &time.Time{}
 	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail()
+	ns := r.varint()
+	if r.err != nil {
 		return nil
 	}
-	r.b = r.b[n:]
-	t := time.Unix(0, v).UTC()
+	t := time.Unix(0, ns).UTC()
 	return &t
 }
 
-func (r *msgReader) timeValue() time.Time {
-	if t := r.time(); t != nil {
+func (r *reader) taggedValue() time.Time {
+	if t := r.tagged(); t != nil {
 		return *t
 	}
 	return time.Time{}
 }
 
-// count reads a list length written as n+1 (0: nil), bounded by the bytes
-// left so a corrupt record cannot ask for a huge allocation.
-func (r *msgReader) count() (int, bool) {
-	n := r.uint()
+// count reads a list length written by appendCount, bounded by the bytes
+// left so a damaged record cannot ask for a huge allocation.
+func (r *reader) count() (int, bool) {
+	n := r.uvarint()
 	if n == 0 || r.err != nil {
 		return 0, false
 	}
@@ -205,14 +144,14 @@ func (r *msgReader) count() (int, bool) {
 	return int(n - 1), true
 }
 
-func (r *msgReader) strs() []string {
+func (r *reader) strings() []string {
 	n, ok := r.count()
 	if !ok {
 		return nil
 	}
 	ss := make([]string, n)
 	for i := range ss {
-		ss[i] = r.str()
+		ss[i] = r.string()
 	}
 	return ss
 }
@@ -222,60 +161,60 @@ func decodeMessage(data []byte, m *Message) error {
 		return json.Unmarshal(data, m)
 	}
 	if len(data) == 0 || data[0] != messageCodecV1 {
-		return errMessageCodec
+		return errMalformedRecord
 	}
-	r := &msgReader{b: data[1:]}
+	r := &reader{b: data[1:]}
 	for _, s := range []*string{&m.ID, &m.AccountID, &m.Status, &m.From, &m.Domain} {
-		*s = r.str()
+		*s = r.string()
 	}
 	m.Test = r.bool()
 	for _, ss := range []*[]string{&m.To, &m.Cc, &m.Bcc, &m.ReplyTo} {
-		*ss = r.strs()
+		*ss = r.strings()
 	}
-	m.Subject = r.str()
-	m.CampaignID = r.str()
-	m.Tags = r.strs()
+	m.Subject = r.string()
+	m.CampaignID = r.string()
+	m.Tags = r.strings()
 	if n, ok := r.count(); ok {
 		m.Metadata = json.RawMessage(append([]byte{}, r.take(uint64(n))...))
 	}
-	if r.uint() == 1 {
-		m.Template = &TemplateRef{ID: r.str(), Version: int(r.uint())}
+	if r.bool() {
+		m.Template = &TemplateRef{ID: r.string(), Version: int(r.uvarint())}
 	}
 	m.Tracking.Opens = r.bool()
 	m.Tracking.Clicks = r.bool()
-	m.IPPool = r.str()
-	m.HeaderID = r.str()
+	m.IPPool = r.string()
+	m.HeaderID = r.string()
 	m.ListUnsubscribe = r.bool()
 	if n, ok := r.count(); ok {
 		m.Recipients = make([]Recipient, n)
 	}
 	for i := range m.Recipients {
 		rc := &m.Recipients[i]
-		rc.Email = r.str()
-		rc.Kind = r.str()
-		rc.Status = r.str()
-		rc.Attempts = int(r.uint())
-		rc.LastAttemptAt = r.time()
-		rc.NextAttemptAt = r.time()
-		rc.SMTPCode = int(r.uint())
+		rc.Email = r.string()
+		rc.Kind = r.string()
+		rc.Status = r.string()
+		rc.Attempts = int(r.uvarint())
+		rc.LastAttemptAt = r.tagged()
+		rc.NextAttemptAt = r.tagged()
+		rc.SMTPCode = int(r.uvarint())
 		for _, s := range []*string{&rc.EnhancedCode, &rc.SMTPResponse, &rc.MX, &rc.SourceIP} {
-			*s = r.str()
+			*s = r.string()
 		}
 		rc.TLS = r.bool()
-		rc.BounceType = r.str()
-		rc.BounceCategory = r.str()
+		rc.BounceType = r.string()
+		rc.BounceCategory = r.string()
 		for _, t := range []**time.Time{&rc.DeliveredAt, &rc.BouncedAt, &rc.ComplainedAt, &rc.UnsubscribedAt} {
-			*t = r.time()
+			*t = r.tagged()
 		}
 		if r.err != nil {
 			return r.err
 		}
 	}
-	m.CreatedAt = r.timeValue()
+	m.CreatedAt = r.taggedValue()
 	for _, t := range []**time.Time{&m.SendAt, &m.QueuedAt, &m.CompletedAt, &m.CancelledAt, &m.QueueAt} {
-		*t = r.time()
+		*t = r.tagged()
 	}
-	m.ExpiresAt = r.timeValue()
+	m.ExpiresAt = r.taggedValue()
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()
 	}
