@@ -138,6 +138,9 @@ type writeOut struct {
 // the queue a batch per transaction, not all at once into memory.
 const queueBatch = 500
 
+// maxUnsaved bounds the answers held in memory waiting to be saved.
+const maxUnsaved = 4096
+
 // writeRetry is how long the loop waits after a failed write before it
 // tries to save the same answers again.
 const writeRetry = time.Second
@@ -159,7 +162,32 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	perHost := map[string]int{}
 	fresh := map[uint64]*freshEvent{}
 	inflight := 0
+	// Sending straight from the outbox is leased through storage to one
+	// dispatcher at a time (see storage.Tx.LeaseOutbox); the lease is
+	// renewed well before it ends and given up when Run returns.
+	holder := uuid.Must(uuid.NewV7()).String()
+	var leaseUntil, leaseRetry time.Time
+	defer d.db.Update(func(tx *storage.Tx) error { return tx.ReleaseOutbox(holder) })
+	leaseFor := d.opts.Timeout + time.Minute
+	ownOutbox := func() bool {
+		now := d.now()
+		if now.Before(leaseUntil.Add(-leaseFor / 2)) {
+			return true
+		}
+		if now.Before(leaseRetry) {
+			return false
+		}
+		var ok bool
+		err := d.db.Update(func(tx *storage.Tx) error { ok = tx.LeaseOutbox(holder, now, now.Add(leaseFor)); return nil })
+		if err != nil || !ok {
+			leaseUntil, leaseRetry = time.Time{}, now.Add(leaseFor/4)
+			return false
+		}
+		leaseUntil = now.Add(leaseFor)
+		return true
+	}
 	var (
+		kicked     bool // a kick came while a write was running
 		wg         sync.WaitGroup
 		batch      []result              // queued deliveries' answers to save
 		ready      []*freshEvent         // fresh events to save
@@ -201,7 +229,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 	}
 	startWrite := func(in writeIn) {
-		writing, claiming = true, in.claim > 0
+		writing, claiming, kicked = true, in.claim > 0, false
 		go func() {
 			jobs, err := d.write(in)
 			wrote <- writeOut{in: in, jobs: jobs, err: err}
@@ -219,9 +247,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			writeAfter = time.Now().Add(writeRetry)
 			return
 		}
-		if w.in.claim > 0 && len(w.jobs) < w.in.claim {
-			// What is due waits on busy hosts: the next answer, not a
-			// timer, frees them.
+		if w.in.claim > 0 && len(w.jobs) < w.in.claim && !kicked {
+			// What is due now waits on busy hosts: the next answer, not
+			// a timer, frees them. (A kick meanwhile may have queued
+			// work the claim did not see.)
 			canClaim = false
 		}
 		if launchJobs {
@@ -240,12 +269,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			var queued bool
 			d.db.View(func(tx *storage.Tx) error { due, queued = tx.NextDeliveryDue(); return nil })
 			now := d.now()
-			if free := d.opts.Workers - inflight; free > 0 && canClaim && queued {
-				if !due.After(now) {
+			if inflight == 0 {
+				canClaim = true // no busy host can hold anything back
+			}
+			if free := d.opts.Workers - inflight; free > 0 && queued {
+				if due.After(now) {
+					wait = min(wait, max(time.Millisecond, due.Sub(now)))
+				} else if canClaim {
 					// Queued work goes before fresh events.
 					in.claim, in.perHost = free, maps.Clone(perHost)
-				} else {
-					wait = min(wait, max(time.Millisecond, due.Sub(now)))
 				}
 			}
 			if in.claim > 0 || len(in.results)+len(in.fresh)+len(in.queue) > 0 {
@@ -255,10 +287,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		} else if !writing {
 			wait = min(wait, time.Until(writeAfter))
 		}
-		if free := d.opts.Workers - inflight; free > 0 && !claiming && len(toQueue) < queueBatch {
+		// Answers not saved yet are bounded: while writes fail, nothing
+		// more is taken from the outbox.
+		unsaved := len(batch) + len(ready)
+		if free := d.opts.Workers - inflight; free > 0 && !claiming && len(toQueue) < queueBatch &&
+			unsaved < maxUnsaved && !time.Now().Before(writeAfter) && ownOutbox() {
 			jobs, events, queue, last, more, err := d.take(cursor, free, perHost)
 			if err != nil {
 				d.opts.Logger.Error("webhook outbox", "err", err)
+				more = false
 			}
 			cursor = last
 			for _, ev := range events {
@@ -287,7 +324,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			_, err := d.write(writeIn{results: batch, fresh: ready, queue: toQueue})
 			return err
 		case <-d.kick:
-			canClaim = true
+			canClaim, kicked = true, true
 		case <-timer.C:
 			canClaim = true
 		case w := <-wrote:
@@ -389,6 +426,19 @@ func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs
 					busy = true // gone from the history: the queue path records why
 				}
 			}
+			for _, w := range matched {
+				if busy {
+					break
+				}
+				if _, ok := keysOf[w.ID]; !ok {
+					keys, err := signingKeys(w, now)
+					if err != nil {
+						busy = true // the queue path fails that delivery and says why
+						break
+					}
+					keysOf[w.ID] = keys
+				}
+			}
 			if busy {
 				for _, h := range hosts {
 					added[h]--
@@ -398,15 +448,8 @@ func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs
 				continue
 			}
 			for i, w := range matched {
-				keys, ok := keysOf[w.ID]
-				if !ok {
-					if keys, err = signingKeys(w, now); err != nil {
-						return err
-					}
-					keysOf[w.ID] = keys
-				}
 				jobs = append(jobs, job{fresh: true, seq: e.Seq, deliveryID: uuid.Must(uuid.NewV7()).String(),
-					webhookID: w.ID, accountID: w.AccountID, created: now, url: w.URL, host: hosts[i], keys: keys,
+					webhookID: w.ID, accountID: w.AccountID, created: now, url: w.URL, host: hosts[i], keys: keysOf[w.ID],
 					body: body, eventID: ev.ID, eventType: ev.Type})
 			}
 			events = append(events, &freshEvent{seq: e.Seq, left: len(matched)})
@@ -423,6 +466,7 @@ func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
 			d.panics.Add(1)
 			r = result{job: j, at: d.now(), err: fmt.Sprintf("internal error: %v", p)}
 		}
+		r.answered = d.now()
 	}()
 	return send(ctx, d.client, j, d.now())
 }
@@ -561,7 +605,13 @@ func (d *Dispatcher) claimTx(tx *storage.Tx, max int, perHost map[string]int) ([
 			}
 			keys, err := signingKeys(*w, now)
 			if err != nil {
-				return err
+				// A damaged record: no request can be signed for it.
+				del.Attempts = append(del.Attempts, storage.DeliveryAttempt{At: now, Error: "the webhook's signing secret cannot be read: " + err.Error()})
+				d.finish(&del, storage.DeliveryFailed, now)
+				if err := tx.ReplaceDelivery(old, del); err != nil {
+					return err
+				}
+				continue
 			}
 			lease := now.Add(d.opts.Timeout + 30*time.Second)
 			del.NextAttemptAt = &lease
@@ -685,6 +735,11 @@ func (d *Dispatcher) apply(del *storage.Delivery, r result, now time.Time) {
 		del.Attempts = del.Attempts[:len(del.Attempts)-1]
 		del.NextAttemptAt = &now
 		return
+	}
+	if !r.answered.IsZero() {
+		// Delays count from the attempt's end, not from when its answer
+		// is saved (a fresh event's answers wait for its slowest webhook).
+		now = r.answered
 	}
 	*last = storage.DeliveryAttempt{At: r.at, StatusCode: r.status, Error: r.err,
 		LatencyMS: float64(r.latency.Microseconds()) / 1000, Response: r.response}

@@ -42,8 +42,9 @@ type result struct {
 	response   string
 	err        string
 	latency    time.Duration
-	aborted    bool // cut off by shutdown: not an attempt
-	refused    bool // the guard refused the address: retrying cannot help
+	answered   time.Time // when the attempt ended (the dispatcher's clock): retries count from here
+	aborted    bool      // cut off by shutdown: not an attempt
+	refused    bool      // the guard refused the address: retrying cannot help
 }
 
 func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {

@@ -92,6 +92,10 @@ func OpenFile(path string, opts Options) (*DB, error) {
 			b.Close()
 			return nil, err
 		}
+		if err := voidOutboxLease(b); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 		go db.commitLoop()
 	} else {
 		close(db.finished)

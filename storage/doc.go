@@ -8,6 +8,7 @@
 //
 //	meta/
 //	    schema_version            -> u64
+//	    outbox_lease              -> u64 unix-nanos end · holder token (void at open)
 //	accounts/
 //	    <account_id>              -> Account (JSON)
 //	api_keys/

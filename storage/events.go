@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Event is one entry of an account's event history (spec §6). Envelope is
@@ -230,4 +232,41 @@ func (tx *Tx) Events(accountID string, f EventFilter, opts ListOptions, withTota
 	}
 	total, err := countMatching(b, pfx, f.Range, match)
 	return list, res, total, err
+}
+
+// keyOutboxLease is the meta key of the outbox lease: the unix-nanos end
+// of the lease, then the holder's token.
+var keyOutboxLease = []byte("outbox_lease")
+
+// LeaseOutbox takes or extends the lease on sending straight from the
+// outbox for holder, until until. It fails (false) while another holder's
+// lease runs: one dispatcher at a time reads the outbox without writing
+// claims, so no event goes out twice because two of them took it.
+func (tx *Tx) LeaseOutbox(holder string, now, until time.Time) bool {
+	b := tx.bucket(bucketMeta)
+	if v := b.Get(keyOutboxLease); len(v) >= 8 && string(v[8:]) != holder && int64(getU64(v[:8])) > now.UnixNano() {
+		return false
+	}
+	return b.Put(keyOutboxLease, append(putU64(uint64(until.UnixNano())), holder...)) == nil
+}
+
+// voidOutboxLease drops the outbox lease at open: bbolt's file lock lets
+// one process at a time use the file, so a lease found now was left by a
+// process that has ended, and its sends were never saved.
+func voidOutboxLease(db *bolt.DB) error {
+	return db.Update(func(btx *bolt.Tx) error {
+		if b := btx.Bucket(bucketMeta); b != nil && b.Get(keyOutboxLease) != nil {
+			return b.Delete(keyOutboxLease)
+		}
+		return nil
+	})
+}
+
+// ReleaseOutbox ends holder's lease on the outbox, if it still holds it.
+func (tx *Tx) ReleaseOutbox(holder string) error {
+	b := tx.bucket(bucketMeta)
+	if v := b.Get(keyOutboxLease); len(v) >= 8 && string(v[8:]) == holder {
+		return b.Delete(keyOutboxLease)
+	}
+	return nil
 }

@@ -72,3 +72,44 @@ func TestEventsOutboxOrderAndRetention(t *testing.T) {
 		return nil
 	})
 }
+
+func TestOutboxLease(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	lease := func(holder string, at time.Time) bool {
+		var ok bool
+		db.Update(func(tx *Tx) error { ok = tx.LeaseOutbox(holder, at, at.Add(time.Minute)); return nil })
+		return ok
+	}
+	if !lease("a", now) || !lease("a", now.Add(time.Second)) {
+		t.Fatal("a could not take or extend a free lease")
+	}
+	if lease("b", now.Add(30*time.Second)) {
+		t.Fatal("b took a's lease while it ran")
+	}
+	if !lease("b", now.Add(2*time.Minute)) {
+		t.Fatal("b could not take a's lease after it ended")
+	}
+	db.Update(func(tx *Tx) error { return tx.ReleaseOutbox("a") }) // no longer a's: b keeps it
+	if lease("a", now.Add(2*time.Minute)) {
+		t.Fatal("a's release dropped b's lease")
+	}
+	db.Update(func(tx *Tx) error { return tx.ReleaseOutbox("b") })
+	if !lease("a", now.Add(2*time.Minute)) {
+		t.Fatal("a could not take the lease b released")
+	}
+	// A lease left by a process that ended is void when the file is opened
+	// again (one process at a time holds it).
+	db.Close()
+	if db, err = Open(dir, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if !lease("b", now) {
+		t.Fatal("a lease survived reopening the database")
+	}
+}
