@@ -83,11 +83,7 @@ func replyError(host string, err error) *DeliveryError {
 	}
 	var re *replyErr
 	if errors.As(err, &re) {
-		enhanced, text := splitEnhanced(re.text)
-		if enhanced != "" {
-			// RFC 2034: each line of a reply may repeat the code.
-			text = strings.ReplaceAll(text, "\n"+enhanced+" ", "\n")
-		}
+		enhanced, text := splitReply(re.text)
 		return &DeliveryError{Code: re.code, Enhanced: enhanced, Text: text, Host: host, Permanent: re.code/100 == 5}
 	}
 	var se *smtp.SMTPError
@@ -104,6 +100,16 @@ func replyError(host string, err error) *DeliveryError {
 	}
 	e.Host = host
 	return e
+}
+
+// splitReply splits a reply's text into its enhanced status code and the
+// rest, without the code that RFC 2034 lets each further line repeat.
+func splitReply(reply string) (enhanced, text string) {
+	enhanced, text = splitEnhanced(reply)
+	if enhanced != "" {
+		text = strings.ReplaceAll(text, "\n"+enhanced+" ", "\n")
+	}
+	return enhanced, text
 }
 
 func isTimeout(err error) bool {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -75,7 +76,16 @@ func (c *smtpConn) transact(ctx context.Context, env Envelope, rcpts []string) (
 	if c.has("PIPELINING") {
 		group = len(cmds)
 	}
+	// Each reply must be of the class its command expects: 354 to DATA,
+	// 2xx to the rest; anything else takes the session out of step.
+	expect := func(i int) int {
+		if i == len(cmds)-1 {
+			return 3
+		}
+		return 2
+	}
 	replies := make([]error, 0, len(cmds))
+	gone := false // a reply was missing or 421: the session cannot be reused
 read:
 	for len(replies) < len(cmds) {
 		n := min(group, len(cmds)-len(replies))
@@ -88,10 +98,11 @@ read:
 			return results, ok
 		}
 		for range n {
-			err := c.reply(c.d.commandTimeout())
+			err := c.reply(c.d.commandTimeout(), expect(len(replies)))
 			replies = append(replies, err)
 			if err != nil && (!isReplyErr(err) || c.lastCode == 421) {
-				break read // the session is gone: no more replies come
+				gone = true
+				break read // no more replies come, or they cannot be trusted
 			}
 		}
 		if group == 1 && (replies[0] != nil || len(replies) == len(cmds)-1 && !anyNil(replies[1:])) {
@@ -110,7 +121,7 @@ read:
 			return nil, false
 		}
 		failAll(all, e)
-		return results, ok && c.endData(dataTaken)
+		return results, ok && !gone && c.endData(dataTaken)
 	}
 	var accepted []int
 	for i, to := range rcpts {
@@ -129,7 +140,7 @@ read:
 		results[i] = e.result(to, c.tls)
 	}
 	if len(accepted) == 0 {
-		return results, c.endData(dataTaken) // the next use starts with RSET
+		return results, !gone && c.endData(dataTaken) // the next use starts with RSET
 	}
 	if err := replies[len(cmds)-1]; err != nil {
 		e, ok := fail(err)
@@ -141,14 +152,14 @@ read:
 		failAll(accepted, e)
 		return results, ok
 	}
-	if err := c.reply(c.d.dataTimeout()); err != nil {
+	if err := c.reply(c.d.dataTimeout(), 2); err != nil {
 		e, ok := fail(err)
 		failAll(accepted, e)
 		c.clean = ok // a reply to the final dot ends the transaction
 		return results, ok
 	}
 	c.clean = true
-	enhanced, text := splitEnhanced(c.lastText)
+	enhanced, text := splitReply(c.lastText)
 	for _, i := range accepted {
 		results[i] = RecipientResult{
 			Recipient: rcpts[i], Status: StatusDelivered, Code: 250, Enhanced: enhanced, Text: text,
@@ -178,7 +189,7 @@ func (c *smtpConn) endData(taken bool) bool {
 	if err := c.send("."); err != nil {
 		return false
 	}
-	err := c.reply(c.d.commandTimeout())
+	err := c.reply(c.d.commandTimeout(), 2)
 	return err == nil || isReplyErr(err) && c.lastCode != 421
 }
 
@@ -249,18 +260,22 @@ func dotStuff(dst, data []byte) []byte {
 	return append(dst, '.', '\r', '\n')
 }
 
-// reply reads one reply within timeout. A 2xx or 3xx reply is nil (its
-// code and text are kept in lastCode and lastText); a 4xx or 5xx reply is
-// a *replyErr; anything else is the connection failing.
-func (c *smtpConn) reply(timeout time.Duration) error {
+// reply reads one reply within timeout. A reply of the class expected (2
+// for 2xx, 3 for 3xx) is nil, its code and text kept in lastCode and
+// lastText; a 4xx or 5xx reply is a *replyErr; a 2xx or 3xx reply the
+// command did not call for, or none at all, is an error of the session
+// (the client and the server are out of step).
+func (c *smtpConn) reply(timeout time.Duration, class int) error {
 	c.conn.SetReadDeadline(time.Now().Add(timeout))
 	code, msg, err := c.text.ReadResponse(0)
 	c.lastCode, c.lastText = code, msg
-	if err != nil {
+	switch {
+	case err != nil:
 		return err // ReadResponse(0) checks no code: this is the connection
-	}
-	if code >= 400 {
+	case code >= 400:
 		return &replyErr{code: code, text: msg}
+	case code/100 != class:
+		return fmt.Errorf("unexpected reply %d %s", code, msg)
 	}
 	return nil
 }
@@ -286,13 +301,13 @@ func (c *smtpConn) reset(ctx context.Context) error {
 	if err := c.send("RSET"); err != nil {
 		return err
 	}
-	return c.reply(c.d.commandTimeout())
+	return c.reply(c.d.commandTimeout(), 2)
 }
 
 // quit ends the session with QUIT, not waiting long for the answer.
 func (c *smtpConn) quit() {
 	if c.send("QUIT") == nil {
-		c.reply(min(c.d.commandTimeout(), 5*time.Second))
+		c.reply(min(c.d.commandTimeout(), 5*time.Second), 2)
 	}
 	c.raw.Close()
 }

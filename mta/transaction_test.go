@@ -200,6 +200,7 @@ func TestDotStuff(t *testing.T) {
 		{".x\r\n..y\r\n.\r\n", "..x\r\n...y\r\n..\r\n.\r\n"},
 		{"bare\nlf\n", "bare\r\nlf\r\n.\r\n"},
 		{"no end", "no end\r\n.\r\n"},
+		{"\n.\n", "\r\n..\r\n.\r\n"},
 	} {
 		if got := string(dotStuff(nil, []byte(tc.in))); got != tc.want {
 			t.Errorf("dotStuff(%q) = %q, want %q", tc.in, got, tc.want)

@@ -16,6 +16,10 @@ import (
 
 const messageCodecV1 = 0x02
 
+// minRecipientSize is the fewest bytes a recipient takes: nine empty
+// strings, two numbers, a bool and six nil times of one byte each.
+const minRecipientSize = 18
+
 func appendBool(b []byte, v bool) []byte {
 	if v {
 		return append(b, 1)
@@ -24,7 +28,8 @@ func appendBool(b []byte, v bool) []byte {
 }
 
 // appendTagged writes t as: 0 for nil, 1 for the zero time, 2 and Unix
-// nanoseconds otherwise.
+// seconds and nanoseconds otherwise (any year, unlike Unix nanoseconds in
+// an int64, which end in 2262).
 func appendTagged(b []byte, t *time.Time) []byte {
 	switch {
 	case t == nil:
@@ -32,7 +37,8 @@ func appendTagged(b []byte, t *time.Time) []byte {
 	case t.IsZero():
 		return append(b, 1)
 	}
-	return binary.AppendVarint(append(b, 2), t.UnixNano())
+	b = binary.AppendVarint(append(b, 2), t.Unix())
+	return binary.AppendUvarint(b, uint64(t.Nanosecond()))
 }
 
 // appendCount writes a list length as n+1, or 0 for a nil list.
@@ -115,11 +121,12 @@ func (r *reader) tagged() *time.Time {
 	case tag[0] == 1:
 		return &time.Time{}
 	}
-	ns := r.varint()
-	if r.err != nil {
+	sec, ns := r.varint(), r.uvarint()
+	if r.err != nil || ns >= 1e9 {
+		r.fail()
 		return nil
 	}
-	t := time.Unix(0, ns).UTC()
+	t := time.Unix(sec, int64(ns)).UTC()
 	return &t
 }
 
@@ -130,14 +137,15 @@ func (r *reader) taggedValue() time.Time {
 	return time.Time{}
 }
 
-// count reads a list length written by appendCount, bounded by the bytes
-// left so a damaged record cannot ask for a huge allocation.
-func (r *reader) count() (int, bool) {
+// count reads a list length written by appendCount. Each item takes at
+// least size bytes, so a length beyond what the bytes left can hold is
+// refused: a damaged record cannot ask for a huge allocation.
+func (r *reader) count(size int) (int, bool) {
 	n := r.uvarint()
 	if n == 0 || r.err != nil {
 		return 0, false
 	}
-	if n-1 > uint64(len(r.b)) {
+	if n-1 > uint64(len(r.b)/size) {
 		r.fail()
 		return 0, false
 	}
@@ -145,7 +153,7 @@ func (r *reader) count() (int, bool) {
 }
 
 func (r *reader) strings() []string {
-	n, ok := r.count()
+	n, ok := r.count(1)
 	if !ok {
 		return nil
 	}
@@ -174,7 +182,7 @@ func decodeMessage(data []byte, m *Message) error {
 	m.Subject = r.string()
 	m.CampaignID = r.string()
 	m.Tags = r.strings()
-	if n, ok := r.count(); ok {
+	if n, ok := r.count(1); ok {
 		m.Metadata = json.RawMessage(append([]byte{}, r.take(uint64(n))...))
 	}
 	if r.bool() {
@@ -185,7 +193,7 @@ func decodeMessage(data []byte, m *Message) error {
 	m.IPPool = r.string()
 	m.HeaderID = r.string()
 	m.ListUnsubscribe = r.bool()
-	if n, ok := r.count(); ok {
+	if n, ok := r.count(minRecipientSize); ok {
 		m.Recipients = make([]Recipient, n)
 	}
 	for i := range m.Recipients {

@@ -160,3 +160,13 @@ func BenchmarkMessageDecode(b *testing.B) {
 		}
 	})
 }
+
+// minRecipientSize must be what an empty recipient takes, or the bound on
+// a damaged record's recipient count refuses good records.
+func TestMinRecipientSize(t *testing.T) {
+	one := encodeMessage(&Message{Recipients: []Recipient{{}}})
+	none := encodeMessage(&Message{Recipients: []Recipient{}})
+	if got := len(one) - len(none); got != minRecipientSize {
+		t.Fatalf("an empty recipient takes %d bytes, minRecipientSize is %d", got, minRecipientSize)
+	}
+}
