@@ -758,3 +758,47 @@ func TestBacklogForBusyHostIsQueued(t *testing.T) {
 		t.Fatalf("%d pending after shutdown (want %d), %d in the outbox, receiver saw %d", p, n, h.outboxLen(), rec.count())
 	}
 }
+
+// The queue steps one transaction at a time, for tests that drive the
+// state machine without Run.
+
+// fanOut turns every waiting event into queued deliveries (used by tests).
+func (d *Dispatcher) fanOut() error {
+	for {
+		var more bool
+		err := d.db.Update(func(tx *storage.Tx) error {
+			entries, err := tx.Outbox(500)
+			if err != nil {
+				return err
+			}
+			more = len(entries) == 500
+			return d.queueTx(tx, entries)
+		})
+		if err != nil || !more {
+			return err
+		}
+	}
+}
+
+// claim takes up to max due deliveries, leaving out hosts already at their
+// cap. Each is saved with a placeholder attempt and a lease (its next
+// attempt moved past the request deadline) before anything is sent, so a
+// crash re-sends it after the lease instead of losing it.
+func (d *Dispatcher) claim(max int, perHost map[string]int) ([]job, error) {
+	var jobs []job
+	err := d.db.Update(func(tx *storage.Tx) error {
+		var err error
+		jobs, err = d.claimTx(tx, max, perHost)
+		return err
+	})
+	return jobs, err
+}
+
+// record saves a batch of attempt results in one transaction and moves
+// each delivery along the state machine.
+func (d *Dispatcher) record(batch []result) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	return d.db.Update(func(tx *storage.Tx) error { return d.recordTx(tx, batch) })
+}

@@ -386,27 +386,14 @@ func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs
 		}
 		more = len(entries) == limit
 		now := d.now()
-		hooksOf := map[string][]storage.Webhook{}
+		match := webhookMatcher(tx)
 		keysOf := map[string][][]byte{}
 		added := map[string]int{}
-		var matched []storage.Webhook
 		for _, e := range entries {
 			ev := e.Event
-			matched = matched[:0]
-			if ev.ID != "" {
-				subs, ok := hooksOf[ev.AccountID]
-				if !ok {
-					subs, _, err = tx.Webhooks(ev.AccountID, storage.ListOptions{Limit: 10000})
-					if err != nil {
-						return err
-					}
-					hooksOf[ev.AccountID] = subs
-				}
-				for _, w := range subs {
-					if w.Test == ev.Test && slices.Contains(w.Events, ev.Type) {
-						matched = append(matched, w)
-					}
-				}
+			matched, err := match(ev)
+			if err != nil {
+				return err
 			}
 			if len(matched) > free-len(jobs) && len(matched) <= d.opts.Workers {
 				more = false // it waits for requests to come back
@@ -427,17 +414,15 @@ func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs
 				}
 			}
 			for _, w := range matched {
-				if busy {
-					break
+				if _, ok := keysOf[w.ID]; busy || ok {
+					continue
 				}
-				if _, ok := keysOf[w.ID]; !ok {
-					keys, err := signingKeys(w, now)
-					if err != nil {
-						busy = true // the queue path fails that delivery and says why
-						break
-					}
-					keysOf[w.ID] = keys
+				keys, err := signingKeys(w, now)
+				if err != nil {
+					busy = true // the queue path fails that delivery and says why
+					continue
 				}
+				keysOf[w.ID] = keys
 			}
 			if busy {
 				for _, h := range hosts {
@@ -471,21 +456,30 @@ func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
 	return send(ctx, d.client, j, d.now())
 }
 
-// fanOut turns every waiting event into queued deliveries (used by tests).
-func (d *Dispatcher) fanOut() error {
-	for {
-		var more bool
-		err := d.db.Update(func(tx *storage.Tx) error {
-			entries, err := tx.Outbox(500)
-			if err != nil {
-				return err
-			}
-			more = len(entries) == 500
-			return d.queueTx(tx, entries)
-		})
-		if err != nil || !more {
-			return err
+// webhookMatcher returns a function that lists the webhooks an outbox
+// event goes to (its account's, of its mode, subscribed to its type),
+// reading each account's webhooks once per transaction.
+func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, error) {
+	byAccount := map[string][]storage.Webhook{}
+	return func(ev storage.Event) ([]storage.Webhook, error) {
+		if ev.ID == "" {
+			return nil, nil // expired before fan-out
 		}
+		subs, ok := byAccount[ev.AccountID]
+		if !ok {
+			var err error
+			if subs, _, err = tx.Webhooks(ev.AccountID, storage.ListOptions{Limit: 10000}); err != nil {
+				return nil, err
+			}
+			byAccount[ev.AccountID] = subs
+		}
+		var matched []storage.Webhook
+		for _, w := range subs {
+			if w.Test == ev.Test && slices.Contains(w.Events, ev.Type) {
+				matched = append(matched, w)
+			}
+		}
+		return matched, nil
 	}
 }
 
@@ -493,49 +487,25 @@ func (d *Dispatcher) fanOut() error {
 // webhook, due now, and removes them from the outbox in the same
 // transaction.
 func (d *Dispatcher) queueTx(tx *storage.Tx, entries []storage.OutboxEntry) error {
-	hooksOf := map[string][]storage.Webhook{}
+	match := webhookMatcher(tx)
 	now := d.now()
 	var dels []storage.Delivery
 	for _, e := range entries {
 		ev := e.Event
-		if ev.ID != "" {
-			subs, ok := hooksOf[ev.AccountID]
-			if !ok {
-				var err error
-				subs, _, err = tx.Webhooks(ev.AccountID, storage.ListOptions{Limit: 10000})
-				if err != nil {
-					return err
-				}
-				hooksOf[ev.AccountID] = subs
-			}
-			for _, w := range subs {
-				if w.Test != ev.Test || !slices.Contains(w.Events, ev.Type) {
-					continue
-				}
-				dels = append(dels, storage.Delivery{ID: uuid.Must(uuid.NewV7()).String(), WebhookID: w.ID, AccountID: w.AccountID,
-					EventID: ev.ID, EventType: ev.Type, Status: storage.DeliveryPending, Attempts: []storage.DeliveryAttempt{},
-					NextAttemptAt: &now, CreatedAt: now})
-			}
+		matched, err := match(ev)
+		if err != nil {
+			return err
+		}
+		for _, w := range matched {
+			dels = append(dels, storage.Delivery{ID: uuid.Must(uuid.NewV7()).String(), WebhookID: w.ID, AccountID: w.AccountID,
+				EventID: ev.ID, EventType: ev.Type, Status: storage.DeliveryPending, Attempts: []storage.DeliveryAttempt{},
+				NextAttemptAt: &now, CreatedAt: now})
 		}
 		if err := tx.DoneOutbox(e.Seq); err != nil {
 			return err
 		}
 	}
 	return tx.InsertDeliveries(dels)
-}
-
-// claim takes up to max due deliveries, leaving out hosts already at their
-// cap. Each is saved with a placeholder attempt and a lease (its next
-// attempt moved past the request deadline) before anything is sent, so a
-// crash re-sends it after the lease instead of losing it.
-func (d *Dispatcher) claim(max int, perHost map[string]int) ([]job, error) {
-	var jobs []job
-	err := d.db.Update(func(tx *storage.Tx) error {
-		var err error
-		jobs, err = d.claimTx(tx, max, perHost)
-		return err
-	})
-	return jobs, err
 }
 
 func (d *Dispatcher) claimTx(tx *storage.Tx, max int, perHost map[string]int) ([]job, error) {
@@ -665,15 +635,6 @@ func (d *Dispatcher) finish(del *storage.Delivery, status string, now time.Time)
 		del.FailedAt = &now
 		del.ExpiresAt = now.Add(d.opts.FailedRetention)
 	}
-}
-
-// record saves a batch of attempt results in one transaction and moves
-// each delivery along the state machine.
-func (d *Dispatcher) record(batch []result) error {
-	if len(batch) == 0 {
-		return nil
-	}
-	return d.db.Update(func(tx *storage.Tx) error { return d.recordTx(tx, batch) })
 }
 
 func (d *Dispatcher) recordTx(tx *storage.Tx, batch []result) error {

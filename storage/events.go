@@ -238,13 +238,23 @@ func (tx *Tx) Events(accountID string, f EventFilter, opts ListOptions, withTota
 // of the lease, then the holder's token.
 var keyOutboxLease = []byte("outbox_lease")
 
+// outboxLease reads the outbox lease: its holder and end; ok is false when
+// there is none.
+func outboxLease(b *bolt.Bucket) (holder string, until int64, ok bool) {
+	v := b.Get(keyOutboxLease)
+	if len(v) < 8 {
+		return "", 0, false
+	}
+	return string(v[8:]), int64(getU64(v[:8])), true
+}
+
 // LeaseOutbox takes or extends the lease on sending straight from the
 // outbox for holder, until until. It fails (false) while another holder's
 // lease runs: one dispatcher at a time reads the outbox without writing
 // claims, so no event goes out twice because two of them took it.
 func (tx *Tx) LeaseOutbox(holder string, now, until time.Time) bool {
 	b := tx.bucket(bucketMeta)
-	if v := b.Get(keyOutboxLease); len(v) >= 8 && string(v[8:]) != holder && int64(getU64(v[:8])) > now.UnixNano() {
+	if h, end, ok := outboxLease(b); ok && h != holder && end > now.UnixNano() {
 		return false
 	}
 	return b.Put(keyOutboxLease, append(putU64(uint64(until.UnixNano())), holder...)) == nil
@@ -252,20 +262,26 @@ func (tx *Tx) LeaseOutbox(holder string, now, until time.Time) bool {
 
 // voidOutboxLease drops the outbox lease at open: bbolt's file lock lets
 // one process at a time use the file, so a lease found now was left by a
-// process that has ended, and its sends were never saved.
+// process that has ended, and its sends were never saved. A stop that
+// released its lease leaves none, and costs no commit here.
 func voidOutboxLease(db *bolt.DB) error {
-	return db.Update(func(btx *bolt.Tx) error {
-		if b := btx.Bucket(bucketMeta); b != nil && b.Get(keyOutboxLease) != nil {
-			return b.Delete(keyOutboxLease)
+	var found bool
+	db.View(func(btx *bolt.Tx) error {
+		if b := btx.Bucket(bucketMeta); b != nil {
+			_, _, found = outboxLease(b)
 		}
 		return nil
 	})
+	if !found {
+		return nil
+	}
+	return db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Delete(keyOutboxLease) })
 }
 
 // ReleaseOutbox ends holder's lease on the outbox, if it still holds it.
 func (tx *Tx) ReleaseOutbox(holder string) error {
 	b := tx.bucket(bucketMeta)
-	if v := b.Get(keyOutboxLease); len(v) >= 8 && string(v[8:]) == holder {
+	if h, _, ok := outboxLease(b); ok && h == holder {
 		return b.Delete(keyOutboxLease)
 	}
 	return nil
