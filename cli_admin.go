@@ -34,7 +34,11 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(web.Admin) error) err
 		return err
 	}
 	defer db.Close()
-	return fn(web.LocalAdmin{App: app.New(db, app.Options{})})
+	a, err := app.New(db, app.Options{})
+	if err != nil {
+		return err
+	}
+	return fn(web.LocalAdmin{App: a})
 }
 
 func newAccountsCommand() *cobra.Command {

@@ -358,7 +358,10 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	if rep.Mode == "concurrent" {
 		close(g.open)
 	}
-	a := app.New(db, app.Options{Delivery: app.DeliveryOptions{Sender: g, Concurrency: cfg.deliveryWorkers}})
+	a, err := app.New(db, app.Options{Delivery: app.DeliveryOptions{Sender: g, Concurrency: cfg.deliveryWorkers}})
+	if err != nil {
+		return nil, err
+	}
 
 	key, dom, err := benchSetup(a, db, alg)
 	if err != nil {

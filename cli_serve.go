@@ -329,7 +329,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	deliverer := cfg.deliverer(resolver, log)
 	defer deliverer.Close()
-	a := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
+	a, err := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
 		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
 			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
 			RotationGrace: cfg.dkimGrace},
@@ -341,6 +341,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		SystemFrom:       cfg.systemFrom,
 		Grader:           gs.appOptions(resolver, 10*time.Second),
 		Webhooks:         cfg.webhookOptions(resolver)})
+	if err != nil {
+		return err
+	}
 	boot, err := a.BootstrapIfEmpty()
 	if err != nil {
 		return fmt.Errorf("create the default account: %w", err)

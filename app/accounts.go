@@ -15,7 +15,7 @@ type AccountInput struct {
 	TrackOpens, TrackClicks bool
 }
 
-func (a *App) newAccount(in AccountInput) (storage.Account, *Error) {
+func (a *App) newAccount(in AccountInput) (storage.Account, error) {
 	name, e := cleanName("name", in.Name)
 	if e != nil {
 		return storage.Account{}, e
@@ -36,7 +36,7 @@ func (a *App) newAccount(in AccountInput) (storage.Account, *Error) {
 }
 
 // CreateAccount creates a tenant.
-func (a *App) CreateAccount(in AccountInput) (storage.Account, *Error) {
+func (a *App) CreateAccount(in AccountInput) (storage.Account, error) {
 	acct, e := a.newAccount(in)
 	if e != nil {
 		return acct, e
@@ -46,7 +46,7 @@ func (a *App) CreateAccount(in AccountInput) (storage.Account, *Error) {
 }
 
 // ListAccounts lists every account.
-func (a *App) ListAccounts(opts storage.ListOptions) (accts []storage.Account, res storage.ListResult, total int, e *Error) {
+func (a *App) ListAccounts(opts storage.ListOptions) (accts []storage.Account, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		accts, res, err = tx.Accounts(opts)
@@ -57,7 +57,7 @@ func (a *App) ListAccounts(opts storage.ListOptions) (accts []storage.Account, r
 }
 
 // Account reads one account.
-func (a *App) Account(id string) (storage.Account, *Error) {
+func (a *App) Account(id string) (storage.Account, error) {
 	var acct storage.Account
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error

@@ -97,7 +97,7 @@ func ratio(n, d uint64) float64 {
 
 // AnalyticsSummary reads the caller's counters (of its key's mode) for a
 // window: a walk over its days, never over events.
-func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, *Error) {
+func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, error) {
 	from, to := storage.StatDay(q.From), storage.StatDay(q.To)
 	if to < from {
 		return Summary{}, Validation("to", "must not be before from")
@@ -119,10 +119,13 @@ func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, *Error) {
 		dim = "d:" + d
 	}
 	var days map[uint32]storage.Stats
-	a.db.View(func(tx *storage.Tx) error {
+	err := a.db.View(func(tx *storage.Tx) error {
 		days = tx.StatsRange(p.Account.ID, p.Key.Test, dim, from, to)
 		return nil
 	})
+	if err != nil {
+		return Summary{}, Internal(err)
+	}
 	var s Summary
 	s.Daily = make([]DayCounts, 0, to-from+1)
 	for d := from; d <= to; d++ {

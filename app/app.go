@@ -88,8 +88,10 @@ type App struct {
 	graderCache  graderCache
 }
 
-// New builds an App over db.
-func New(db *storage.DB, opts Options) *App {
+// New builds an App over db. It fails when the database cannot be read or
+// holds no server secret: tracking and unsubscribe links would be signed
+// with an empty key, and anyone could forge them.
+func New(db *storage.DB, opts Options) (*App, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -152,12 +154,20 @@ func New(db *storage.DB, opts Options) *App {
 		deliveryKick: make(chan struct{}, 1),
 	}
 	a.hooks = hooks.New(db, a.hooksOptions())
-	db.View(func(tx *storage.Tx) error {
-		a.tokenKey = tokenKey(tx.ServerSecret())
-		return nil
-	})
-	return a
+	var secret []byte
+	if err := db.View(func(tx *storage.Tx) error { secret = tx.ServerSecret(); return nil }); err != nil {
+		return nil, fmt.Errorf("read the server secret: %w", err)
+	}
+	if len(secret) < minServerSecret {
+		return nil, fmt.Errorf("the database holds no server secret (%d bytes): it was not migrated", len(secret))
+	}
+	a.tokenKey = tokenKey(secret)
+	return a, nil
 }
+
+// minServerSecret is the shortest server secret accepted: migration 7
+// writes 32 random bytes.
+const minServerSecret = 32
 
 // SetPublicURL sets the base of tracking and unsubscribe links when it is
 // known only once the server listens. Call it before serving.
@@ -220,7 +230,7 @@ func (a *App) supervise(ctx context.Context, name string, worker func(context.Co
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // storageErr maps a storage failure to the caller's view of it.
-func storageErr(err error, what string) *Error {
+func storageErr(err error, what string) error {
 	switch {
 	case err == nil:
 		return nil

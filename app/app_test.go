@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -33,7 +34,17 @@ func newTestApp(t *testing.T) (*App, *clock) {
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	return New(db, Options{Now: c.now}), c
+	return mustNew(t, db, Options{Now: c.now}), c
+}
+
+// mustNew builds an App or fails the test.
+func mustNew(t testing.TB, db *storage.DB, opts Options) *App {
+	t.Helper()
+	a, err := New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
 
 func TestBootstrapOnce(t *testing.T) {
@@ -80,7 +91,7 @@ func TestAuthenticateCodes(t *testing.T) {
 		_, e := a.Authenticate(tc.secret)
 		got := ""
 		if e != nil {
-			got = e.Code
+			got = AsError(e).Code
 		}
 		if got != tc.code {
 			t.Errorf("Authenticate(%.12q) = %q, want %q", tc.secret, got, tc.code)
@@ -98,11 +109,11 @@ func TestCreateKeyValidation(t *testing.T) {
 		{AccountID: acct.ID, Name: "x", ExpiresAt: &past},
 		{AccountID: acct.ID, Name: "bad\nname"},
 	} {
-		if _, e := a.CreateKey(in); e == nil || e.Code != CodeValidation {
+		if _, e := a.CreateKey(in); e == nil || AsError(e).Code != CodeValidation {
 			t.Errorf("CreateKey(%+v) = %v, want VALIDATION_ERROR", in, e)
 		}
 	}
-	if _, e := a.CreateKey(KeyInput{AccountID: NewID(), Name: "x"}); e == nil || e.Status != http.StatusNotFound {
+	if _, e := a.CreateKey(KeyInput{AccountID: NewID(), Name: "x"}); e == nil || AsError(e).Status() != http.StatusNotFound {
 		t.Errorf("key for missing account: %v", e)
 	}
 }
@@ -172,7 +183,7 @@ func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
 		return func() Response { return Response{Status: status, Body: []byte("x")} }
 	}
 	a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("A"), run(201))
-	if _, _, e := a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("B"), run(201)); e == nil || e.Code != CodeIdempotencyConflict {
+	if _, _, e := a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("B"), run(201)); e == nil || AsError(e).Code != CodeIdempotencyConflict {
 		t.Errorf("different body: %v", e)
 	}
 	// Another API key's identical idempotency key is a different slot.
@@ -264,17 +275,17 @@ func TestSuppressionsAndTeam(t *testing.T) {
 	if e := a.DeleteSuppression(acct.ID, "USER@example.com"); e != nil {
 		t.Fatal(e)
 	}
-	if e := a.DeleteSuppression(acct.ID, "user@example.com"); e == nil || e.Status != 404 {
+	if e := a.DeleteSuppression(acct.ID, "user@example.com"); e == nil || AsError(e).Status() != 404 {
 		t.Errorf("second delete: %v", e)
 	}
 	inv, e := a.Invite(acct.ID, "Dev@Example.com", "developer")
 	if e != nil || inv.Token == "" || inv.Member.Status != "invited" || inv.Member.Email != "dev@example.com" {
 		t.Fatalf("%+v %v", inv, e)
 	}
-	if _, e := a.Invite(acct.ID, "dev@example.com", "admin"); e == nil || e.Code != CodeConflict {
+	if _, e := a.Invite(acct.ID, "dev@example.com", "admin"); e == nil || AsError(e).Code != CodeConflict {
 		t.Errorf("duplicate invite: %v", e)
 	}
-	if _, e := a.Invite(acct.ID, "x@example.com", "god"); e == nil || e.Code != CodeValidation {
+	if _, e := a.Invite(acct.ID, "x@example.com", "god"); e == nil || AsError(e).Code != CodeValidation {
 		t.Errorf("bad role: %v", e)
 	}
 }
@@ -307,5 +318,60 @@ func TestWorkersStopAndDoNotPanic(t *testing.T) {
 	<-done
 	if a.Panics() != 0 {
 		t.Fatalf("%d worker panics", a.Panics())
+	}
+}
+
+// TestNewRefusesUnreadableSecret: with the server secret unreadable, New
+// fails instead of signing links with an empty, forgeable key.
+func TestNewRefusesUnreadableSecret(t *testing.T) {
+	fault := errors.New("disk gone")
+	db, err := storage.Open(t.TempDir(), storage.Options{ReadFault: func() error { return fault }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if a, err := New(db, Options{}); a != nil || !errors.Is(err, fault) {
+		t.Fatalf("New = %v, %v; want the read error", a, err)
+	}
+}
+
+// TestTokenLookupsReportStorageFailure: a storage failure while following
+// a tracking, unsubscribe or invitation link is INTERNAL_ERROR, not a
+// NOT_FOUND that would tell the visitor the link is bad.
+func TestTokenLookupsReportStorageFailure(t *testing.T) {
+	var fail atomic.Bool
+	db, err := storage.Open(t.TempDir(), storage.Options{ReadFault: func() error {
+		if fail.Load() {
+			return errors.New("disk gone")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	a := mustNew(t, db, Options{})
+	acct, e := a.CreateAccount(AccountInput{Name: "acme"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	inv, e := a.Invite(acct.ID, "dev@example.com", "admin")
+	if e != nil {
+		t.Fatal(e)
+	}
+	if _, err := a.Invitee(inv.Token); err != nil {
+		t.Fatalf("Invitee: %v", err)
+	}
+	fail.Store(true)
+	if _, err := a.Invitee(inv.Token); !HasCode(err, CodeInternal) {
+		t.Errorf("Invitee with the disk gone: %v, want INTERNAL_ERROR", err)
+	}
+	tok := a.signToken(linkToken{tokenUnsubscribe, acct.ID, NewID(), 0})
+	if _, err := a.UnsubscribeTarget(tok); !HasCode(err, CodeInternal) {
+		t.Errorf("UnsubscribeTarget with the disk gone: %v, want INTERNAL_ERROR", err)
+	}
+	fail.Store(false)
+	if _, err := a.UnsubscribeTarget(tok); !HasCode(err, CodeNotFound) {
+		t.Errorf("UnsubscribeTarget of an unknown message: %v, want NOT_FOUND", err)
 	}
 }

@@ -56,7 +56,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	if tune != nil {
 		tune(&opts)
 	}
-	a := New(db, opts)
+	a := mustNew(t, db, opts)
 	acct, ae := a.CreateAccount(AccountInput{Name: "acme", Plan: "scale"})
 	if ae != nil {
 		t.Fatal(ae)
@@ -386,7 +386,7 @@ func TestSandboxOutcomes(t *testing.T) {
 		}
 	}
 	// Test-mode records are invisible to live keys and the other way round.
-	if _, _, ae := e.app.Message(e.live, m.ID); ae == nil || ae.Status != 404 {
+	if _, _, ae := e.app.Message(e.live, m.ID); ae == nil || AsError(ae).Status() != 404 {
 		t.Errorf("a live key sees a test message: %v", ae)
 	}
 	if evs := e.events(e.live, m.ID); len(evs) != 0 {
@@ -397,7 +397,7 @@ func TestSandboxOutcomes(t *testing.T) {
 func TestUnverifiedDomainIsRefusedForLiveKeys(t *testing.T) {
 	e := newSendEnv(t, mta.AlgEd25519, nil)
 	_, ae := e.app.SendMessage(e.live, MessageInput{From: "a@other.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t")})
-	if ae == nil || ae.Status != 422 || ae.Code != CodeDomainNotVerified {
+	if ae == nil || AsError(ae).Status() != 422 || AsError(ae).Code != CodeDomainNotVerified {
 		t.Fatalf("got %v", ae)
 	}
 }
@@ -416,10 +416,10 @@ func TestScheduledMessageBecomesDueAndCanBeCancelled(t *testing.T) {
 	if got, ae := e.app.CancelMessage(e.live, c.ID); ae != nil || got.Status != StatusCancelled {
 		t.Fatalf("cancel: %v", ae)
 	}
-	if _, _, ae := e.app.Message(e.live, c.ID); ae == nil || ae.Status != 410 || ae.Code != CodeGone {
+	if _, _, ae := e.app.Message(e.live, c.ID); ae == nil || AsError(ae).Status() != 410 || AsError(ae).Code != CodeGone {
 		t.Fatalf("GET after cancel: %v", ae)
 	}
-	if _, ae := e.app.CancelMessage(e.live, c.ID); ae == nil || ae.Status != 410 {
+	if _, ae := e.app.CancelMessage(e.live, c.ID); ae == nil || AsError(ae).Status() != 410 {
 		t.Fatalf("second cancel: %v", ae)
 	}
 	e.drain()
@@ -438,11 +438,11 @@ func TestScheduledMessageBecomesDueAndCanBeCancelled(t *testing.T) {
 	if n := len(e.sink.Messages()); n != 1 {
 		t.Errorf("%d messages arrived; the cancelled one must not", n)
 	}
-	if _, ae := e.app.CancelMessage(e.live, m.ID); ae == nil || ae.Status != 409 || ae.Code != CodeConflict {
+	if _, ae := e.app.CancelMessage(e.live, m.ID); ae == nil || AsError(ae).Status() != 409 || AsError(ae).Code != CodeConflict {
 		t.Fatalf("cancel after delivery: %v", ae)
 	}
 	far := e.clock.now().Add(31 * 24 * time.Hour)
-	if _, ae := e.app.SendMessage(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &far}); ae == nil || ae.Code != CodeValidation {
+	if _, ae := e.app.SendMessage(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &far}); ae == nil || AsError(ae).Code != CodeValidation {
 		t.Errorf("31 days ahead: %v", ae)
 	}
 }

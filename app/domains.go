@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -27,14 +26,10 @@ const (
 	DomainFailed   = "failed"   // was verified, then a check found its records gone
 )
 
-// CodeDomainNotVerified is the 422 for sending from a domain that is not
-// verified.
-const CodeDomainNotVerified = "DOMAIN_NOT_VERIFIED"
-
 // NormalizeDomain turns user input into the stored form of a domain name:
 // lower case, IDN labels in punycode, no trailing dot. The name must be a
 // registrable domain or below one (not a bare public suffix, not an IP).
-func NormalizeDomain(field, s string) (string, *Error) {
+func NormalizeDomain(field, s string) (string, error) {
 	s = strings.TrimSuffix(strings.TrimSpace(s), ".")
 	if s == "" {
 		return "", Validation(field, "is required")
@@ -67,7 +62,7 @@ func newSelector(now time.Time) string {
 	return "mb" + now.Format("20060102") + "-" + hex.EncodeToString(b[:])
 }
 
-func (a *App) newKey(alg string) (storage.DomainKey, *Error) {
+func (a *App) newKey(alg string) (storage.DomainKey, error) {
 	if alg == "" {
 		alg = mta.AlgRSA2048
 	}
@@ -84,7 +79,7 @@ func (a *App) newKey(alg string) (storage.DomainKey, *Error) {
 }
 
 // CreateDomain adds a sending domain with a fresh DKIM key, status pending.
-func (a *App) CreateDomain(accountID, name, alg string) (storage.Domain, *Error) {
+func (a *App) CreateDomain(accountID, name, alg string) (storage.Domain, error) {
 	name, e := NormalizeDomain("name", name)
 	if e != nil {
 		return storage.Domain{}, e
@@ -105,7 +100,7 @@ func (a *App) CreateDomain(accountID, name, alg string) (storage.Domain, *Error)
 }
 
 // Domain reads one of an account's domains.
-func (a *App) Domain(accountID, id string) (storage.Domain, *Error) {
+func (a *App) Domain(accountID, id string) (storage.Domain, error) {
 	var d storage.Domain
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -119,7 +114,7 @@ func (a *App) Domain(accountID, id string) (storage.Domain, *Error) {
 }
 
 // ListDomains lists an account's domains.
-func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []storage.Domain, res storage.ListResult, total int, e *Error) {
+func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []storage.Domain, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.Domains(accountID, opts)
@@ -130,7 +125,7 @@ func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []st
 }
 
 // DeleteDomain removes a domain; its DKIM keys are destroyed with it.
-func (a *App) DeleteDomain(accountID, id string) *Error {
+func (a *App) DeleteDomain(accountID, id string) error {
 	err := a.db.Update(func(tx *storage.Tx) error {
 		d, err := tx.Domain(id)
 		if err != nil || d.AccountID != accountID {
@@ -144,7 +139,7 @@ func (a *App) DeleteDomain(accountID, id string) *Error {
 // RotateDKIM adds a new DKIM key to a domain. Signing keeps using the
 // current key until the new key's record verifies; then the old key is
 // retired and reported removable after RotationGrace.
-func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, *Error) {
+func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, error) {
 	d, e := a.Domain(accountID, id)
 	if e != nil {
 		return d, e
@@ -183,20 +178,21 @@ func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, *Error) {
 
 // DomainForSending returns the account's verified domain of that name, or
 // 422 DOMAIN_NOT_VERIFIED.
-func (a *App) DomainForSending(accountID, name string) (d storage.Domain, e *Error) {
-	a.db.View(func(tx *storage.Tx) error {
-		if e = a.checkSendingDomain(tx, accountID, name); e == nil {
-			d, _ = tx.DomainByName(accountID, strings.ToLower(strings.TrimSuffix(name, ".")))
+func (a *App) DomainForSending(accountID, name string) (d storage.Domain, err error) {
+	err = a.db.View(func(tx *storage.Tx) error {
+		if err := a.checkSendingDomain(tx, accountID, name); err != nil {
+			return err
 		}
-		return nil
+		d, err = tx.DomainByName(accountID, strings.ToLower(strings.TrimSuffix(name, ".")))
+		return err
 	})
-	return d, e
+	return d, storageErr(err, "domain")
 }
 
 // checkSendingDomain is nil when the account's domain of that name is
 // verified, else 422 DOMAIN_NOT_VERIFIED with the reason. It reads only the
 // status index unless the answer is no.
-func (a *App) checkSendingDomain(tx *storage.Tx, accountID, name string) *Error {
+func (a *App) checkSendingDomain(tx *storage.Tx, accountID, name string) error {
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	if status, err := tx.DomainStatus(accountID, name); err == nil && status == DomainVerified {
 		return nil
@@ -205,7 +201,7 @@ func (a *App) checkSendingDomain(tx *storage.Tx, accountID, name string) *Error 
 	if d, err := tx.DomainByName(accountID, name); err == nil && d.StatusReason != "" {
 		msg += ": " + d.StatusReason
 	}
-	return &Error{Status: http.StatusUnprocessableEntity, Code: CodeDomainNotVerified, Message: msg,
+	return &Error{Code: CodeDomainNotVerified, Message: msg,
 		Details: map[string]any{"domain": name}}
 }
 
@@ -228,7 +224,7 @@ type lookup struct {
 // found. It never mistakes a failed lookup for a missing record: when a
 // required record cannot be looked up the domain keeps its status and the
 // failure is reported in CheckError.
-func (a *App) VerifyDomain(ctx context.Context, accountID, id string) (storage.Domain, *Error) {
+func (a *App) VerifyDomain(ctx context.Context, accountID, id string) (storage.Domain, error) {
 	d, e := a.Domain(accountID, id)
 	if e != nil {
 		return d, e
@@ -236,10 +232,10 @@ func (a *App) VerifyDomain(ctx context.Context, accountID, id string) (storage.D
 	return a.verify(ctx, d)
 }
 
-func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, *Error) {
+func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, error) {
 	o := a.opts.Domains
 	if o.Resolver == nil {
-		return d, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable, Message: "no DNS resolver configured"}
+		return d, &Error{Code: CodeServiceUnavailable, Message: "no DNS resolver configured"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
 	defer cancel()

@@ -33,7 +33,7 @@ func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	a := New(db, Options{Now: c.now, Domains: opts})
+	a := mustNew(t, db, Options{Now: c.now, Domains: opts})
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
 	return &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}
 }
@@ -130,14 +130,14 @@ func TestDomainRecordsToPublish(t *testing.T) {
 	if v := e.record(d, PurposeSPF).Value; v != "v=spf1 include:_spf.mailbolt.test ~all" {
 		t.Errorf("SPF value %q", v)
 	}
-	if _, ae := e.app.CreateDomain(e.acct, "EXAMPLE.test", ""); ae == nil || ae.Code != CodeConflict {
+	if _, ae := e.app.CreateDomain(e.acct, "EXAMPLE.test", ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Errorf("same name twice: %v", ae)
 	}
 	ed, ae := e.app.CreateDomain(e.acct, "ed.test", mta.AlgEd25519)
 	if ae != nil || !strings.HasPrefix(e.record(ed, PurposeDKIM).Value, "v=DKIM1; k=ed25519; p=") {
 		t.Errorf("ed25519 domain: %v", ae)
 	}
-	if _, ae := e.app.CreateDomain(e.acct, "x.test", "dsa"); ae == nil || ae.Code != CodeValidation {
+	if _, ae := e.app.CreateDomain(e.acct, "x.test", "dsa"); ae == nil || AsError(ae).Code != CodeValidation {
 		t.Errorf("unknown algorithm: %v", ae)
 	}
 }
@@ -184,7 +184,7 @@ func TestVerifyOutcomes(t *testing.T) {
 		if statusOf(e.app, d, PurposeSPF) != RecordVerified {
 			t.Error("SPF covering the IP by CIDR not accepted")
 		}
-		if _, ae := e.app.DomainForSending(e.acct, "nodkim.test"); ae == nil || ae.Code != CodeDomainNotVerified || ae.Status != 422 {
+		if _, ae := e.app.DomainForSending(e.acct, "nodkim.test"); ae == nil || AsError(ae).Code != CodeDomainNotVerified || AsError(ae).Status() != 422 {
 			t.Errorf("pending domain allowed for sending: %v", ae)
 		}
 	})
@@ -254,13 +254,13 @@ func TestVerifyOutcomes(t *testing.T) {
 	t.Run("another tenant's domain is not found", func(t *testing.T) {
 		d := e.create("mine.test")
 		other, _ := e.app.CreateAccount(AccountInput{Name: "other"})
-		for _, err := range []*Error{
-			func() *Error { _, ae := e.app.VerifyDomain(context.Background(), other.ID, d.ID); return ae }(),
-			func() *Error { _, ae := e.app.Domain(other.ID, d.ID); return ae }(),
-			func() *Error { _, ae := e.app.RotateDKIM(other.ID, d.ID, ""); return ae }(),
+		for _, err := range []error{
+			func() error { _, ae := e.app.VerifyDomain(context.Background(), other.ID, d.ID); return ae }(),
+			func() error { _, ae := e.app.Domain(other.ID, d.ID); return ae }(),
+			func() error { _, ae := e.app.RotateDKIM(other.ID, d.ID, ""); return ae }(),
 			e.app.DeleteDomain(other.ID, d.ID),
 		} {
-			if err == nil || err.Status != 404 {
+			if err == nil || !HasCode(err, CodeNotFound) {
 				t.Errorf("cross-tenant: %v", err)
 			}
 		}
@@ -289,7 +289,7 @@ func TestScheduledRecheckFailsAndRecovers(t *testing.T) {
 	if d.Status != DomainFailed || !strings.Contains(d.StatusReason, "DKIM") {
 		t.Fatalf("after records vanished: %s (%s)", d.Status, d.StatusReason)
 	}
-	if _, ae := e.app.DomainForSending(e.acct, d.Name); ae == nil || !strings.Contains(ae.Message, "DKIM") {
+	if _, ae := e.app.DomainForSending(e.acct, d.Name); ae == nil || !strings.Contains(AsError(ae).Message, "DKIM") {
 		t.Errorf("failed domain allowed for sending: %v", ae)
 	}
 	e.publish(d)
@@ -301,7 +301,7 @@ func TestScheduledRecheckFailsAndRecovers(t *testing.T) {
 func TestDKIMRotation(t *testing.T) {
 	e := newDomainEnv(t, DomainOptions{RotationGrace: 48 * time.Hour})
 	d := e.create("rotate.test")
-	if _, ae := e.app.RotateDKIM(e.acct, d.ID, ""); ae == nil || ae.Code != CodeConflict {
+	if _, ae := e.app.RotateDKIM(e.acct, d.ID, ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Fatalf("rotation before the first key verified: %v", ae)
 	}
 	e.publish(d)
@@ -312,7 +312,7 @@ func TestDKIMRotation(t *testing.T) {
 	if ae != nil || len(d.DKIMKeys) != 2 {
 		t.Fatalf("rotate: %v %d keys", ae, len(d.DKIMKeys))
 	}
-	if _, ae := e.app.RotateDKIM(e.acct, d.ID, ""); ae == nil || ae.Code != CodeConflict {
+	if _, ae := e.app.RotateDKIM(e.acct, d.ID, ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Errorf("second rotation while one is pending: %v", ae)
 	}
 	newSel := d.DKIMKeys[1].Selector
@@ -379,7 +379,7 @@ func TestDeleteDomain(t *testing.T) {
 	if ae := e.app.DeleteDomain(e.acct, d.ID); ae != nil {
 		t.Fatal(ae)
 	}
-	if _, ae := e.app.Domain(e.acct, d.ID); ae == nil || ae.Status != 404 {
+	if _, ae := e.app.Domain(e.acct, d.ID); ae == nil || AsError(ae).Status() != 404 {
 		t.Fatal("domain still there")
 	}
 	e.app.db.View(func(tx *storage.Tx) error {

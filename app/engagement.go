@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 
@@ -173,15 +174,15 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 
 // RecordClick records a click on a tracked link and returns the URL that
 // was recorded for it when the message was accepted: the redirect never
-// goes anywhere else. ok is false for a token that does not verify or a
-// link that is not recorded; nothing is recorded then.
-func (a *App) RecordClick(token string, client ClientContext) (url string, ok bool) {
+// goes anywhere else. A token that does not verify or a link that is not
+// recorded is NOT_FOUND, and nothing is recorded then.
+func (a *App) RecordClick(token string, client ClientContext) (url string, err error) {
 	t, ok := a.verifyToken(tokenClick, token)
 	if !ok {
-		return "", false
+		return "", NotFound("link")
 	}
 	now := a.Now()
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err = a.db.Update(func(tx *storage.Tx) error {
 		url = ""
 		m, ok := tokenMessage(tx, t)
 		if !ok {
@@ -215,46 +216,52 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, ok bo
 			IsFirstClick: first, ClickCount: e.Clicks, Context: client}, stats...)
 	})
 	if err != nil {
-		a.log.Error("recording a click failed", "err", err)
-		return "", false
+		return "", Internal(fmt.Errorf("recording a click: %w", err))
 	}
-	if url != "" {
-		a.EventsCommitted()
+	if url == "" {
+		return "", NotFound("link")
 	}
-	return url, url != ""
+	a.EventsCommitted()
+	return url, nil
 }
 
 // UnsubscribeTarget is the address an unsubscribe token names, for the
 // confirmation page; ok is false when the token does not verify.
-func (a *App) UnsubscribeTarget(token string) (email string, ok bool) {
+func (a *App) UnsubscribeTarget(token string) (email string, err error) {
 	t, ok := a.verifyToken(tokenUnsubscribe, token)
 	if !ok {
-		return "", false
+		return "", NotFound("unsubscribe link")
 	}
-	a.db.View(func(tx *storage.Tx) error {
+	err = a.db.View(func(tx *storage.Tx) error {
 		if m, found := tokenMessage(tx, t); found && t.index < len(m.Recipients) {
 			email = m.Recipients[t.index].Email
 		}
 		return nil
 	})
-	return email, email != ""
+	if err != nil {
+		return "", Internal(err)
+	}
+	if email == "" {
+		return "", NotFound("unsubscribe link")
+	}
+	return email, nil
 }
 
 // Unsubscribe suppresses the recipient an unsubscribe token names (reason
 // unsubscribe) and emits recipient.unsubscribed, once: a repeat changes
 // nothing and reports ok.
-func (a *App) Unsubscribe(token, method string) (email string, ok bool) {
+func (a *App) Unsubscribe(token, method string) (email string, err error) {
 	t, ok := a.verifyToken(tokenUnsubscribe, token)
 	if !ok {
-		return "", false
+		return "", NotFound("unsubscribe link")
 	}
 	return a.unsubscribe(t, method)
 }
 
-func (a *App) unsubscribe(t linkToken, method string) (email string, ok bool) {
+func (a *App) unsubscribe(t linkToken, method string) (email string, err error) {
 	now := a.Now()
 	emitted := false
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err = a.db.Update(func(tx *storage.Tx) error {
 		email, emitted = "", false
 		m, found := tokenMessage(tx, t)
 		if !found || t.index >= len(m.Recipients) {
@@ -282,28 +289,31 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, ok bool) {
 			storage.StatUnsubscribed)
 	})
 	if err != nil {
-		a.log.Error("recording an unsubscribe failed", "err", err)
-		return "", false
+		return "", Internal(fmt.Errorf("recording an unsubscribe: %w", err))
+	}
+	if email == "" {
+		return "", NotFound("unsubscribe link")
 	}
 	if emitted {
 		a.EventsCommitted()
 	}
-	return email, email != ""
+	return email, nil
 }
 
 // LinkTarget is the URL recorded for a tracked link, without recording a
 // click (for requests over the rate limit).
-func (a *App) LinkTarget(token string) (string, bool) {
+func (a *App) LinkTarget(token string) (string, error) {
 	t, ok := a.verifyToken(tokenClick, token)
 	if !ok {
-		return "", false
+		return "", NotFound("link")
 	}
 	var url string
-	a.db.View(func(tx *storage.Tx) error {
-		url, _ = tx.Link(t.messageID, t.index)
-		return nil
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		url, err = tx.Link(t.messageID, t.index)
+		return err
 	})
-	return url, url != ""
+	return url, storageErr(err, "link")
 }
 
 // GeoDB is the location database opens and clicks are looked up in; nil

@@ -106,15 +106,15 @@ func TestTrackingAndUnsubscribeEndToEnd(t *testing.T) {
 	}
 
 	// Clicks: the redirect goes to the recorded URL only.
-	url, ok := e.app.RecordClick(clicks[0][1], ClientContext{IP: "192.0.2.8"})
-	if !ok || url != "https://shop.test/a?x=1&y=2" {
-		t.Fatalf("click → %q %v", url, ok)
+	url, err := e.app.RecordClick(clicks[0][1], ClientContext{IP: "192.0.2.8"})
+	if err != nil || url != "https://shop.test/a?x=1&y=2" {
+		t.Fatalf("click → %q %v", url, err)
 	}
-	if _, ok := e.app.RecordClick(strings.Replace(clicks[0][1], "A", "B", 1)+"x", ClientContext{}); ok {
-		t.Fatal("a tampered click token redirected")
+	if _, err := e.app.RecordClick(strings.Replace(clicks[0][1], "A", "B", 1)+"x", ClientContext{}); !HasCode(err, CodeNotFound) {
+		t.Fatalf("a tampered click token: %v, want NOT_FOUND", err)
 	}
-	if _, ok := e.app.RecordClick(open, ClientContext{}); ok {
-		t.Fatal("an open token worked as a click token")
+	if _, err := e.app.RecordClick(open, ClientContext{}); !HasCode(err, CodeNotFound) {
+		t.Fatalf("an open token as a click token: %v, want NOT_FOUND", err)
 	}
 	cl := e.eventData(e.live, m.ID, EventClicked)
 	if len(cl) != 1 || cl[0]["url"] != "https://shop.test/a?x=1&y=2" || cl[0]["isFirstClick"] != true || cl[0]["linkId"] != LinkID("https://shop.test/a?x=1&y=2") {
@@ -123,12 +123,12 @@ func TestTrackingAndUnsubscribeEndToEnd(t *testing.T) {
 
 	// One-click unsubscribe: suppressed once, one event.
 	tok := unsubRe.FindStringSubmatch(lu)[1]
-	if email, ok := e.app.UnsubscribeTarget(tok); !ok || email != "ann@dest.test" {
-		t.Fatalf("target %q %v", email, ok)
+	if email, err := e.app.UnsubscribeTarget(tok); err != nil || email != "ann@dest.test" {
+		t.Fatalf("target %q %v", email, err)
 	}
 	for range 2 {
-		if email, ok := e.app.Unsubscribe(tok, MethodOneClick); !ok || email != "ann@dest.test" {
-			t.Fatalf("unsubscribe %q %v", email, ok)
+		if email, err := e.app.Unsubscribe(tok, MethodOneClick); err != nil || email != "ann@dest.test" {
+			t.Fatalf("unsubscribe %q %v", email, err)
 		}
 	}
 	un := e.eventData(e.live, m.ID, EventUnsubscribed)
@@ -316,8 +316,8 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 		!strings.Contains(strings.ReplaceAll(string(got[0].Data), "=\r\n", ""), inv.AcceptURL) {
 		t.Fatalf("invitation mail: %d messages", len(got))
 	}
-	if _, ok := e.app.Invitee(inv.Token[:len(inv.Token)-2] + "xx"); ok {
-		t.Fatal("a tampered token names a member")
+	if _, err := e.app.Invitee(inv.Token[:len(inv.Token)-2] + "xx"); !HasCode(err, CodeNotFound) {
+		t.Fatalf("a tampered token: %v, want NOT_FOUND", err)
 	}
 	m, ae := e.app.AcceptInvitation(inv.Token)
 	if ae != nil || m.Status != "active" || m.AcceptedAt == nil {

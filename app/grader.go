@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -16,14 +15,6 @@ import (
 	"mailbolt/storage"
 )
 
-// Grader error codes (spec §7).
-const (
-	CodeGraderDisabled = "GRADER_DISABLED"
-	CodeRateLimited    = "RATE_LIMITED"
-	CodePersistFailed  = "PERSIST_FAILED"
-	CodeDBError        = "DB_ERROR"
-)
-
 // GraderOptions configure the grader (spec §8, GRADER_* variables).
 type GraderOptions struct {
 	Config   grader.Config
@@ -33,14 +24,14 @@ type GraderOptions struct {
 }
 
 // InvalidInput is the grader's 400 (not VALIDATION_ERROR).
-func InvalidInput(field, reason string) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: field + ": " + reason,
+func InvalidInput(field, reason string) error {
+	return &Error{Code: CodeInvalidInput, Message: field + ": " + reason,
 		Details: map[string]any{"field": field, "reason": reason}}
 }
 
 // ErrGraderDisabled is the answer of every grader route when the
 // deployment turned the grader off.
-var ErrGraderDisabled = &Error{Status: http.StatusServiceUnavailable, Code: CodeGraderDisabled,
+var ErrGraderDisabled = &Error{Code: CodeGraderDisabled,
 	Message: "the grader is disabled in this deployment"}
 
 // graderCache keeps recent domain checks; concurrent checks of one domain
@@ -67,7 +58,7 @@ func (a *App) GraderDisabled() bool { return a.opts.Grader.Disabled }
 
 // GraderCheck grades a domain from DNS alone, from the cache when a check
 // of the same domain and selectors is younger than the cache TTL.
-func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string) (grader.Result, *Error) {
+func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string) (grader.Result, error) {
 	if a.opts.Grader.Disabled {
 		return grader.Result{}, ErrGraderDisabled
 	}
@@ -104,10 +95,10 @@ func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string
 	return v.(grader.Result), nil
 }
 
-func graderInputError(err error) *Error {
+func graderInputError(err error) error {
 	if errors.Is(err, grader.ErrInvalidInput) {
 		msg := strings.TrimPrefix(err.Error(), grader.ErrInvalidInput.Error()+": ")
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg}
+		return &Error{Code: CodeInvalidInput, Message: msg}
 	}
 	return Internal(err)
 }
@@ -121,7 +112,7 @@ type StoredResult struct {
 
 // GraderSubmit grades a full email and stores the result under the
 // caller's account. A failed write is 500 PERSIST_FAILED.
-func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission) (StoredResult, *Error) {
+func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission) (StoredResult, error) {
 	if a.opts.Grader.Disabled {
 		return StoredResult{}, ErrGraderDisabled
 	}
@@ -136,20 +127,20 @@ func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission
 	rec := storage.GraderResult{ID: NewID(), AccountID: p.Account.ID, CreatedAt: a.Now(), Domain: r.Domain,
 		Score: r.Score, Grade: r.Grade, Result: body}
 	if err := a.db.Update(func(tx *storage.Tx) error { return tx.InsertGraderResult(rec) }); err != nil {
-		return StoredResult{}, &Error{Status: http.StatusInternalServerError, Code: CodePersistFailed,
+		return StoredResult{}, &Error{Code: CodePersistFailed,
 			Message: "the result could not be stored", Details: map[string]any{"cause": err.Error()}}
 	}
 	return StoredResult{ID: rec.ID, CreatedAt: rec.CreatedAt, Result: body}, nil
 }
 
-func dbError(err error) *Error {
-	return &Error{Status: http.StatusInternalServerError, Code: CodeDBError, Message: "the result could not be read",
+func dbError(err error) error {
+	return &Error{Code: CodeDBError, Message: "the result could not be read",
 		Details: map[string]any{"cause": err.Error()}}
 }
 
 // GraderResult reads one of the caller's results; another account's is
 // 404 NOT_FOUND.
-func (a *App) GraderResult(p Principal, id string) (storage.GraderResult, *Error) {
+func (a *App) GraderResult(p Principal, id string) (storage.GraderResult, error) {
 	if a.opts.Grader.Disabled {
 		return storage.GraderResult{}, ErrGraderDisabled
 	}
@@ -170,7 +161,7 @@ func (a *App) GraderResult(p Principal, id string) (storage.GraderResult, *Error
 
 // GraderHistory lists the caller's results, newest first; perPage is
 // clamped to 1..100.
-func (a *App) GraderHistory(p Principal, page, perPage int) (list []storage.GraderResult, total int, e *Error) {
+func (a *App) GraderHistory(p Principal, page, perPage int) (list []storage.GraderResult, total int, e error) {
 	if a.opts.Grader.Disabled {
 		return nil, 0, ErrGraderDisabled
 	}

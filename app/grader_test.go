@@ -37,7 +37,7 @@ func newGraderApp(t *testing.T, fault *atomic.Bool, readFault ...*atomic.Bool) (
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	a := New(db, Options{Now: c.now, Grader: GraderOptions{Config: grader.Config{
+	a := mustNew(t, db, Options{Now: c.now, Grader: GraderOptions{Config: grader.Config{
 		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
 	principal := func(name string) Principal {
 		acct, _ := a.CreateAccount(AccountInput{Name: name})
@@ -62,17 +62,17 @@ func TestGraderSubmitStoresPerTenant(t *testing.T) {
 	if got, ae := a.GraderResult(one, stored.ID); ae != nil || got.Score != r.Score {
 		t.Fatalf("read back: %+v %v", got, ae)
 	}
-	if _, ae := a.GraderResult(two, stored.ID); ae == nil || ae.Status != 404 || ae.Code != CodeNotFound {
+	if _, ae := a.GraderResult(two, stored.ID); ae == nil || AsError(ae).Status() != 404 || AsError(ae).Code != CodeNotFound {
 		t.Fatalf("another tenant: %v", ae)
 	}
 	if list, total, ae := a.GraderHistory(one, 1, 1000); ae != nil || total != 1 || len(list) != 1 {
 		t.Fatalf("history %d %d %v", len(list), total, ae)
 	}
-	if _, ae := a.GraderSubmit(ctx, one, grader.Submission{From: "a@good.test", Subject: "a\r\nb"}); ae == nil || ae.Code != CodeInvalidInput {
+	if _, ae := a.GraderSubmit(ctx, one, grader.Submission{From: "a@good.test", Subject: "a\r\nb"}); ae == nil || AsError(ae).Code != CodeInvalidInput {
 		t.Fatalf("CR LF subject: %v", ae)
 	}
 	fault.Store(true)
-	if _, ae := a.GraderSubmit(ctx, one, sub); ae == nil || ae.Status != 500 || ae.Code != CodePersistFailed {
+	if _, ae := a.GraderSubmit(ctx, one, sub); ae == nil || AsError(ae).Status() != 500 || AsError(ae).Code != CodePersistFailed {
 		t.Fatalf("write fault: %v", ae)
 	}
 }
@@ -90,11 +90,11 @@ func TestGraderCheckIsCachedAndCanBeDisabled(t *testing.T) {
 	if again.Score != first.Score {
 		t.Fatalf("cache missed: %d then %d", first.Score, again.Score)
 	}
-	if _, ae := a.GraderCheck(ctx, "", nil); ae == nil || ae.Code != CodeInvalidInput {
+	if _, ae := a.GraderCheck(ctx, "", nil); ae == nil || AsError(ae).Code != CodeInvalidInput {
 		t.Fatalf("empty domain: %v", ae)
 	}
 	a.opts.Grader.Disabled = true
-	if _, ae := a.GraderCheck(ctx, "good.test", nil); ae == nil || ae.Status != 503 || ae.Code != CodeGraderDisabled {
+	if _, ae := a.GraderCheck(ctx, "good.test", nil); ae == nil || AsError(ae).Status() != 503 || AsError(ae).Code != CodeGraderDisabled {
 		t.Fatalf("disabled: %v", ae)
 	}
 }
@@ -107,10 +107,10 @@ func TestGraderReadFailureIsDBError(t *testing.T) {
 		t.Fatal(ae)
 	}
 	readFault.Store(true)
-	if _, ae := a.GraderResult(one, stored.ID); ae == nil || ae.Status != 500 || ae.Code != CodeDBError {
+	if _, ae := a.GraderResult(one, stored.ID); ae == nil || AsError(ae).Status() != 500 || AsError(ae).Code != CodeDBError {
 		t.Fatalf("result read fault: %v", ae)
 	}
-	if _, _, ae := a.GraderHistory(one, 1, 10); ae == nil || ae.Code != CodeDBError {
+	if _, _, ae := a.GraderHistory(one, 1, 10); ae == nil || AsError(ae).Code != CodeDBError {
 		t.Fatalf("history read fault: %v", ae)
 	}
 }

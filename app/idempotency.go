@@ -45,7 +45,7 @@ func Fingerprint(method, path string, body []byte) []byte {
 // running waits for it, so the request never runs twice. Answers with status
 // 429 or any 5xx are not stored, so a retry can succeed. The stored answer is
 // sealed with a key derived from the API key's secret (see seal).
-func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e *Error) {
+func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e error) {
 	apiKeyID := p.Key.ID
 	slot := apiKeyID + "\x00" + key
 	for {
@@ -60,7 +60,7 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return Response{}, false, &Error{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavailable,
+			return Response{}, false, &Error{Code: CodeServiceUnavailable,
 				Message: "gave up waiting for the first request with this Idempotency-Key"}
 		}
 	}
@@ -80,7 +80,7 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 	switch {
 	case err == nil && rec.ExpiresAt.After(a.Now()):
 		if !bytes.Equal(rec.Fingerprint, fingerprint) {
-			return Response{}, false, &Error{Status: http.StatusConflict, Code: CodeIdempotencyConflict,
+			return Response{}, false, &Error{Code: CodeIdempotencyConflict,
 				Message: "this Idempotency-Key was already used with a different request"}
 		}
 		resp, err := open(secret, rec)

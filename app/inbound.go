@@ -81,8 +81,10 @@ func (in Inbound) mailtoUnsubscribe(token string) error {
 	if !ok {
 		return errors.New("unsubscribe token does not verify")
 	}
-	if _, ok := in.a.unsubscribe(t, MethodMailto); !ok {
+	if _, err := in.a.unsubscribe(t, MethodMailto); HasCode(err, CodeNotFound) {
 		return errUnmatched
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"net/http"
 	"net/netip"
 	"regexp"
 	"slices"
@@ -41,7 +40,7 @@ var poolNameRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
 // CheckPoolName validates a pool name: 1 to 64 characters of a-z, 0-9, _
 // and -.
-func CheckPoolName(field, name string) *Error {
+func CheckPoolName(field, name string) error {
 	if !poolNameRe.MatchString(name) {
 		return Validation(field, fmt.Sprintf("%q is not a pool name: 1 to 64 characters of a-z, 0-9, _ and -", name))
 	}
@@ -51,7 +50,7 @@ func CheckPoolName(field, name string) *Error {
 // NormalizeIP parses an IPv4 or IPv6 address into its canonical text form
 // (IPv4-mapped IPv6 addresses become IPv4). Addresses mail cannot leave
 // from (unspecified, multicast, with a zone) are refused.
-func NormalizeIP(field, s string) (string, *Error) {
+func NormalizeIP(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", Validation(field, "is required")
@@ -77,7 +76,7 @@ func ipDay(t time.Time) uint64 { return uint64(t.UTC().Unix() / 86400) }
 // AddIP registers a source address in a pool with a warm-up schedule
 // ("" means mta.DefaultWarmup; see mta.ParseSchedule) and pool ("" means
 // DefaultPool). Warm-up day 1 is today. The IP starts shared.
-func (a *App) AddIP(addr, hostname, pool, warmup string) (storage.IP, *Error) {
+func (a *App) AddIP(addr, hostname, pool, warmup string) (storage.IP, error) {
 	addr, e := NormalizeIP("address", addr)
 	if e != nil {
 		return storage.IP{}, e
@@ -109,7 +108,7 @@ func (a *App) AddIP(addr, hostname, pool, warmup string) (storage.IP, *Error) {
 // an IP dedicated to another account must be released first, so that a
 // reputation never moves between tenants by accident. Assigning an IP to
 // the account that holds it is a no-op.
-func (a *App) AssignIP(addr, accountID string) (storage.IP, *Error) {
+func (a *App) AssignIP(addr, accountID string) (storage.IP, error) {
 	addr, e := NormalizeIP("address", addr)
 	if e != nil {
 		return storage.IP{}, e
@@ -150,7 +149,7 @@ func (a *App) AssignIP(addr, accountID string) (storage.IP, *Error) {
 			}
 		}
 		if limit := Limits(acct).DedicatedIPs; held+1 > limit {
-			return &Error{Status: http.StatusConflict, Code: CodeConflict,
+			return &Error{Code: CodeConflict,
 				Message: fmt.Sprintf("account %s has used its dedicated-IP entitlement (plan %s: %d; assigned: %d); unassign one first or change the plan", acct.ID, acct.Plan, limit, held),
 				Details: map[string]any{"plan": acct.Plan, "entitled": limit, "assigned": held}}
 		}
@@ -163,7 +162,7 @@ func (a *App) AssignIP(addr, accountID string) (storage.IP, *Error) {
 // RemoveIP unregisters an IP; mail stops leaving from it at once. Messages
 // that named its pool and have no other IP there fall back as described
 // above PickSourceIP.
-func (a *App) RemoveIP(addr string) *Error {
+func (a *App) RemoveIP(addr string) error {
 	addr, e := NormalizeIP("address", addr)
 	if e != nil {
 		return e
@@ -205,7 +204,7 @@ func sortedIPs(tx *storage.Tx) ([]storage.IP, error) {
 	return all, err
 }
 
-func (a *App) ipStatuses(keep func(storage.IP) bool) ([]IPStatus, *Error) {
+func (a *App) ipStatuses(keep func(storage.IP) bool) ([]IPStatus, error) {
 	now := a.Now()
 	var out []IPStatus
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -230,13 +229,13 @@ func (a *App) ipStatuses(keep func(storage.IP) bool) ([]IPStatus, *Error) {
 
 // ListIPs lists every registered IP with its warm-up state, in address
 // order (administration).
-func (a *App) ListIPs() ([]IPStatus, *Error) {
+func (a *App) ListIPs() ([]IPStatus, error) {
 	return a.ipStatuses(func(storage.IP) bool { return true })
 }
 
 // AccountIPs lists the IPs dedicated to one account. Shared IPs are not
 // listed: their counts tell of other tenants' mail.
-func (a *App) AccountIPs(accountID string) ([]IPStatus, *Error) {
+func (a *App) AccountIPs(accountID string) ([]IPStatus, error) {
 	return a.ipStatuses(func(ip storage.IP) bool { return ip.AccountID == accountID })
 }
 
@@ -250,7 +249,7 @@ type PoolSummary struct {
 
 // ListPools lists every pool with its addresses and the accounts its IPs
 // are assigned to, by pool name (administration).
-func (a *App) ListPools() ([]PoolSummary, *Error) {
+func (a *App) ListPools() ([]PoolSummary, error) {
 	var out []PoolSummary
 	err := a.db.View(func(tx *storage.Tx) error {
 		all, err := sortedIPs(tx)
@@ -292,7 +291,7 @@ type AccountPool struct {
 
 // AccountPools lists the pools usable by an account, by name: every pool
 // holding an IP dedicated to it, and every pool with shared IPs.
-func (a *App) AccountPools(accountID string) ([]AccountPool, *Error) {
+func (a *App) AccountPools(accountID string) ([]AccountPool, error) {
 	var out []AccountPool
 	err := a.db.View(func(tx *storage.Tx) error {
 		all, err := sortedIPs(tx)
@@ -389,7 +388,7 @@ func (a *App) PickSourceIP(tx *storage.Tx, accountID, pool string, now time.Time
 
 // CheckPool reports 400 VALIDATION_ERROR (field "ip_pool") when pool is not
 // usable by the account. "" is always usable.
-func (a *App) CheckPool(tx *storage.Tx, accountID, pool string) *Error {
+func (a *App) CheckPool(tx *storage.Tx, accountID, pool string) error {
 	if pool == "" {
 		return nil
 	}

@@ -87,7 +87,7 @@ func TestAddIPValidation(t *testing.T) {
 	} {
 		ip, e := a.AddIP(tc.addr, tc.hostname, tc.pool, tc.warmup)
 		if tc.field != "" {
-			if e == nil || e.Status != http.StatusBadRequest || e.Code != CodeValidation || e.Details["field"] != tc.field {
+			if e == nil || AsError(e).Status() != http.StatusBadRequest || AsError(e).Code != CodeValidation || AsError(e).Details["field"] != tc.field {
 				t.Errorf("AddIP(%q, %q, %q, %q) = %+v, want 400 on %s", tc.addr, tc.hostname, tc.pool, tc.warmup, e, tc.field)
 			}
 			continue
@@ -102,7 +102,7 @@ func TestAddIPValidation(t *testing.T) {
 		}
 	}
 	// The same address in any spelling is a conflict.
-	if _, e := a.AddIP("::FFFF:192.0.2.1", "other.example.com", "other", ""); e == nil || e.Status != http.StatusConflict {
+	if _, e := a.AddIP("::FFFF:192.0.2.1", "other.example.com", "other", ""); e == nil || AsError(e).Status() != http.StatusConflict {
 		t.Errorf("duplicate address: %v, want 409", e)
 	}
 	all, _ := a.ListIPs()
@@ -134,8 +134,8 @@ func TestAssignIPEntitlement(t *testing.T) {
 		}
 		over := addr()
 		_, e := a.AssignIP(over, acct.ID)
-		if e == nil || e.Status != http.StatusConflict || e.Code != CodeConflict ||
-			e.Details["entitled"] != tc.entitled || e.Details["assigned"] != tc.entitled {
+		if e == nil || AsError(e).Status() != http.StatusConflict || AsError(e).Code != CodeConflict ||
+			AsError(e).Details["entitled"] != tc.entitled || AsError(e).Details["assigned"] != tc.entitled {
 			t.Errorf("plan %s: assigning IP %d: %+v, want 409 entitled=%d", tc.plan, tc.entitled+1, e, tc.entitled)
 		}
 		next-- // the refused address is still free
@@ -161,7 +161,7 @@ func TestAssignIPRules(t *testing.T) {
 		t.Errorf("re-assign to the holder: %v", e)
 	}
 	// Another account must wait until the IP is released.
-	if _, e := a.AssignIP("192.0.2.1", other.ID); e == nil || e.Status != http.StatusConflict {
+	if _, e := a.AssignIP("192.0.2.1", other.ID); e == nil || AsError(e).Status() != http.StatusConflict {
 		t.Errorf("assign a held IP to another account: %v, want 409", e)
 	}
 	for _, tc := range []struct {
@@ -173,7 +173,7 @@ func TestAssignIPRules(t *testing.T) {
 		{"not-an-ip", growth.ID, http.StatusBadRequest},
 		{"192.0.2.9", "", http.StatusNotFound},
 	} {
-		if _, e := a.AssignIP(tc.addr, tc.account); e == nil || e.Status != tc.status {
+		if _, e := a.AssignIP(tc.addr, tc.account); e == nil || AsError(e).Status() != tc.status {
 			t.Errorf("AssignIP(%q, %q) = %v, want %d", tc.addr, tc.account, e, tc.status)
 		}
 	}
@@ -190,7 +190,7 @@ func TestAssignIPRules(t *testing.T) {
 	if got, _ := a.AccountIPs(growth.ID); len(got) != 0 {
 		t.Errorf("removed IP still listed: %+v", got)
 	}
-	if e := a.RemoveIP("192.0.2.2"); e == nil || e.Status != http.StatusNotFound {
+	if e := a.RemoveIP("192.0.2.2"); e == nil || AsError(e).Status() != http.StatusNotFound {
 		t.Errorf("second remove: %v", e)
 	}
 }
@@ -234,10 +234,10 @@ func TestPoolEligibility(t *testing.T) {
 		{acctC, "txn", nil},
 		{acctC, "nope", nil},
 	} {
-		var e *Error
+		var e error
 		a.db.View(func(tx *storage.Tx) error { e = a.CheckPool(tx, tc.acct.ID, tc.pool); return nil })
 		if tc.want == nil {
-			if e == nil || e.Status != http.StatusBadRequest || e.Code != CodeValidation || e.Details["field"] != "ip_pool" {
+			if e == nil || AsError(e).Status() != http.StatusBadRequest || AsError(e).Code != CodeValidation || AsError(e).Details["field"] != "ip_pool" {
 				t.Errorf("%s pool %q: CheckPool = %v, want 400 on ip_pool", tc.acct.Name, tc.pool, e)
 			}
 			continue
@@ -264,7 +264,7 @@ func TestPoolEligibility(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"", "Bulk", strings.Repeat("x", 65)} {
-		var e *Error
+		var e error
 		a.db.View(func(tx *storage.Tx) error { e = a.CheckPool(tx, acctA.ID, name); return nil })
 		if (name == "") != (e == nil) {
 			t.Errorf("CheckPool(%q) = %v", name, e)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -63,7 +62,7 @@ type CreatedKey struct {
 }
 
 // CreateKey issues a key for an account.
-func (a *App) CreateKey(in KeyInput) (CreatedKey, *Error) {
+func (a *App) CreateKey(in KeyInput) (CreatedKey, error) {
 	name, verr := cleanName("name", in.Name)
 	if verr != nil {
 		return CreatedKey{}, verr
@@ -98,7 +97,7 @@ func (a *App) CreateKey(in KeyInput) (CreatedKey, *Error) {
 }
 
 // ListKeys lists an account's keys.
-func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []storage.APIKey, res storage.ListResult, total int, e *Error) {
+func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []storage.APIKey, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		keys, res, err = tx.APIKeys(accountID, opts)
@@ -109,7 +108,7 @@ func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []stora
 }
 
 // Key reads one of an account's keys.
-func (a *App) Key(accountID, keyID string) (storage.APIKey, *Error) {
+func (a *App) Key(accountID, keyID string) (storage.APIKey, error) {
 	var k storage.APIKey
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -126,7 +125,7 @@ func (a *App) Key(accountID, keyID string) (storage.APIKey, *Error) {
 // account is not found, a test key cannot revoke a live key, and a key
 // cannot revoke one holding scopes it lacks itself; the CLI passes nil to
 // revoke any key. Revoking twice is a no-op that returns the key as it is.
-func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, *Error) {
+func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, error) {
 	var k storage.APIKey
 	err := a.db.Update(func(tx *storage.Tx) error {
 		var err error
@@ -135,10 +134,10 @@ func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, *Error) {
 			return NotFound("api key")
 		}
 		if by != nil && by.Key.Test && !k.Test {
-			return &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "a test key cannot revoke a live key"}
+			return &Error{Code: CodeForbidden, Message: "a test key cannot revoke a live key"}
 		}
 		if by != nil && !CoversScopes(by.Key.Scopes, k.Scopes) {
-			return &Error{Status: http.StatusForbidden, Code: CodeInsufficientScopes,
+			return &Error{Code: CodeInsufficientScopes,
 				Message: "a key cannot revoke a key with scopes it does not hold itself",
 				Details: map[string]any{"held": by.Key.Scopes, "target": k.Scopes}}
 		}
@@ -160,12 +159,12 @@ type Principal struct {
 
 // Authenticate resolves a key secret. Revocation and expiry take effect on
 // the very next request: nothing is cached.
-func (a *App) Authenticate(secret string) (Principal, *Error) {
+func (a *App) Authenticate(secret string) (Principal, error) {
 	if secret == "" {
-		return Principal{}, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized,
+		return Principal{}, &Error{Code: CodeUnauthorized,
 			Message: "missing API key: send it in the X-API-Key header"}
 	}
-	invalid := &Error{Status: http.StatusUnauthorized, Code: CodeInvalidAPIKey, Message: "invalid or revoked API key"}
+	invalid := &Error{Code: CodeInvalidAPIKey, Message: "invalid or revoked API key"}
 	if !strings.HasPrefix(secret, LivePrefix) && !strings.HasPrefix(secret, TestPrefix) {
 		return Principal{}, invalid
 	}
@@ -190,11 +189,11 @@ func (a *App) Authenticate(secret string) (Principal, *Error) {
 		return Principal{}, invalid
 	}
 	if p.Key.ExpiresAt != nil && !a.Now().Before(*p.Key.ExpiresAt) {
-		return Principal{}, &Error{Status: http.StatusUnauthorized, Code: CodeTokenExpired,
+		return Principal{}, &Error{Code: CodeTokenExpired,
 			Message: "API key expired at " + p.Key.ExpiresAt.UTC().Format(time.RFC3339)}
 	}
 	if _, perr := uuid.Parse(p.Key.AccountID); perr != nil {
-		return Principal{}, &Error{Status: http.StatusBadRequest, Code: CodeInvalidTenant,
+		return Principal{}, &Error{Code: CodeInvalidTenant,
 			Message: "the API key's account id is not a valid tenant UUID"}
 	}
 	a.noteKeyUse(p.Key.ID)
@@ -243,7 +242,7 @@ func (a *App) runKeyUsage(ctx context.Context) {
 
 // cleanName validates a display name: 1 to 100 characters, no control
 // characters.
-func cleanName(field, s string) (string, *Error) {
+func cleanName(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", Validation(field, "is required")

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/mail"
 	"slices"
 	"strings"
@@ -44,9 +43,6 @@ const (
 	MaxHeaders       = 50
 	MaxAttachments   = 20
 )
-
-// CodeGone is the 410 for a cancelled message.
-const CodeGone = "GONE"
 
 // MessageInput is a message as the API receives it, before validation.
 type MessageInput struct {
@@ -98,21 +94,9 @@ type prepared struct {
 	links   []string // tracked links' targets, by index
 }
 
-// field prefixes a validation error's field with where the item sits.
-func (e *Error) within(prefix string) *Error {
-	if prefix == "" || e.Details == nil {
-		return e
-	}
-	if f, ok := e.Details["field"].(string); ok {
-		e.Details["field"] = prefix + f
-		e.Message = prefix + e.Message
-	}
-	return e
-}
-
 // prepare validates one message and renders its template. It reads the
 // store (domain, template, pool) but writes nothing.
-func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *Error) {
+func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, error) {
 	var out prepared
 	test := p.Key.Test
 	from, fromDomain, e := parseSender(in.From)
@@ -217,7 +201,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, *E
 }
 
 // parseSender checks the from address and returns it with its domain.
-func parseSender(s string) (full, domain string, e *Error) {
+func parseSender(s string) (full, domain string, e error) {
 	if strings.TrimSpace(s) == "" {
 		return "", "", Validation("from", "is required")
 	}
@@ -236,7 +220,7 @@ func parseSender(s string) (full, domain string, e *Error) {
 // parseAddress parses one address, "Name <user@example.com>" or bare,
 // with net/mail; it returns the normalised full form and the address in
 // lower case.
-func parseAddress(field, s string) (full, addr string, e *Error) {
+func parseAddress(field, s string) (full, addr string, e error) {
 	if strings.ContainsAny(s, "\r\n\x00") {
 		return "", "", Validation(field, "must not contain CR, LF or NUL")
 	}
@@ -277,7 +261,7 @@ func displayName(name string) string {
 }
 
 // checkLabels validates the campaign id, tags and metadata.
-func checkLabels(in MessageInput) *Error {
+func checkLabels(in MessageInput) error {
 	if len(in.CampaignID) > MaxCampaignIDLen || headerTextProblem(in.CampaignID) {
 		return Validation("campaign_id", fmt.Sprintf("must be at most %d printable characters", MaxCampaignIDLen))
 	}
@@ -315,16 +299,15 @@ func headerTextProblem(s string) bool {
 
 // content renders the message's subject and bodies (from a stored
 // template, an inline one, or as given) and decodes its attachments.
-func (a *App) content(accountID string, in MessageInput) (storage.MessageContent, *storage.TemplateRef, *Error) {
+func (a *App) content(accountID string, in MessageInput) (storage.MessageContent, *storage.TemplateRef, error) {
 	var c storage.MessageContent
 	var ref *storage.TemplateRef
 	switch {
 	case in.TemplateID != "":
 		_, v, e := a.Template(accountID, in.TemplateID, in.TemplateVersion)
 		if e != nil {
-			if e.Code == CodeNotFound {
-				e = &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate, Message: e.Message,
-					Details: map[string]any{"field": "template_id"}}
+			if HasCode(e, CodeNotFound) {
+				e = NewError(CodeInvalidTemplate, AsError(e).Message).With("field", "template_id")
 			}
 			return c, nil, e
 		}
@@ -447,7 +430,7 @@ func mtaAddress(s string) mta.Address {
 
 // SendMessage validates and stores one message. It answers only after the
 // message, its queue entry and its message.sent event are committed.
-func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, *Error) {
+func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, error) {
 	out, e := a.SendBatch(p, []MessageInput{in}, false)
 	if e != nil {
 		return storage.Message{}, e
@@ -457,30 +440,26 @@ func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, *Error
 
 // SendBatch validates every message first and stores all of them in one
 // transaction, or none: a failure names the item in details.index.
-func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.Message, *Error) {
+func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.Message, error) {
 	if batch {
 		if len(ins) == 0 {
 			return nil, Validation("messages", "must hold at least one message")
 		}
 		if limit := Limits(p.Account).BatchSize; len(ins) > limit {
-			return nil, &Error{Status: http.StatusBadRequest, Code: CodeValidation,
-				Message: fmt.Sprintf("a batch holds at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins)),
-				Details: map[string]any{"field": "messages", "limit": limit}}
+			return nil, NewError(CodeValidation,
+				fmt.Sprintf("a batch holds at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins))).
+				With("field", "messages").With("limit", limit)
 		}
 	}
 	now := a.Now()
 	list := make([]prepared, len(ins))
 	for i, in := range ins {
-		pm, e := a.prepare(p, in, now)
-		if e != nil {
+		pm, err := a.prepare(p, in, now)
+		if err != nil {
 			if batch {
-				e = e.within(fmt.Sprintf("messages[%d].", i))
-				if e.Details == nil {
-					e.Details = map[string]any{}
-				}
-				e.Details["index"] = i
+				return nil, AsError(err).Within(fmt.Sprintf("messages[%d].", i)).With("index", i)
 			}
-			return nil, e
+			return nil, err
 		}
 		list[i] = pm
 	}

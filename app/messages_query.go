@@ -1,7 +1,6 @@
 package app
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,7 +11,7 @@ import (
 // Message reads one message as its caller may see it: another account's,
 // or one of the other mode (test or live) than the caller's key, is 404; a
 // cancelled one is 410 GONE.
-func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageContent, *Error) {
+func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageContent, error) {
 	var m storage.Message
 	var c storage.MessageContent
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -35,14 +34,14 @@ func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageC
 	return m, c, nil
 }
 
-func gone(m storage.Message) *Error {
-	return &Error{Status: http.StatusGone, Code: CodeGone, Message: "the message was cancelled",
+func gone(m storage.Message) error {
+	return &Error{Code: CodeGone, Message: "the message was cancelled",
 		Details: map[string]any{"id": m.ID, "cancelled_at": m.CancelledAt}}
 }
 
 // CancelMessage cancels a queued or scheduled message. One already being
 // sent, or done, is 409 CONFLICT; one already cancelled is 410 GONE.
-func (a *App) CancelMessage(p Principal, id string) (storage.Message, *Error) {
+func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
 	now := a.Now()
 	var m storage.Message
 	err := a.db.Update(func(tx *storage.Tx) error {
@@ -58,7 +57,7 @@ func (a *App) CancelMessage(p Principal, id string) (storage.Message, *Error) {
 			return gone(m)
 		case StatusQueued, StatusScheduled:
 		default:
-			return &Error{Status: http.StatusConflict, Code: CodeConflict,
+			return &Error{Code: CodeConflict,
 				Message: "the message is " + m.Status + ": only queued or scheduled messages can be cancelled",
 				Details: map[string]any{"status": m.Status}}
 		}
@@ -80,7 +79,7 @@ type MessageQuery struct {
 }
 
 // ListMessages lists the caller's messages of its key's mode, newest first.
-func (a *App) ListMessages(p Principal, q MessageQuery, opts storage.ListOptions, withTotal bool) (list []storage.Message, res storage.ListResult, total int, e *Error) {
+func (a *App) ListMessages(p Principal, q MessageQuery, opts storage.ListOptions, withTotal bool) (list []storage.Message, res storage.ListResult, total int, e error) {
 	f := storage.MessageFilter{Test: p.Key.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
 		Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
 	opts.Reverse = true
@@ -101,7 +100,7 @@ type EventQuery struct {
 }
 
 // ListEvents lists the caller's events of its key's mode, newest first.
-func (a *App) ListEvents(p Principal, q EventQuery, opts storage.ListOptions, withTotal bool) (list []storage.Event, res storage.ListResult, total int, e *Error) {
+func (a *App) ListEvents(p Principal, q EventQuery, opts storage.ListOptions, withTotal bool) (list []storage.Event, res storage.ListResult, total int, e error) {
 	f := storage.EventFilter{Test: p.Key.Test, MessageID: q.MessageID, Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
 	for _, t := range q.Types {
 		if canon, _ := NormalizeEventType(t); canon != "" {

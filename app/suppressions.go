@@ -13,7 +13,7 @@ var SuppressionReasons = []string{"hard_bounce", "complaint", "unsubscribe", "ma
 
 // NormalizeAddress checks that s is one bare email address and returns it in
 // lower case, the form suppressions and team members are keyed by.
-func NormalizeAddress(field, s string) (string, *Error) {
+func NormalizeAddress(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", Validation(field, "is required")
@@ -31,7 +31,7 @@ func NormalizeAddress(field, s string) (string, *Error) {
 // AddSuppression suppresses a recipient. Adding one that is already
 // suppressed is not an error: the stored record is returned with
 // created=false.
-func (a *App) AddSuppression(accountID, recipient, reason string) (s storage.Suppression, created bool, e *Error) {
+func (a *App) AddSuppression(accountID, recipient, reason string) (s storage.Suppression, created bool, e error) {
 	addr, e := NormalizeAddress("recipient", recipient)
 	if e != nil {
 		return s, false, e
@@ -52,7 +52,7 @@ func (a *App) AddSuppression(accountID, recipient, reason string) (s storage.Sup
 }
 
 // ListSuppressions lists an account's suppressions in address order.
-func (a *App) ListSuppressions(accountID string, opts storage.ListOptions) (list []storage.Suppression, res storage.ListResult, total int, e *Error) {
+func (a *App) ListSuppressions(accountID string, opts storage.ListOptions) (list []storage.Suppression, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.Suppressions(accountID, opts)
@@ -63,7 +63,7 @@ func (a *App) ListSuppressions(accountID string, opts storage.ListOptions) (list
 }
 
 // DeleteSuppression lets mail reach a recipient again.
-func (a *App) DeleteSuppression(accountID, recipient string) *Error {
+func (a *App) DeleteSuppression(accountID, recipient string) error {
 	addr := strings.ToLower(strings.TrimSpace(recipient))
 	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr) })
 	return storageErr(err, "suppression")

@@ -35,7 +35,7 @@ const AcceptPath = "/v1/team/accept/"
 // system sender (--system-from) on a verified domain, sends the
 // invitation by mail. Inviting an address that is already on the team is
 // a conflict.
-func (a *App) Invite(accountID, email, role string) (Invitation, *Error) {
+func (a *App) Invite(accountID, email, role string) (Invitation, error) {
 	addr, e := NormalizeAddress("email", email)
 	if e != nil {
 		return Invitation{}, e
@@ -102,17 +102,24 @@ func invitee(tx *storage.Tx, token string) (storage.TeamMember, bool) {
 }
 
 // Invitee reads the member an invitation token names, for the accept page.
-func (a *App) Invitee(token string) (m storage.TeamMember, ok bool) {
-	a.db.View(func(tx *storage.Tx) error {
+func (a *App) Invitee(token string) (m storage.TeamMember, err error) {
+	ok := false
+	err = a.db.View(func(tx *storage.Tx) error {
 		m, ok = invitee(tx, token)
 		return nil
 	})
-	return m, ok
+	if err != nil {
+		return m, Internal(err)
+	}
+	if !ok {
+		return m, NotFound("invitation")
+	}
+	return m, nil
 }
 
 // AcceptInvitation makes an invited member active. Accepting twice is
 // not an error.
-func (a *App) AcceptInvitation(token string) (storage.TeamMember, *Error) {
+func (a *App) AcceptInvitation(token string) (storage.TeamMember, error) {
 	var m storage.TeamMember
 	now := a.Now()
 	err := a.db.Update(func(tx *storage.Tx) error {
@@ -140,7 +147,7 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 		return "not_configured", ""
 	}
 	var owner storage.Account
-	a.db.View(func(tx *storage.Tx) error {
+	err := a.db.View(func(tx *storage.Tx) error {
 		accounts, _, err := tx.Accounts(storage.ListOptions{Limit: -1})
 		if err != nil {
 			return err
@@ -153,6 +160,10 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 		}
 		return nil
 	})
+	if err != nil {
+		a.log.Error("finding the account of the system sender failed", "err", err)
+		return "failed", ""
+	}
 	if owner.ID == "" {
 		return "sender_unverified", ""
 	}
@@ -172,7 +183,7 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 }
 
 // Team lists an account's members.
-func (a *App) Team(accountID string, opts storage.ListOptions) (list []storage.TeamMember, res storage.ListResult, total int, e *Error) {
+func (a *App) Team(accountID string, opts storage.ListOptions) (list []storage.TeamMember, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.TeamMembers(accountID, opts)

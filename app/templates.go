@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,12 +18,6 @@ func init() {
 	// every missing variable, and lenient templates get empty defaults.
 	mustache.AllowMissingVariables = false
 }
-
-// Template error codes.
-const (
-	CodeInvalidTemplate      = "INVALID_TEMPLATE"
-	CodeTemplateRenderFailed = "TEMPLATE_RENDER_FAILED"
-)
 
 // MaxTemplatePart bounds each of subject, html and text.
 const MaxTemplatePart = 1 << 20
@@ -85,7 +78,7 @@ func findTag(tags []mustache.Tag, typ mustache.TagType) (string, bool) {
 
 // ValidateTemplate checks a version's fields and that every part parses.
 // A parse error is 400 INVALID_TEMPLATE with the part, line and reason.
-func ValidateTemplate(v storage.TemplateVersion) *Error {
+func ValidateTemplate(v storage.TemplateVersion) error {
 	if _, e := cleanName("name", v.Name); e != nil {
 		return e
 	}
@@ -109,7 +102,7 @@ func ValidateTemplate(v storage.TemplateVersion) *Error {
 				details["line"] = pe.Line
 				details["reason"] = string(pe.Code)
 			}
-			return &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate,
+			return &Error{Code: CodeInvalidTemplate,
 				Message: fmt.Sprintf("the %s template does not parse: %v", p.name, err), Details: details}
 		}
 	}
@@ -117,7 +110,7 @@ func ValidateTemplate(v storage.TemplateVersion) *Error {
 }
 
 // CreateTemplate stores a template and its version 1.
-func (a *App) CreateTemplate(accountID string, in TemplateInput) (storage.Template, storage.TemplateVersion, *Error) {
+func (a *App) CreateTemplate(accountID string, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
 	v := storage.TemplateVersion{Version: 1, Strict: true}
 	applyInput(&v, in)
 	v.Name = strings.TrimSpace(v.Name)
@@ -147,7 +140,7 @@ func applyInput(v *storage.TemplateVersion, in TemplateInput) {
 
 // UpdateTemplate stores a new version: the previous content with the given
 // fields replaced.
-func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Template, storage.TemplateVersion, *Error) {
+func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
 	var t storage.Template
 	var v storage.TemplateVersion
 	err := a.db.Update(func(tx *storage.Tx) error {
@@ -173,7 +166,7 @@ func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Te
 }
 
 // Template reads a template and one of its versions (0: the newest).
-func (a *App) Template(accountID, id string, version int) (storage.Template, storage.TemplateVersion, *Error) {
+func (a *App) Template(accountID, id string, version int) (storage.Template, storage.TemplateVersion, error) {
 	var t storage.Template
 	var v storage.TemplateVersion
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -193,7 +186,7 @@ func (a *App) Template(accountID, id string, version int) (storage.Template, sto
 }
 
 // ListTemplates lists an account's templates.
-func (a *App) ListTemplates(accountID string, opts storage.ListOptions) (list []storage.Template, res storage.ListResult, total int, e *Error) {
+func (a *App) ListTemplates(accountID string, opts storage.ListOptions) (list []storage.Template, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.Templates(accountID, opts)
@@ -204,7 +197,7 @@ func (a *App) ListTemplates(accountID string, opts storage.ListOptions) (list []
 }
 
 // TemplateVersions lists a template's versions, newest first.
-func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (list []storage.TemplateVersion, res storage.ListResult, total int, e *Error) {
+func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (list []storage.TemplateVersion, res storage.ListResult, total int, e error) {
 	err := a.db.View(func(tx *storage.Tx) error {
 		t, err := tx.Template(accountID, id)
 		if err != nil {
@@ -218,7 +211,7 @@ func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (
 }
 
 // RenderTemplate renders one version (0: the newest) of a template.
-func (a *App) RenderTemplate(accountID, id string, version int, data map[string]any) (Rendered, *Error) {
+func (a *App) RenderTemplate(accountID, id string, version int, data map[string]any) (Rendered, error) {
 	_, v, e := a.Template(accountID, id, version)
 	if e != nil {
 		return Rendered{}, e
@@ -232,7 +225,7 @@ var missingVar = regexp.MustCompile(`missing variable "([^"]*)"`)
 // 422 TEMPLATE_RENDER_FAILED naming the first variable data lacks; a lenient
 // one renders missing variables as empty. A subject that renders with a
 // line break is refused: it would split the header.
-func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
+func Render(v storage.TemplateVersion, data map[string]any) (Rendered, error) {
 	out := Rendered{Version: v.Version}
 	dst := map[string]*string{"subject": &out.Subject, "html": &out.HTML, "text": &out.Text}
 	base := normalizeData(data).(map[string]any)
@@ -242,7 +235,7 @@ func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
 		}
 		t, err := parsePart(p.src, p.escape)
 		if err != nil {
-			return Rendered{}, &Error{Status: http.StatusBadRequest, Code: CodeInvalidTemplate, Message: err.Error(),
+			return Rendered{}, &Error{Code: CodeInvalidTemplate, Message: err.Error(),
 				Details: map[string]any{"part": p.name}}
 		}
 		ctx := base
@@ -257,12 +250,12 @@ func Render(v storage.TemplateVersion, data map[string]any) (Rendered, *Error) {
 				details["variable"] = m[1]
 				msg = fmt.Sprintf("the %s uses the variable %q, which the data does not have", p.name, m[1])
 			}
-			return Rendered{}, &Error{Status: http.StatusUnprocessableEntity, Code: CodeTemplateRenderFailed, Message: msg, Details: details}
+			return Rendered{}, &Error{Code: CodeTemplateRenderFailed, Message: msg, Details: details}
 		}
 		*dst[p.name] = s
 	}
 	if strings.ContainsAny(out.Subject, "\r\n\x00") {
-		return Rendered{}, &Error{Status: http.StatusUnprocessableEntity, Code: CodeTemplateRenderFailed,
+		return Rendered{}, &Error{Code: CodeTemplateRenderFailed,
 			Message: "the rendered subject contains a line break or NUL", Details: map[string]any{"part": "subject"}}
 	}
 	return out, nil

@@ -88,14 +88,14 @@ func TestTemplateParseErrors(t *testing.T) {
 	} {
 		a, _ := newTestApp(t)
 		_, _, e := a.CreateTemplate("acct", c.in)
-		if e == nil || e.Code != c.codeWant || e.Status != 400 {
+		if e == nil || AsError(e).Code != c.codeWant || AsError(e).Status() != 400 {
 			t.Fatalf("%+v: %v", c.in, e)
 		}
-		if e.Details["part"] != c.part {
-			t.Errorf("part = %v, want %s (%s)", e.Details["part"], c.part, e.Message)
+		if AsError(e).Details["part"] != c.part {
+			t.Errorf("part = %v, want %s (%s)", AsError(e).Details["part"], c.part, AsError(e).Message)
 		}
-		if c.line > 0 && (e.Details["line"] != c.line || e.Details["reason"] != c.reason) {
-			t.Errorf("%s: details %v, want line %d %s", c.part, e.Details, c.line, c.reason)
+		if c.line > 0 && (AsError(e).Details["line"] != c.line || AsError(e).Details["reason"] != c.reason) {
+			t.Errorf("%s: details %v, want line %d %s", c.part, AsError(e).Details, c.line, c.reason)
 		}
 	}
 	a, _ := newTestApp(t)
@@ -104,7 +104,7 @@ func TestTemplateParseErrors(t *testing.T) {
 		{Name: ptr("t"), Text: ptr("x")},
 		{Name: ptr("t"), Subject: ptr("s")},
 	} {
-		if _, _, e := a.CreateTemplate("acct", in); e == nil || e.Code != CodeValidation {
+		if _, _, e := a.CreateTemplate("acct", in); e == nil || AsError(e).Code != CodeValidation {
 			t.Errorf("%+v: %v", in, e)
 		}
 	}
@@ -123,11 +123,11 @@ func TestTemplateVersionsAndRender(t *testing.T) {
 	}
 	// Strict by default: a missing variable names itself.
 	_, e = a.RenderTemplate("acct", tpl.ID, 0, map[string]any{"items": []any{}})
-	if e == nil || e.Code != CodeTemplateRenderFailed || e.Status != 422 || e.Details["variable"] != "name" || e.Details["part"] != "subject" {
+	if e == nil || AsError(e).Code != CodeTemplateRenderFailed || AsError(e).Status() != 422 || AsError(e).Details["variable"] != "name" || AsError(e).Details["part"] != "subject" {
 		t.Fatalf("missing variable: %v", e)
 	}
 	// A subject must not render a line break.
-	if _, e := a.RenderTemplate("acct", tpl.ID, 0, map[string]any{"name": "x\r\nBcc: evil@example.test"}); e == nil || e.Code != CodeTemplateRenderFailed {
+	if _, e := a.RenderTemplate("acct", tpl.ID, 0, map[string]any{"name": "x\r\nBcc: evil@example.test"}); e == nil || AsError(e).Code != CodeTemplateRenderFailed {
 		t.Fatalf("header injection through the subject: %v", e)
 	}
 	// An update is a new version; the old one stays renderable.
@@ -142,11 +142,11 @@ func TestTemplateVersionsAndRender(t *testing.T) {
 	if r, e = a.RenderTemplate("acct", tpl.ID, 1, map[string]any{"name": "Bo", "items": nil}); e != nil || r.Subject != "Welcome, Bo" || r.Version != 1 {
 		t.Fatalf("pinned version 1: %+v %v", r, e)
 	}
-	if _, e = a.RenderTemplate("acct", tpl.ID, 7, nil); e == nil || e.Status != 404 {
+	if _, e = a.RenderTemplate("acct", tpl.ID, 7, nil); e == nil || AsError(e).Status() != 404 {
 		t.Fatalf("missing version: %v", e)
 	}
 	// A bad update changes nothing.
-	if _, _, e = a.UpdateTemplate("acct", tpl.ID, TemplateInput{HTML: ptr("{{#open}}")}); e == nil || e.Code != CodeInvalidTemplate {
+	if _, _, e = a.UpdateTemplate("acct", tpl.ID, TemplateInput{HTML: ptr("{{#open}}")}); e == nil || AsError(e).Code != CodeInvalidTemplate {
 		t.Fatalf("bad update: %v", e)
 	}
 	versions, _, total, _ := a.TemplateVersions("acct", tpl.ID, storage.ListOptions{Limit: 10})
@@ -154,10 +154,10 @@ func TestTemplateVersionsAndRender(t *testing.T) {
 		t.Fatalf("versions: %d %v", total, versions)
 	}
 	// Another tenant sees nothing.
-	if _, _, e := a.Template("other", tpl.ID, 0); e == nil || e.Status != 404 {
+	if _, _, e := a.Template("other", tpl.ID, 0); e == nil || AsError(e).Status() != 404 {
 		t.Error("cross-tenant read")
 	}
-	if _, _, e := a.UpdateTemplate("other", tpl.ID, TemplateInput{Name: ptr("x")}); e == nil || e.Status != 404 {
+	if _, _, e := a.UpdateTemplate("other", tpl.ID, TemplateInput{Name: ptr("x")}); e == nil || AsError(e).Status() != 404 {
 		t.Error("cross-tenant update")
 	}
 }
@@ -171,7 +171,7 @@ func TestNumbersAndNullRenderPlainly(t *testing.T) {
 		t.Fatalf("%q %v", got.Text, e)
 	}
 	a, _ := newTestApp(t)
-	if _, _, e := a.CreateTemplate("acct", TemplateInput{Name: ptr("t"), Subject: ptr("a\nb"), Text: ptr("x")}); e == nil || e.Code != CodeValidation {
+	if _, _, e := a.CreateTemplate("acct", TemplateInput{Name: ptr("t"), Subject: ptr("a\nb"), Text: ptr("x")}); e == nil || AsError(e).Code != CodeValidation {
 		t.Errorf("multi-line subject accepted: %v", e)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"net"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -40,7 +39,7 @@ func newWebhookSecret() string {
 
 // CreateWebhook subscribes a URL to events. A webhook made with a test key
 // receives test-mode events; one made with a live key, live events.
-func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (CreatedWebhook, *Error) {
+func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (CreatedWebhook, error) {
 	if len(in.URL) > 2048 {
 		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
 	}
@@ -60,7 +59,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	for _, name := range in.Events {
 		typ, ok := NormalizeEventType(name)
 		if !ok {
-			return CreatedWebhook{}, &Error{Status: http.StatusBadRequest, Code: CodeValidation,
+			return CreatedWebhook{}, &Error{Code: CodeValidation,
 				Message: "events: unknown event type " + name, Details: map[string]any{"field": "events",
 					"reason": "unknown event type " + name, "allowed": slices.Concat(EventTypes, []string{EventAcceptedAlias})}}
 		}
@@ -76,7 +75,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 		Description: strings.TrimSpace(in.Description), Test: p.Key.Test, Secret: secret, CreatedAt: a.Now()}
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if tx.WebhookCount(p.Account.ID) >= MaxWebhooks {
-			return &Error{Status: http.StatusTooManyRequests, Code: CodeQuotaExceeded,
+			return &Error{Code: CodeQuotaExceeded,
 				Message: "an account can have at most 100 webhooks; delete one first"}
 		}
 		return tx.PutWebhook(w)
@@ -98,7 +97,7 @@ func webhookOf(tx *storage.Tx, p Principal, id string) (storage.Webhook, error) 
 }
 
 // Webhook reads one webhook.
-func (a *App) Webhook(p Principal, id string) (storage.Webhook, *Error) {
+func (a *App) Webhook(p Principal, id string) (storage.Webhook, error) {
 	var w storage.Webhook
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -109,7 +108,7 @@ func (a *App) Webhook(p Principal, id string) (storage.Webhook, *Error) {
 }
 
 // ListWebhooks lists the webhooks of the principal's account and mode.
-func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storage.Webhook, res storage.ListResult, total int, e *Error) {
+func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storage.Webhook, res storage.ListResult, total int, e error) {
 	// Live and test webhooks share one list; filtering keeps the page
 	// short but exact, as accounts have few webhooks.
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -146,7 +145,7 @@ func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storag
 }
 
 // DeleteWebhook removes a webhook; its pending deliveries stop.
-func (a *App) DeleteWebhook(p Principal, id string) *Error {
+func (a *App) DeleteWebhook(p Principal, id string) error {
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, id); err != nil {
 			return err
@@ -158,7 +157,7 @@ func (a *App) DeleteWebhook(p Principal, id string) *Error {
 
 // RotateWebhookSecret gives a webhook a new secret. The previous one keeps
 // signing (a second v1 in the header) for RotationWindow.
-func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, *Error) {
+func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error) {
 	var out CreatedWebhook
 	err := a.db.Update(func(tx *storage.Tx) error {
 		w, err := webhookOf(tx, p, id)
@@ -176,7 +175,7 @@ func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, *Erro
 
 // Deliveries lists a webhook's deliveries, newest first, optionally only
 // those of one status.
-func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOptions) (list []storage.Delivery, res storage.ListResult, total int, e *Error) {
+func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOptions) (list []storage.Delivery, res storage.ListResult, total int, e error) {
 	if status != "" && status != storage.DeliveryPending && status != storage.DeliveryDelivered && status != storage.DeliveryFailed {
 		return nil, res, 0, Validation("status", "must be pending, delivered or failed")
 	}
@@ -195,7 +194,7 @@ func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOption
 // Replay queues a failed delivery again with a fresh retry budget. Only a
 // delivery that failed within the failed-event retention can be replayed:
 // a pending or delivered one is 409, an older or unknown one 404.
-func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, *Error) {
+func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, error) {
 	var d storage.Delivery
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, webhookID); err != nil {

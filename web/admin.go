@@ -46,16 +46,9 @@ type Admin interface {
 // LocalAdmin runs management commands directly on an App.
 type LocalAdmin struct{ App *app.App }
 
-func asErr(e *app.Error) error {
-	if e == nil {
-		return nil
-	}
-	return e
-}
-
 func (l LocalAdmin) CreateAccount(in app.AccountInput) (storage.Account, error) {
 	a, e := l.App.CreateAccount(in)
-	return a, asErr(e)
+	return a, e
 }
 
 func (l LocalAdmin) ListAccounts() ([]storage.Account, error) {
@@ -76,7 +69,7 @@ func (l LocalAdmin) ListAccounts() ([]storage.Account, error) {
 
 func (l LocalAdmin) CreateKey(in app.KeyInput) (app.CreatedKey, error) {
 	k, e := l.App.CreateKey(in)
-	return k, asErr(e)
+	return k, e
 }
 
 func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
@@ -100,31 +93,31 @@ func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
 
 func (l LocalAdmin) RevokeKey(keyID string) (storage.APIKey, error) {
 	k, e := l.App.RevokeKey(nil, keyID)
-	return k, asErr(e)
+	return k, e
 }
 
 func (l LocalAdmin) Backup(out string) (int64, error) { return l.App.DB().Backup(out) }
 
 func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (storage.IP, error) {
 	ip, e := l.App.AddIP(addr, hostname, pool, warmup)
-	return ip, asErr(e)
+	return ip, e
 }
 
 func (l LocalAdmin) AssignIP(addr, accountID string) (storage.IP, error) {
 	ip, e := l.App.AssignIP(addr, accountID)
-	return ip, asErr(e)
+	return ip, e
 }
 
-func (l LocalAdmin) RemoveIP(addr string) error { return asErr(l.App.RemoveIP(addr)) }
+func (l LocalAdmin) RemoveIP(addr string) error { return l.App.RemoveIP(addr) }
 
 func (l LocalAdmin) ListIPs() ([]app.IPStatus, error) {
 	ips, e := l.App.ListIPs()
-	return ips, asErr(e)
+	return ips, e
 }
 
 func (l LocalAdmin) ListPools() ([]app.PoolSummary, error) {
 	pools, e := l.App.ListPools()
-	return pools, asErr(e)
+	return pools, e
 }
 
 // AdminServer serves Admin over a unix socket of mode 0600 in the data dir.
@@ -193,7 +186,7 @@ func adminHandler(admin Admin) http.Handler {
 				e = app.Internal(err)
 				e.Message = err.Error()
 			}
-			writeJSON(w, e.Status, envelope{Error: envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}})
+			writeJSON(w, e.Status(), envelope{Error: envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}})
 			return
 		}
 		writeJSON(w, http.StatusOK, v)

@@ -58,7 +58,7 @@ func (c *AdminClient) do(method, path string, in, out any) error {
 		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
 			return fmt.Errorf("management socket: status %d", resp.StatusCode)
 		}
-		return &app.Error{Status: resp.StatusCode, Code: env.Error.Code, Message: env.Error.Message, Details: env.Error.Details}
+		return &app.Error{Code: env.Error.Code, Message: env.Error.Message, Details: env.Error.Details}
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }

@@ -26,7 +26,10 @@ func BenchmarkHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	a := app.New(db, app.Options{})
+	a, err := app.New(db, app.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	acct, _ := a.CreateAccount(app.AccountInput{Name: "bench", Plan: "enterprise", RateLimit: 1 << 30})
 	key, _ := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "bench"})
 	srv := httptest.NewServer(New(a, Config{}))

@@ -15,14 +15,14 @@ import (
 )
 
 // errBodyTooLarge is the answer to a body over the configured cap.
-func errBodyTooLarge(limit int64) *app.Error {
-	return &app.Error{Status: http.StatusRequestEntityTooLarge, Code: "BODY_TOO_LARGE",
+func errBodyTooLarge(limit int64) error {
+	return &app.Error{Code: app.CodeBodyTooLarge,
 		Message: fmt.Sprintf("request body is larger than %d bytes", limit),
 		Details: map[string]any{"max_bytes": limit}}
 }
 
 // readBody reads the (already size-capped) request body.
-func readBody(r *http.Request, limit int64) ([]byte, *app.Error) {
+func readBody(r *http.Request, limit int64) ([]byte, error) {
 	data, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -39,7 +39,7 @@ func readBody(r *http.Request, limit int64) ([]byte, *app.Error) {
 // would accept "Recipient" for "recipient"), each at most once. An unknown
 // or repeated field, a wrong type, a body that is not one JSON object, or
 // trailing data is 400 VALIDATION_ERROR naming the field in details.
-func decodeStrict(data []byte, v any) *app.Error {
+func decodeStrict(data []byte, v any) error {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return app.Validation("body", "must be a JSON object")
@@ -118,7 +118,7 @@ func jsonFields(v any) map[string]reflect.Value {
 	return out
 }
 
-func syntaxError(err error) *app.Error {
+func syntaxError(err error) error {
 	var syntaxErr *json.SyntaxError
 	if errors.As(err, &syntaxErr) {
 		return app.Validation("body", fmt.Sprintf("invalid JSON at byte %d: %v", syntaxErr.Offset, syntaxErr))
@@ -130,7 +130,7 @@ func syntaxError(err error) *app.Error {
 }
 
 // fieldError describes why a field's value did not fit its type.
-func fieldError(name string, err error) *app.Error {
+func fieldError(name string, err error) error {
 	var typeErr *json.UnmarshalTypeError
 	var timeErr *time.ParseError
 	var nested *app.Error

@@ -66,7 +66,10 @@ func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	if tune != nil {
 		tune(&opts)
 	}
-	a := app.New(db, opts)
+	a, err := app.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(New(a, cfg))
 	t.Cleanup(func() {
 		srv.Close()

@@ -28,9 +28,12 @@ func graderBenchServer(b *testing.B, cacheTTL time.Duration) *httptest.Server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	a := app.New(db, app.Options{Grader: app.GraderOptions{CacheTTL: cacheTTL, Config: grader.Config{
+	a, err := app.New(db, app.Options{Grader: app.GraderOptions{CacheTTL: cacheTTL, Config: grader.Config{
 		Resolver:     &mta.Resolver{Server: zone.Addr, Timeout: time.Second},
 		IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
 	srv := httptest.NewServer(New(a, Config{IPRateLimit: 1 << 30, GraderRateLimit: 1 << 30}))
 	b.Cleanup(srv.Close)
 	return srv

@@ -42,7 +42,7 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.APIKey, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.APIKey, storage.ListResult, int, error) {
 		return s.app.ListKeys(c.Account.ID, o)
 	}, viewKey)
 }
@@ -71,7 +71,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if c.Key.Test && !test {
-		s.writeError(w, r, &app.Error{Status: http.StatusForbidden, Code: app.CodeForbidden,
+		s.writeError(w, r, &app.Error{Code: app.CodeForbidden,
 			Message: "a test key can only create test keys"})
 		return
 	}
@@ -85,7 +85,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	if !app.CoversScopes(c.Key.Scopes, parsed) {
-		s.writeError(w, r, &app.Error{Status: http.StatusForbidden, Code: app.CodeInsufficientScopes,
+		s.writeError(w, r, &app.Error{Code: app.CodeInsufficientScopes,
 			Message: "a key cannot grant scopes it does not hold itself",
 			Details: map[string]any{"requested": parsed, "held": c.Key.Scopes}})
 		return

@@ -19,7 +19,7 @@ type summaryView struct {
 }
 
 // dayParam reads a day as YYYY-MM-DD or an RFC 3339 time (its UTC day).
-func dayParam(r *http.Request, name string, def time.Time) (time.Time, *app.Error) {
+func dayParam(r *http.Request, name string, def time.Time) (time.Time, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
 		return def, nil

@@ -87,7 +87,7 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Domain, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Domain, storage.ListResult, int, error) {
 		return s.app.ListDomains(c.Account.ID, o)
 	}, s.viewDomain)
 }

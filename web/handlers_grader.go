@@ -21,7 +21,7 @@ func (s *Server) graderBody(w http.ResponseWriter, r *http.Request, v any) bool 
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.GraderMaxBody))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		s.writeError(w, r, &app.Error{Status: http.StatusRequestEntityTooLarge, Code: "BODY_TOO_LARGE",
+		s.writeError(w, r, &app.Error{Code: app.CodeBodyTooLarge,
 			Message: "the request body is over the grader's limit of " + strconv.FormatInt(s.cfg.GraderMaxBody, 10) + " bytes",
 			Details: map[string]any{"limit": s.cfg.GraderMaxBody}})
 		return false
@@ -30,7 +30,8 @@ func (s *Server) graderBody(w http.ResponseWriter, r *http.Request, v any) bool 
 		s.writeError(w, r, app.InvalidInput("body", "could not be read"))
 		return false
 	}
-	if e := decodeStrict(data, v); e != nil {
+	if err := decodeStrict(data, v); err != nil {
+		e := app.AsError(err)
 		e.Code = app.CodeInvalidInput
 		s.writeError(w, r, e)
 		return false
@@ -67,7 +68,7 @@ func (s *Server) graderCheck(w http.ResponseWriter, r *http.Request, c *call) {
 	q := s.graderIPs.takeIn(s.graderClient(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
 	if !q.allowed {
 		w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
-		s.writeError(w, r, &app.Error{Status: http.StatusTooManyRequests, Code: app.CodeRateLimited,
+		s.writeError(w, r, &app.Error{Code: app.CodeRateLimited,
 			Message: "grader check rate limit exceeded: " + strconv.Itoa(q.limit) + " per " + s.cfg.GraderRateWindow.String()})
 		return
 	}

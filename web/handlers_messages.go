@@ -147,13 +147,8 @@ func (s *Server) sendBatch(w http.ResponseWriter, r *http.Request, c *call) {
 	ins := make([]app.MessageInput, len(req.Messages))
 	for i, raw := range req.Messages {
 		var m messageRequest
-		if e := decodeStrict(raw, &m); e != nil {
-			if f, ok := e.Details["field"].(string); ok {
-				e.Details["field"] = fmt.Sprintf("messages[%d].%s", i, f)
-				e.Message = fmt.Sprintf("messages[%d].%s", i, e.Message)
-			}
-			e.Details["index"] = i
-			s.writeError(w, r, e)
+		if err := decodeStrict(raw, &m); err != nil {
+			s.writeError(w, r, app.AsError(err).Within(fmt.Sprintf("messages[%d].", i)).With("index", i))
 			return
 		}
 		ins[i] = m.input()
@@ -302,7 +297,7 @@ func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 // timeParam reads an RFC 3339 query parameter.
-func timeParam(q url.Values, name string) (*time.Time, *app.Error) {
+func timeParam(q url.Values, name string) (*time.Time, error) {
 	v := q.Get(name)
 	if v == "" {
 		return nil, nil
@@ -322,7 +317,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.Validation("status", "must be one of "+strings.Join(app.MessageStatuses, ", ")))
 		return
 	}
-	var e *app.Error
+	var e error
 	if mq.Since, e = timeParam(q, "since"); e == nil {
 		mq.Until, e = timeParam(q, "until")
 	}
@@ -330,7 +325,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, e)
 		return
 	}
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Message, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Message, storage.ListResult, int, error) {
 		return s.app.ListMessages(c.Principal, mq, o, isPageMode(r))
 	}, viewMessage)
 }
@@ -352,7 +347,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
 			eq.Types = append(eq.Types, name)
 		}
 	}
-	var e *app.Error
+	var e error
 	if eq.Since, e = timeParam(q, "since"); e == nil {
 		eq.Until, e = timeParam(q, "until")
 	}
@@ -360,7 +355,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, e)
 		return
 	}
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Event, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Event, storage.ListResult, int, error) {
 		return s.app.ListEvents(c.Principal, eq, o, isPageMode(r))
 	}, func(ev storage.Event) json.RawMessage { return json.RawMessage(ev.Envelope) })
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Suppression, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Suppression, storage.ListResult, int, error) {
 		return s.app.ListSuppressions(c.Account.ID, o)
 	}, viewSuppression)
 }

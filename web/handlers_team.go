@@ -4,12 +4,11 @@ import (
 	"html/template"
 	"net/http"
 
-	"mailbolt/app"
 	"mailbolt/storage"
 )
 
 func (s *Server) listTeam(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TeamMember, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TeamMember, storage.ListResult, int, error) {
 		return s.app.Team(c.Account.ID, o)
 	}, viewMember)
 }
@@ -70,9 +69,9 @@ func (s *Server) acceptPage(w http.ResponseWriter, m storage.TeamMember, done bo
 // acceptForm shows an invitation with an accept button; GET never accepts
 // (link scanners follow links).
 func (s *Server) acceptForm(w http.ResponseWriter, r *http.Request, c *call) {
-	m, ok := s.app.Invitee(c.params.ByName("token"))
-	if !ok {
-		s.writeError(w, r, app.NotFound("invitation"))
+	m, err := s.app.Invitee(c.params.ByName("token"))
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.acceptPage(w, m, false)

@@ -95,7 +95,7 @@ func (s *Server) updateTemplate(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 // versionParam reads ?version=N (0 when absent: the newest).
-func versionParam(r *http.Request) (int, *app.Error) {
+func versionParam(r *http.Request) (int, error) {
 	v := r.URL.Query().Get("version")
 	if v == "" {
 		return 0, nil
@@ -122,13 +122,13 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Template, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Template, storage.ListResult, int, error) {
 		return s.app.ListTemplates(c.Account.ID, o)
 	}, viewTemplateSummary)
 }
 
 func (s *Server) listTemplateVersions(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TemplateVersion, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TemplateVersion, storage.ListResult, int, error) {
 		return s.app.TemplateVersions(c.Account.ID, c.params.ByName("id"), o)
 	}, viewTemplateVersion)
 }

@@ -53,14 +53,14 @@ func (s *Server) openPixel(w http.ResponseWriter, r *http.Request, c *call) {
 func (s *Server) click(w http.ResponseWriter, r *http.Request, c *call) {
 	token := c.params.ByName("token")
 	var url string
-	var ok bool
+	var err error
 	if overLimit(r) {
-		url, ok = s.app.LinkTarget(token)
+		url, err = s.app.LinkTarget(token)
 	} else {
-		url, ok = s.app.RecordClick(token, s.client(r))
+		url, err = s.app.RecordClick(token, s.client(r))
 	}
-	if !ok {
-		s.writeError(w, r, app.NotFound("link"))
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	noCache(w.Header())
@@ -83,9 +83,9 @@ button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.4rem;border:1px solid 
 // unsubscribeForm shows a confirmation page with a button. It never
 // unsubscribes: link scanners follow GET links.
 func (s *Server) unsubscribeForm(w http.ResponseWriter, r *http.Request, c *call) {
-	email, ok := s.app.UnsubscribeTarget(c.params.ByName("token"))
-	if !ok {
-		s.writeError(w, r, app.NotFound("unsubscribe link"))
+	email, err := s.app.UnsubscribeTarget(c.params.ByName("token"))
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.page(w, email, false)
@@ -102,9 +102,9 @@ func (s *Server) unsubscribe(w http.ResponseWriter, r *http.Request, c *call) {
 	if r.PostFormValue("List-Unsubscribe") == "One-Click" {
 		method = app.MethodOneClick
 	}
-	email, ok := s.app.Unsubscribe(c.params.ByName("token"), method)
-	if !ok {
-		s.writeError(w, r, app.NotFound("unsubscribe link"))
+	email, err := s.app.Unsubscribe(c.params.ByName("token"), method)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	s.page(w, email, true)

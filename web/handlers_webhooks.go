@@ -100,7 +100,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, c *call) {
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Webhook, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Webhook, storage.ListResult, int, error) {
 		return s.app.ListWebhooks(c.Principal, o)
 	}, s.viewWebhook)
 }
@@ -139,7 +139,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call) {
 	status := r.URL.Query().Get("status")
-	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Delivery, storage.ListResult, int, *app.Error) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Delivery, storage.ListResult, int, error) {
 		return s.app.Deliveries(c.Principal, c.params.ByName("id"), status, o)
 	}, s.viewDelivery)
 }

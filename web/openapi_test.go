@@ -378,12 +378,21 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"MessageStatus":     app.MessageStatuses,
 		"UnsubscribeMethod": {app.MethodOneClick, app.MethodLink, app.MethodMailto},
 		"ClientDevice":      {app.DeviceDesktop, app.DeviceMobile, app.DeviceTablet, app.DeviceBot, ""},
+		"ErrorCode":         errorCodes(),
 	} {
 		got := slices.Sorted(slices.Values(doc.Components.Schemas[name].Enum))
 		if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
 			t.Errorf("components.schemas.%s.enum = %v, want %v", name, got, want)
 		}
 	}
+}
+
+func errorCodes() []string {
+	var out []string
+	for _, c := range app.ErrorCodes {
+		out = append(out, c.Code)
+	}
+	return out
 }
 
 // newOpenAPITestServer is a Server over a fresh database.
@@ -394,7 +403,10 @@ func newOpenAPITestServer(t *testing.T, opts app.Options) (*Server, *app.App) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	a := app.New(db, opts)
+	a, err := app.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return New(a, Config{}), a
 }
 

@@ -27,7 +27,7 @@ type pageQuery struct {
 }
 
 // parsePage reads page, limit and cursor from the query string.
-func parsePage(r *http.Request) (pageQuery, *app.Error) {
+func parsePage(r *http.Request) (pageQuery, error) {
 	pq := pageQuery{limit: defaultLimit}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -118,7 +118,7 @@ func writeList(w http.ResponseWriter, r *http.Request, pq pageQuery, data any, r
 }
 
 // lister fetches one page of a list for the caller.
-type lister[T any] func(storage.ListOptions) ([]T, storage.ListResult, int, *app.Error)
+type lister[T any] func(storage.ListOptions) ([]T, storage.ListResult, int, error)
 
 // serveList answers a list request: parse the page, fetch it, render each
 // record with view, write it in the mode asked for.

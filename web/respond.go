@@ -36,22 +36,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		e = app.Internal(err)
 	}
 	out := envelopeError{Code: e.Code, Message: e.Message, Details: e.Details}
-	if e.Status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+	if e.Status() == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
-	if e.Status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
+	if e.Status() == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "60") // a quota: trying again soon will not help
 	}
-	if e.Status >= 500 {
+	if e.Status() >= 500 {
 		reqID, _ := r.Context().Value(reqIDKey{}).(string)
 		s.log.Error("request failed", "request_id", reqID,
 			"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Details["cause"])
 		out.Details = nil
 	}
-	writeJSON(w, e.Status, envelope{Error: out})
-}
-
-// apiError builds an error with a code that only the HTTP layer produces.
-func apiError(status int, code, msg string) *app.Error {
-	return &app.Error{Status: status, Code: code, Message: msg}
+	writeJSON(w, e.Status(), envelope{Error: out})
 }

@@ -102,7 +102,7 @@ func (s *Server) buildRouter() *httprouter.Router {
 	r.HandleOPTIONS = false
 	r.HandleMethodNotAllowed = true
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		s.writeError(w, req, apiError(http.StatusNotFound, app.CodeNotFound, "no such endpoint: "+req.URL.Path))
+		s.writeError(w, req, app.NewError(app.CodeNotFound, "no such endpoint: "+req.URL.Path))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		// httprouter always lists OPTIONS, which this API does not answer.
@@ -113,7 +113,7 @@ func (s *Server) buildRouter() *httprouter.Router {
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		s.writeError(w, req, apiError(http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED",
+		s.writeError(w, req, app.NewError(app.CodeMethodNotAllowed,
 			req.Method+" is not allowed on "+req.URL.Path+"; allowed: "+w.Header().Get("Allow")))
 	})
 	s.statics = map[string]map[string]httprouter.Handle{}
@@ -196,7 +196,7 @@ func (s *Server) guard(rt route) httprouter.Handle {
 			if rt.Grader {
 				code = app.CodeInsufficientScope
 			}
-			s.writeError(w, r, &app.Error{Status: http.StatusForbidden, Code: code,
+			s.writeError(w, r, &app.Error{Code: code,
 				Message: "this API key lacks the scope " + rt.Scope, Details: map[string]any{"required_scope": rt.Scope}})
 			return
 		}

@@ -96,7 +96,7 @@ type reqIDKey struct{}
 // identity is who sent a request, resolved once before routing.
 type identity struct {
 	principal app.Principal
-	err       *app.Error // why the X-API-Key did not authenticate
+	err       error // why the X-API-Key did not authenticate
 }
 
 // ServeHTTP runs the request through the middleware every route shares.
@@ -139,17 +139,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !q.allowed {
 		h.Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
-		s.writeError(rw, r, apiError(http.StatusTooManyRequests, app.CodeRateLimitExceeded,
+		s.writeError(rw, r, app.NewError(app.CodeRateLimitExceeded,
 			fmt.Sprintf("rate limit of %d requests per second exceeded", q.limit)))
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/") {
-		s.writeError(rw, r, apiError(http.StatusNotFound, app.CodeNotFound,
+		s.writeError(rw, r, app.NewError(app.CodeNotFound,
 			"unknown path "+r.URL.Path+": every API path begins with /v1/"))
 		return
 	}
 	if !s.cfg.Sunset.IsZero() && !s.app.Now().Before(s.cfg.Sunset) {
-		s.writeError(rw, r, apiError(http.StatusGone, "VERSION_SUNSET",
+		s.writeError(rw, r, app.NewError(app.CodeVersionSunset,
 			"API version v1 was sunset on "+s.cfg.Sunset.UTC().Format(http.TimeFormat)))
 		return
 	}
