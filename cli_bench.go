@@ -29,6 +29,7 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 	"mailbolt/web"
@@ -203,7 +204,7 @@ type benchReport struct {
 // --phased opens it when every message is accepted.
 type gate struct {
 	open chan struct{}
-	next app.Sender
+	next queue.Sender
 }
 
 func (g *gate) Send(ctx context.Context, env mta.Envelope) []mta.RecipientResult {
@@ -358,7 +359,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	if rep.Mode == "concurrent" {
 		close(g.open)
 	}
-	a, err := app.New(db, app.Options{Delivery: app.DeliveryOptions{Sender: g, Concurrency: cfg.deliveryWorkers}})
+	a, err := app.New(db, app.Options{Delivery: queue.Options{Sender: g, Concurrency: cfg.deliveryWorkers}})
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"mailbolt/app"
-	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/web"
 )
 
@@ -25,7 +25,7 @@ func newIPsCommand() *cobra.Command {
 		Long: "Register a source address (IPv4 or IPv6) that this host owns. Mail leaving from it\n" +
 			"greets with --hostname, which should be the address's PTR name. The IP starts\n" +
 			"shared; `ips assign` dedicates it to an account.\n\n" +
-			"--warmup is " + strings.Join(mta.ScheduleNames(), " or ") + ", or daily caps such as 50,100,200\n" +
+			"--warmup is " + strings.Join(queue.ScheduleNames(), " or ") + ", or daily caps such as 50,100,200\n" +
 			"(day 1 first; unlimited after the last). See docs/delivery.md.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,7 +34,7 @@ func newIPsCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				sched, err := mta.ParseSchedule(ip.Warmup)
+				sched, err := queue.ParseSchedule(ip.Warmup)
 				if err != nil {
 					return err
 				}
@@ -50,7 +50,7 @@ func newIPsCommand() *cobra.Command {
 	}
 	add.Flags().StringVar(&hostname, "hostname", "", "name to greet with in EHLO from this address (required)")
 	add.Flags().StringVar(&pool, "pool", app.DefaultPool, "pool name: 1 to 64 characters of a-z, 0-9, _ and -")
-	add.Flags().StringVar(&warmup, "warmup", mta.DefaultWarmup, "warm-up schedule: "+strings.Join(mta.ScheduleNames(), ", ")+", or daily caps such as 50,100,200")
+	add.Flags().StringVar(&warmup, "warmup", queue.DefaultWarmup, "warm-up schedule: "+strings.Join(queue.ScheduleNames(), ", ")+", or daily caps such as 50,100,200")
 	add.MarkFlagRequired("hostname")
 
 	var account string

@@ -23,6 +23,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/hooks"
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 	"mailbolt/web"
 )
@@ -231,8 +232,8 @@ func (cfg serveConfig) deliverer(resolver *mta.Resolver, log *slog.Logger) *mta.
 	return d
 }
 
-func (cfg serveConfig) deliveryOptions(sender app.Sender) app.DeliveryOptions {
-	return app.DeliveryOptions{Sender: sender, RetryBase: cfg.smtpRetryBase, RetryMax: cfg.smtpRetryMax,
+func (cfg serveConfig) deliveryOptions(sender queue.Sender) queue.Options {
+	return queue.Options{Sender: sender, RetryBase: cfg.smtpRetryBase, RetryMax: cfg.smtpRetryMax,
 		QueueLifetime: cfg.queueLifetime, Concurrency: cfg.deliveryWorkers}
 }
 

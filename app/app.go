@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"mailbolt/hooks"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -34,7 +35,9 @@ type Options struct {
 	// lifetime is over; 30 days.
 	MessageRetention time.Duration
 	Webhooks         WebhookOptions
-	Delivery         DeliveryOptions
+	// Delivery configures the delivery queue; its Now, Logger,
+	// EventRetention and UnsubscribeHeaders come from the App.
+	Delivery queue.Options
 	// PublicURL is the base of tracking and unsubscribe links
 	// (--public-url), e.g. https://mail.example.com.
 	PublicURL string
@@ -81,11 +84,10 @@ type App struct {
 
 	panics atomic.Int64
 	hooks  *hooks.Dispatcher
+	queue  *queue.Queue
 
-	deliveryKick chan struct{}
-	signers      sync.Map // domain id/selector -> crypto.Signer
-	tokenKey     []byte   // signs tracking and unsubscribe links
-	graderCache  graderCache
+	tokenKey    []byte // signs tracking and unsubscribe links
+	graderCache graderCache
 }
 
 // New builds an App over db. It fails when the database cannot be read or
@@ -116,7 +118,7 @@ func New(db *storage.DB, opts Options) (*App, error) {
 	if opts.MessageRetention == 0 {
 		opts.MessageRetention = 30 * 24 * time.Hour
 	}
-	opts.Delivery.defaults()
+	fillDelivery(&opts.Delivery)
 	if opts.ReleaseMappedEvery == 0 {
 		opts.ReleaseMappedEvery = 2 * time.Second
 	}
@@ -150,8 +152,6 @@ func New(db *storage.DB, opts Options) (*App, error) {
 		inflight:  map[string]chan struct{}{},
 		usageSeen: map[string]time.Time{},
 		usage:     make(chan string, 1024),
-
-		deliveryKick: make(chan struct{}, 1),
 	}
 	a.hooks = hooks.New(db, a.hooksOptions())
 	var secret []byte
@@ -162,6 +162,12 @@ func New(db *storage.DB, opts Options) (*App, error) {
 		return nil, fmt.Errorf("the database holds no server secret (%d bytes): it was not migrated", len(secret))
 	}
 	a.tokenKey = tokenKey(secret)
+	qo := opts.Delivery
+	qo.Now, qo.Logger, qo.EventRetention, qo.UnsubscribeHeaders = opts.Now, opts.Logger, opts.EventRetention, a.unsubscribeHeaders
+	var err error
+	if a.queue, err = queue.New(db, qo); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -180,7 +186,7 @@ func (a *App) DB() *storage.DB { return a.db }
 func (a *App) Now() time.Time { return a.opts.Now().UTC() }
 
 // Panics counts panics recovered in background workers; tests assert zero.
-func (a *App) Panics() int64 { return a.panics.Load() + a.hooks.Panics() }
+func (a *App) Panics() int64 { return a.panics.Load() + a.hooks.Panics() + a.queue.Panics() }
 
 // Run runs the background workers (retention sweeper, key-usage writer)
 // until ctx ends, then waits for them to stop.
@@ -191,7 +197,7 @@ func (a *App) Run(ctx context.Context) error {
 		"key_usage":     a.runKeyUsage,
 		"domain_checks": a.runDomainChecks,
 		"webhooks":      func(ctx context.Context) { a.hooks.Run(ctx) },
-		"delivery":      a.runDelivery,
+		"delivery":      func(ctx context.Context) { a.queue.Run(ctx) },
 		"release_mapped": func(ctx context.Context) {
 			a.every(ctx, a.opts.ReleaseMappedEvery, "releasing mapped pages", func(context.Context) error {
 				return a.db.ReleaseMapped()
@@ -259,5 +265,22 @@ func (a *App) every(ctx context.Context, interval time.Duration, what string, fn
 				a.log.Error(what+" failed", "err", err)
 			}
 		}
+	}
+}
+
+// fillDelivery gives the zero fields of o the queue's defaults.
+func fillDelivery(o *queue.Options) {
+	def := queue.DefaultOptions()
+	for _, f := range []struct{ v, d *time.Duration }{{&o.RetryBase, &def.RetryBase}, {&o.RetryMax, &def.RetryMax},
+		{&o.QueueLifetime, &def.QueueLifetime}, {&o.Lease, &def.Lease}, {&o.Poll, &def.Poll}} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = def.Concurrency
+	}
+	if o.ClaimBatch == 0 {
+		o.ClaimBatch = def.ClaimBatch
 	}
 }

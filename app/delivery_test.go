@@ -16,6 +16,7 @@ import (
 
 	"mailbolt/mta"
 	"mailbolt/mta/dnstest"
+	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 )
@@ -52,7 +53,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	opts := Options{Now: c.now, Domains: DomainOptions{Resolver: resolver, Hostname: "mx.mailbolt.test"},
-		Delivery: DeliveryOptions{Sender: d, RetryBase: time.Minute, RetryMax: 4 * time.Minute, QueueLifetime: time.Hour}}
+		Delivery: queue.Options{Sender: d, RetryBase: time.Minute, RetryMax: 4 * time.Minute, QueueLifetime: time.Hour}}
 	if tune != nil {
 		tune(&opts)
 	}
@@ -99,19 +100,11 @@ func (e *sendEnv) send(p Principal, in MessageInput) storage.Message {
 // drain runs the queue by hand until nothing is due at the clock's time.
 func (e *sendEnv) drain() {
 	e.t.Helper()
-	for i := 0; i < 100; i++ {
-		jobs, _, err := e.app.claimMessages(e.app.Now(), 100)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if len(jobs) == 0 {
-			return
-		}
-		for _, j := range jobs {
-			e.app.deliver(context.Background(), j)
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.app.queue.Drain(ctx); err != nil {
+		e.t.Fatal(err)
 	}
-	e.t.Fatal("queue never drained")
 }
 
 func (e *sendEnv) message(p Principal, id string) storage.Message {
@@ -275,15 +268,6 @@ func TestTemporaryFailuresRetryWithBackoffThenDeliver(t *testing.T) {
 	}
 	if got := eventTypes(e.events(e.live, m.ID)); got != "message.sent,message.delivered,message.delivered" {
 		t.Errorf("events %s (no bounce for a deferral)", got)
-	}
-}
-
-func TestBackoffSchedule(t *testing.T) {
-	want := []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 40 * time.Minute, 80 * time.Minute, 2 * time.Hour, 2 * time.Hour}
-	for i, w := range want {
-		if got := Backoff(i+1, 5*time.Minute, 2*time.Hour); got != w {
-			t.Errorf("attempt %d: %v, want %v", i+1, got, w)
-		}
 	}
 }
 
@@ -523,33 +507,6 @@ func TestRecipientsOfTwoDomainsGoInTwoTransactions(t *testing.T) {
 	}
 	if !bytes.Equal(got[0].Data, got[1].Data) {
 		t.Error("the two copies differ: the message must be built and signed once")
-	}
-}
-
-func TestLeasesOfADeadProcessAreTakenBackAtStart(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
-	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t")})
-	jobs, _, err := e.app.claimMessages(e.app.Now(), 10)
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("claim: %v %d", err, len(jobs))
-	}
-	// The process dies here, before connecting. Until its lease ends no
-	// other turn takes the message…
-	e.drain()
-	if st := e.message(e.live, m.ID); st.Status != StatusSending || len(e.sink.Messages()) != 0 {
-		t.Fatalf("a leased message was taken again: %s", st.Status)
-	}
-	// …but a restart takes it back at once, and it is delivered once.
-	if err := e.app.recoverLeases(); err != nil {
-		t.Fatal(err)
-	}
-	e.drain()
-	st := e.message(e.live, m.ID)
-	if st.Status != StatusDelivered || st.Recipients[0].Attempts != 2 || len(e.sink.Messages()) != 1 {
-		t.Fatalf("after the restart: %s attempts %d, %d arrived", st.Status, st.Recipients[0].Attempts, len(e.sink.Messages()))
-	}
-	if got := eventTypes(e.events(e.live, m.ID)); got != "message.sent,message.delivered" {
-		t.Errorf("events %s", got)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -43,7 +44,7 @@ type DNSResolver interface {
 
 // Labels of the subdomains a sending domain publishes for Mailbolt.
 const (
-	ReturnPathLabel = "bounces"
+	ReturnPathLabel = queue.ReturnPathLabel
 	TrackingLabel   = "track"
 )
 
@@ -101,18 +102,6 @@ func (o DomainOptions) spfMechanisms() []string {
 	return []string{"a:" + o.Hostname}
 }
 
-// activeKey is the key that signs: the one activated last and not retired.
-func activeKey(d storage.Domain) (storage.DomainKey, bool) {
-	var best storage.DomainKey
-	found := false
-	for _, k := range d.DKIMKeys {
-		if k.ActivatedAt != nil && k.RetiredAt == nil && (!found || k.ActivatedAt.After(*best.ActivatedAt)) {
-			best, found = k, true
-		}
-	}
-	return best, found
-}
-
 func dkimName(selector, domain string) string { return selector + "._domainkey." + domain }
 
 // Records lists every record the domain needs, with the status its last
@@ -120,7 +109,7 @@ func dkimName(selector, domain string) string { return selector + "._domainkey."
 func (a *App) Records(d storage.Domain) []DNSRecord {
 	o := a.opts.Domains
 	now := a.Now()
-	active, hasActive := activeKey(d)
+	active, hasActive := d.ActiveKey()
 	var out []DNSRecord
 	for i, k := range d.DKIMKeys {
 		key := mta.DKIMKey{Algorithm: k.Algorithm, PublicB64: k.PublicKey}

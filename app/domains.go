@@ -16,14 +16,15 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
 // Domain statuses.
 const (
-	DomainPending  = "pending"  // created; its records have not verified yet
-	DomainVerified = "verified" // DKIM and SPF are in place: mail may be sent from it
-	DomainFailed   = "failed"   // was verified, then a check found its records gone
+	DomainPending  = storage.DomainPending  // created; its records have not verified yet
+	DomainVerified = storage.DomainVerified // DKIM and SPF are in place: mail may be sent from it
+	DomainFailed   = storage.DomainFailed   // was verified, then a check found its records gone
 )
 
 // NormalizeDomain turns user input into the stored form of a domain name:
@@ -206,13 +207,7 @@ func (a *App) checkSendingDomain(tx *storage.Tx, accountID, name string) error {
 }
 
 // SigningKey is the selector and key that sign a verified domain's mail.
-func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) {
-	k, ok := activeKey(d)
-	if !ok {
-		return "", mta.DKIMKey{}, false
-	}
-	return k.Selector, mta.DKIMKey{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
-}
+func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) { return queue.SigningKey(d) }
 
 // lookup is one record's DNS answer.
 type lookup struct {
@@ -377,7 +372,7 @@ func applyVerdict(d *storage.Domain, checks []storage.DNSCheck, now time.Time) {
 		}
 		d.DKIMKeys[newest].ActivatedAt = &now
 	}
-	active, hasActive := activeKey(*d)
+	active, hasActive := d.ActiveKey()
 	var problems []string
 	if !hasActive || !verified(PurposeDKIM, dkimName(active.Selector, d.Name)) {
 		problems = append(problems, "the DKIM record is missing or does not match")

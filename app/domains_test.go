@@ -159,7 +159,7 @@ func TestVerifyOutcomes(t *testing.T) {
 				t.Errorf("%s: %s", p, s)
 			}
 		}
-		if _, ok := activeKeyOf(d); !ok {
+		if _, ok := d.ActiveKey(); !ok {
 			t.Error("no signing key after verification")
 		}
 		if _, ae := e.app.DomainForSending(e.acct, "GOOD.test"); ae != nil {
@@ -266,8 +266,6 @@ func TestVerifyOutcomes(t *testing.T) {
 		}
 	})
 }
-
-func activeKeyOf(d storage.Domain) (storage.DomainKey, bool) { return activeKey(d) }
 
 func TestScheduledRecheckFailsAndRecovers(t *testing.T) {
 	e := newDomainEnv(t, DomainOptions{RecheckInterval: time.Hour})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -101,19 +102,6 @@ const (
 	MethodMailto   = "mailto"
 )
 
-// toAddrs is who an open or click of m is attributed to: tracking links
-// are per message, so a message with several recipients reports its To
-// addresses.
-func toAddrs(m storage.Message) []string {
-	var to []string
-	for _, r := range m.Recipients {
-		if r.Kind == "to" {
-			to = append(to, r.Email)
-		}
-	}
-	return to
-}
-
 // LinkID is the stable id of a tracked link: the same URL has the same id
 // in every message.
 func LinkID(url string) string {
@@ -157,7 +145,7 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 			stats = append(stats, storage.StatUniqueOpened)
 		}
 		recorded = true
-		to := toAddrs(m)
+		to := queue.ToAddrs(m)
 		return a.appendMessageEvent(tx, m, EventOpened, strings.Join(to, ","), now, openedData{
 			MessageID: m.ID, To: strings.Join(to, ", "), OpenedAt: now.Format(time.RFC3339Nano), IsFirstOpen: first,
 			OpenCount: e.Opens, Context: client}, stats...)
@@ -210,7 +198,7 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, err e
 			stats = append(stats, storage.StatUniqueClicked)
 		}
 		url = target
-		to := toAddrs(m)
+		to := queue.ToAddrs(m)
 		return a.appendMessageEvent(tx, m, EventClicked, strings.Join(to, ","), now, clickedData{
 			MessageID: m.ID, To: strings.Join(to, ", "), ClickedAt: now.Format(time.RFC3339Nano), URL: target, LinkID: LinkID(target),
 			IsFirstClick: first, ClickCount: e.Clicks, Context: client}, stats...)
@@ -276,7 +264,8 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, err error) 
 		if err := tx.UpdateMessage(m); err != nil {
 			return err
 		}
-		if err := suppress(tx, m, r.Email, "unsubscribe", now); err != nil {
+		if _, _, err := tx.PutSuppression(storage.Suppression{AccountID: m.AccountID, Recipient: r.Email,
+			Reason: "unsubscribe", SourceMessageID: m.ID, CreatedAt: now}); err != nil {
 			return err
 		}
 		lists := []string{}

@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -212,7 +213,7 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 	addr := e.inboundListener()
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"nobody@dest.test", "reader@dest.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
-	verp := ReturnPath(m)
+	verp := queue.ReturnPath(m)
 	send := func(rcpt string, data []byte) error { return sendPlain(addr, "", rcpt, data) }
 
 	// A relay attempt is refused; our addresses are taken.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/mta/report"
 	"mailbolt/storage"
 )
@@ -149,13 +149,14 @@ func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
 	return nil
 }
 
-// withMessage runs fn on message id in one transaction, events counted.
-func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Message, emit emitFunc) error) error {
+// withMessage runs fn on message id in one transaction; fn reports whether
+// it changed the message, which is then stored.
+func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error)) error {
 	a := in.a
 	now := a.Now()
-	events := 0
+	changed := false
 	err := a.db.Update(func(tx *storage.Tx) error {
-		events = 0
+		changed = false
 		if id == "" {
 			return errUnmatched
 		}
@@ -167,20 +168,12 @@ func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Mess
 		if err != nil {
 			return errUnmatched
 		}
-		emit := func(typ, rcpt string, data any, stats ...storage.Stat) error {
-			events++
-			return a.appendMessageEvent(tx, m, typ, rcpt, now, data, stats...)
-		}
-		if err := fn(tx, &m, emit); err != nil {
+		if changed, err = fn(tx, &m, now); err != nil || !changed {
 			return err
 		}
-		if events == 0 {
-			return nil
-		}
-		m.Status = aggregateStatus(m)
 		return tx.UpdateMessage(m)
 	})
-	if err == nil && events > 0 {
+	if err == nil && changed {
 		a.EventsCommitted()
 	}
 	return err
@@ -190,59 +183,48 @@ func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Mess
 // relayed reports change nothing; a recipient that already bounced is not
 // bounced twice (the same DSN twice gives one event).
 func (in Inbound) bounces(id string, dsn *report.DSN) error {
-	now := in.a.Now()
-	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, emit emitFunc) error {
+	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
+		changed := false
 		for _, d := range dsn.Recipients {
 			if d.Action != "failed" {
 				continue
 			}
 			r := findRecipient(m, d.FinalRecipient, d.OriginalRecipient)
-			if r == nil || r.BouncedAt != nil {
+			if r == nil {
 				continue
 			}
 			text := d.DiagnosticCode
 			if i := strings.IndexByte(text, ';'); i >= 0 {
 				text = strings.TrimSpace(text[i+1:])
 			}
-			res := mta.RecipientResult{Recipient: r.Email, Status: mta.StatusPermanent, Code: d.SMTPCode,
-				Enhanced: d.Status, Text: text, Host: d.RemoteMTA}
-			res.Bounce = mta.Classify(d.SMTPCode, d.Status, text)
-			if res.Bounce.Type == "" {
-				res.Bounce = mta.Bounce{Type: mta.BounceSoft, Category: mta.CategoryOther}
+			bounced, err := in.a.queue.BounceLater(tx, m, r, queue.Report{Code: d.SMTPCode, Enhanced: d.Status,
+				Text: text, RemoteMTA: d.RemoteMTA, Diagnostic: d.DiagnosticCode}, now)
+			if err != nil {
+				return false, err
 			}
-			r.SMTPCode, r.EnhancedCode, r.SMTPResponse = d.SMTPCode, d.Status, text
-			if err := in.a.bounce(tx, *m, r, res, d.DiagnosticCode, now, emit); err != nil {
-				return err
-			}
+			changed = changed || bounced
 		}
-		return nil
+		return changed, nil
 	})
 }
 
 // complaint records a spam complaint from an ARF report, once per
 // recipient, and suppresses the recipient.
 func (in Inbound) complaint(id string, fb *report.Feedback) error {
-	now := in.a.Now()
 	if vid, ok := fb.VERPMessageID(); ok {
 		id = vid
 	} else if qid, ok := quotedMessageID(fb.OriginalMessageID); ok && id == "" {
 		id = qid
 	}
-	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, emit emitFunc) error {
+	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
 		r := findRecipient(m, append(append([]string{}, fb.OriginalRcptTo...), fb.OriginalTo...)...)
 		if r == nil || r.ComplainedAt != nil {
-			return nil
+			return false, nil
 		}
-		r.ComplainedAt = &now
 		typ := strings.ToLower(fb.FeedbackType)
 		if typ == "" {
 			typ = "abuse"
 		}
-		if err := emit(EventComplained, r.Email, complainedData{MessageID: m.ID, To: r.Email,
-			ComplainedAt: now.Format(time.RFC3339Nano), FeedbackType: typ, FeedbackID: fb.FeedbackID},
-			storage.StatComplained); err != nil {
-			return err
-		}
-		return suppress(tx, *m, r.Email, "complaint", now)
+		return true, in.a.queue.Complain(tx, *m, r, typ, fb.FeedbackID, now)
 	})
 }

@@ -8,33 +8,20 @@ import (
 	"strings"
 	"time"
 
-	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
 // Dedicated IPs and pools. The administrator registers the host's source
 // addresses (AddIP), each in a named pool with a warm-up schedule, and may
 // dedicate an address to one account (AssignIP) within the account's plan
-// entitlement. An address assigned to no account is shared.
-//
-// Which addresses a message may leave from (eligibleIPs):
-//
-//   - A message naming ip_pool X uses the IPs of pool X assigned to its
-//     account; if the account has none in X, the shared IPs of pool X. A
-//     pool with neither is unknown to that account (CheckPool: 400).
-//   - A message without ip_pool uses the account's assigned IPs, whatever
-//     their pool; if it has none, the shared IPs of pool "default"; if
-//     there are none either, the system's default source address and
-//     hostname (the zero SourceIP).
-//
-// Among the eligible addresses mta.Pick chooses the one that has sent the
-// fewest messages today among those below their warm-up cap. When all are
-// at their caps the message waits for the next daily reset (midnight UTC);
-// it never overflows onto a cold IP or another pool.
+// entitlement. An address assigned to no account is shared. Which of them
+// a message may leave from, and how one is picked under warm-up, is the
+// delivery queue's rule (mta/queue/sourceip.go).
 
 // DefaultPool is the pool of an IP added without one, and the shared pool
 // a message without ip_pool uses when its account has no dedicated IP.
-const DefaultPool = "default"
+const DefaultPool = queue.DefaultPool
 
 var poolNameRe = regexp.MustCompile(`^[a-z0-9_-]{1,64}$`)
 
@@ -69,12 +56,8 @@ func NormalizeIP(field, s string) (string, error) {
 	return addr.String(), nil
 }
 
-// ipDay numbers t's UTC calendar date (days since 1970-01-01), the key of
-// the daily counters; it changes exactly at mta.NextReset.
-func ipDay(t time.Time) uint64 { return uint64(t.UTC().Unix() / 86400) }
-
 // AddIP registers a source address in a pool with a warm-up schedule
-// ("" means mta.DefaultWarmup; see mta.ParseSchedule) and pool ("" means
+// ("" means queue.DefaultWarmup; see queue.ParseSchedule) and pool ("" means
 // DefaultPool). Warm-up day 1 is today. The IP starts shared.
 func (a *App) AddIP(addr, hostname, pool, warmup string) (storage.IP, error) {
 	addr, e := NormalizeIP("address", addr)
@@ -92,9 +75,9 @@ func (a *App) AddIP(addr, hostname, pool, warmup string) (storage.IP, error) {
 		return storage.IP{}, e
 	}
 	if strings.TrimSpace(warmup) == "" {
-		warmup = mta.DefaultWarmup
+		warmup = queue.DefaultWarmup
 	}
-	sched, err := mta.ParseSchedule(warmup)
+	sched, err := queue.ParseSchedule(warmup)
 	if err != nil {
 		return storage.IP{}, Validation("warmup", err.Error())
 	}
@@ -161,7 +144,7 @@ func (a *App) AssignIP(addr, accountID string) (storage.IP, error) {
 
 // RemoveIP unregisters an IP; mail stops leaving from it at once. Messages
 // that named its pool and have no other IP there fall back as described
-// above PickSourceIP.
+// in mta/queue/sourceip.go.
 func (a *App) RemoveIP(addr string) error {
 	addr, e := NormalizeIP("address", addr)
 	if e != nil {
@@ -179,18 +162,16 @@ type IPStatus struct {
 	SentToday  int  `json:"sent_today"`  // messages sent from it today (UTC)
 }
 
-func ipStatus(tx *storage.Tx, ip storage.IP, now time.Time) (IPStatus, mta.IPState, error) {
-	sched, err := mta.ParseSchedule(ip.Warmup)
+func ipStatus(tx *storage.Tx, ip storage.IP, now time.Time) (IPStatus, error) {
+	st, err := queue.Warmup(tx, ip, now)
 	if err != nil {
-		return IPStatus{}, mta.IPState{}, fmt.Errorf("IP %s: %w", ip.Address, err)
+		return IPStatus{}, err
 	}
-	st := mta.IPState{Addr: ip.Address, Day: mta.WarmupDay(ip.AddedAt, now),
-		SentToday: tx.IPCount(ip.Address, ipDay(now)), Schedule: sched}
-	s := IPStatus{IP: ip, WarmupDay: st.Day, WarmupDays: sched.Days(), SentToday: st.SentToday}
-	if limit, unlimited := sched.Cap(st.Day); !unlimited {
+	s := IPStatus{IP: ip, WarmupDay: st.Day, WarmupDays: st.Schedule.Days(), SentToday: st.SentToday}
+	if limit, unlimited := st.Schedule.Cap(st.Day); !unlimited {
 		s.DailyCap = &limit
 	}
-	return s, st, nil
+	return s, nil
 }
 
 // sortedIPs reads every IP in numeric address order.
@@ -216,7 +197,7 @@ func (a *App) ipStatuses(keep func(storage.IP) bool) ([]IPStatus, error) {
 			if !keep(ip) {
 				continue
 			}
-			s, _, err := ipStatus(tx, ip, now)
+			s, err := ipStatus(tx, ip, now)
 			if err != nil {
 				return err
 			}
@@ -306,7 +287,7 @@ func (a *App) AccountPools(accountID string) ([]AccountPool, error) {
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			ips, dedicated := eligibleIPs(all, accountID, name)
+			ips, dedicated := queue.EligibleIPs(all, accountID, name)
 			if len(ips) == 0 {
 				continue
 			}
@@ -319,71 +300,6 @@ func (a *App) AccountPools(accountID string) ([]AccountPool, error) {
 		return nil
 	})
 	return out, storageErr(err, "IP pool")
-}
-
-// eligibleIPs applies the rule at the top of this file: the IPs a message
-// of accountID naming pool ("" for none) may leave from, and whether they
-// are dedicated to the account.
-func eligibleIPs(all []storage.IP, accountID, pool string) (ips []storage.IP, dedicated bool) {
-	var shared []storage.IP
-	sharedPool := pool
-	if pool == "" {
-		sharedPool = DefaultPool
-	}
-	for _, ip := range all {
-		switch {
-		case ip.AccountID == "" && ip.Pool == sharedPool:
-			shared = append(shared, ip)
-		case ip.AccountID != "" && ip.AccountID == accountID && (pool == "" || ip.Pool == pool):
-			ips = append(ips, ip)
-		}
-	}
-	if len(ips) > 0 {
-		return ips, true
-	}
-	return shared, false
-}
-
-// SourceIP is where one delivery attempt leaves from. The zero value means
-// the system's default source address and the server's --hostname.
-type SourceIP struct{ Addr, Hostname string }
-
-// PickSourceIP chooses the source address for one message of accountID in
-// the named pool ("" = the account's default) at now, and counts the
-// message against that IP's daily cap in tx. ok=false means every eligible
-// IP is at its cap: the message must wait until `wait` (the next daily reset).
-// With no eligible IP at all it returns the zero SourceIP and ok=true.
-//
-// A pool that was valid when the message was accepted may have lost its
-// IPs since (removed or unassigned); the message then leaves from the
-// default address rather than waiting forever, and a warning is logged.
-func (a *App) PickSourceIP(tx *storage.Tx, accountID, pool string, now time.Time) (src SourceIP, ok bool, wait time.Time, err error) {
-	all, err := tx.IPs() // byte order: ties in Pick go the same way every time
-	if err != nil {
-		return SourceIP{}, false, time.Time{}, fmt.Errorf("pick source IP: %w", err)
-	}
-	ips, _ := eligibleIPs(all, accountID, pool)
-	if len(ips) == 0 {
-		if pool != "" {
-			a.log.Warn("IP pool has no usable IP; sending from the default address", "account", accountID, "pool", pool)
-		}
-		return SourceIP{}, true, time.Time{}, nil
-	}
-	now = now.UTC()
-	states := make([]mta.IPState, len(ips))
-	for i, ip := range ips {
-		if _, states[i], err = ipStatus(tx, ip, now); err != nil {
-			return SourceIP{}, false, time.Time{}, fmt.Errorf("pick source IP: %w", err)
-		}
-	}
-	i, ok := mta.Pick(states)
-	if !ok {
-		return SourceIP{}, false, mta.NextReset(now), nil
-	}
-	if err := tx.AddIPCount(ips[i].Address, ipDay(now), 1); err != nil {
-		return SourceIP{}, false, time.Time{}, fmt.Errorf("count source IP: %w", err)
-	}
-	return SourceIP{Addr: ips[i].Address, Hostname: ips[i].Hostname}, true, time.Time{}, nil
 }
 
 // CheckPool reports 400 VALIDATION_ERROR (field "ip_pool") when pool is not
@@ -399,7 +315,7 @@ func (a *App) CheckPool(tx *storage.Tx, accountID, pool string) error {
 	if err != nil {
 		return Internal(err)
 	}
-	if ips, _ := eligibleIPs(all, accountID, pool); len(ips) == 0 {
+	if ips, _ := queue.EligibleIPs(all, accountID, pool); len(ips) == 0 {
 		return Validation("ip_pool", fmt.Sprintf("unknown IP pool %q: it has no IP dedicated to this account and no shared IP", pool))
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -37,16 +38,16 @@ func mustAccount(t *testing.T, a *App, name, plan string) storage.Account {
 }
 
 // pick runs PickSourceIP in its own write transaction at the app's clock.
-func pick(t *testing.T, a *App, accountID, pool string) (SourceIP, bool, time.Time) {
+func pick(t *testing.T, a *App, accountID, pool string) (queue.SourceIP, bool, time.Time) {
 	t.Helper()
 	var (
-		src  SourceIP
+		src  queue.SourceIP
 		ok   bool
 		wait time.Time
 	)
 	err := a.db.Update(func(tx *storage.Tx) error {
 		var err error
-		src, ok, wait, err = a.PickSourceIP(tx, accountID, pool, a.Now())
+		src, ok, wait, err = queue.PickSourceIP(tx, accountID, pool, a.Now())
 		return err
 	})
 	if err != nil {
@@ -202,7 +203,7 @@ func TestPoolEligibility(t *testing.T) {
 	acctC := mustAccount(t, a, "c", "growth")
 
 	// Before any IP exists every message leaves from the default address.
-	if src, ok, _ := pick(t, a, acctC.ID, ""); !ok || src != (SourceIP{}) {
+	if src, ok, _ := pick(t, a, acctC.ID, ""); !ok || src != (queue.SourceIP{}) {
 		t.Errorf("no IPs: %+v %v, want the zero SourceIP", src, ok)
 	}
 
@@ -310,7 +311,7 @@ func TestPoolEligibility(t *testing.T) {
 	if e := a.RemoveIP("192.0.2.6"); e != nil {
 		t.Fatal(e)
 	}
-	if src, ok, _ := pick(t, a, acctB.ID, "vip"); !ok || src != (SourceIP{}) {
+	if src, ok, _ := pick(t, a, acctB.ID, "vip"); !ok || src != (queue.SourceIP{}) {
 		t.Errorf("emptied pool: %+v %v", src, ok)
 	}
 }
@@ -331,7 +332,7 @@ func TestPickSourceIPWarmup(t *testing.T) {
 		for range limit {
 			src, ok, wait := pick(t, a, acct.ID, "warm")
 			if !ok {
-				if src != (SourceIP{}) {
+				if src != (queue.SourceIP{}) {
 					t.Errorf("at cap: source %+v", src)
 				}
 				return sent, wait

@@ -11,25 +11,26 @@ import (
 	"time"
 
 	"mailbolt/mta"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
-// Message states (docs/sending.md draws how they follow each other).
+// Message states, as the delivery queue defines them (mta/queue/state.go
+// holds their transitions).
 const (
-	StatusScheduled  = "scheduled" // waiting for send_at
-	StatusQueued     = "queued"    // accepted for delivery, no attempt yet
-	StatusSending    = "sending"   // an attempt is under way
-	StatusDeferred   = "deferred"  // a temporary failure or a warm-up cap: waiting to retry
-	StatusDelivered  = "delivered" // every recipient that could be sent to was accepted
-	StatusBounced    = "bounced"   // no recipient accepted it, at least one bounced
-	StatusFailed     = "failed"    // Mailbolt could not send it (its domain went away)
-	StatusCancelled  = "cancelled"
-	StatusSuppressed = "suppressed" // every recipient is suppressed
+	StatusScheduled  = queue.StatusScheduled
+	StatusQueued     = queue.StatusQueued
+	StatusSending    = queue.StatusSending
+	StatusDeferred   = queue.StatusDeferred
+	StatusDelivered  = queue.StatusDelivered
+	StatusBounced    = queue.StatusBounced
+	StatusFailed     = queue.StatusFailed
+	StatusCancelled  = queue.StatusCancelled
+	StatusSuppressed = queue.StatusSuppressed
 )
 
 // MessageStatuses lists every message state, for filters and the docs.
-var MessageStatuses = []string{StatusScheduled, StatusQueued, StatusSending, StatusDeferred, StatusDelivered,
-	StatusBounced, StatusFailed, StatusCancelled, StatusSuppressed}
+var MessageStatuses = queue.Statuses
 
 // Limits on one message.
 const (
@@ -190,7 +191,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 	wire := content
 	var links []string
 	wire.HTML, links = a.track(m, content.HTML)
-	raw, err := mta.Build(buildMessage(m, wire))
+	raw, err := queue.Build(m, wire)
 	if err != nil {
 		return out, Validation("message", err.Error())
 	}
@@ -395,39 +396,6 @@ func decodeBase64(s string) ([]byte, error) {
 	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
 }
 
-// buildMessage turns a stored message into what mta.Build writes.
-func buildMessage(m storage.Message, c storage.MessageContent) mta.Message {
-	out := mta.Message{
-		From: mtaAddress(m.From), Subject: c.Subject, Text: c.Text, HTML: c.HTML,
-		Headers: c.Headers, MessageID: m.HeaderID, Date: m.CreatedAt,
-	}
-	if m.SendAt != nil {
-		out.Date = *m.SendAt
-	}
-	for _, s := range m.To {
-		out.To = append(out.To, mtaAddress(s))
-	}
-	for _, s := range m.Cc {
-		out.Cc = append(out.Cc, mtaAddress(s))
-	}
-	for _, s := range m.ReplyTo {
-		out.ReplyTo = append(out.ReplyTo, mtaAddress(s))
-	}
-	for _, at := range c.Attachments {
-		out.Attachments = append(out.Attachments, mta.Attachment{Filename: at.Filename, ContentType: at.ContentType,
-			Content: at.Content, ContentID: at.ContentID})
-	}
-	return out
-}
-
-func mtaAddress(s string) mta.Address {
-	a, err := mail.ParseAddress(s)
-	if err != nil {
-		return mta.Address{Email: s}
-	}
-	return mta.Address{Name: a.Name, Email: a.Address}
-}
-
 // SendMessage validates and stores one message. It answers only after the
 // message, its queue entry and its message.sent event are committed.
 func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, error) {
@@ -463,40 +431,27 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 		}
 		list[i] = pm
 	}
-	var events []storage.Event
+	keep := a.opts.MessageRetention + a.queue.Options().QueueLifetime
+	sent := make([]storage.Event, len(list))
 	for i := range list {
 		m := &list[i].msg
-		m.ExpiresAt = now.Add(a.opts.MessageRetention + a.opts.Delivery.QueueLifetime)
+		m.ExpiresAt = now.Add(keep)
 		if m.SendAt != nil {
-			m.Status = StatusScheduled
-			m.ExpiresAt = m.SendAt.Add(a.opts.MessageRetention + a.opts.Delivery.QueueLifetime)
-			m.QueueAt = m.SendAt
-			continue
+			m.ExpiresAt = m.SendAt.Add(keep)
 		}
-		m.Status = StatusQueued
-		m.QueuedAt, m.QueueAt = &now, &now
-		ev, err := a.sentEvent(*m, now)
-		if err != nil {
+		var err error
+		if sent[i], err = a.queue.Accept(m, now); err != nil {
 			return nil, Internal(err)
 		}
-		events = append(events, ev)
 	}
 	var out []storage.Message
 	err := a.db.Update(func(tx *storage.Tx) error {
 		out = make([]storage.Message, 0, len(list)) // this function may run again: start afresh
-		evs := events
 		for i := range list {
 			m := list[i].msg
 			m.Recipients = slices.Clone(m.Recipients)
-			suppressRecipients(tx, &m, now)
-			if m.Status == StatusQueued {
-				ev := evs[0]
-				evs = evs[1:]
-				if m.Status = aggregateStatus(m); m.Status == StatusSuppressed {
-					m.QueuedAt, m.QueueAt = nil, nil
-				} else if err := a.appendSent(tx, m, ev); err != nil {
-					return err
-				}
+			if err := queue.File(tx, &m, sent[i]); err != nil {
+				return err
 			}
 			if err := tx.InsertMessage(m, list[i].content, list[i].raw); err != nil {
 				return err
@@ -512,104 +467,6 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 		return nil, storageErr(err, "message")
 	}
 	a.EventsCommitted()
-	a.kickDelivery()
+	a.queue.Kick()
 	return out, nil
-}
-
-// suppressRecipients marks the recipients on the account's suppression
-// list; they are never sent to.
-func suppressRecipients(tx *storage.Tx, m *storage.Message, now time.Time) {
-	for i := range m.Recipients {
-		r := &m.Recipients[i]
-		if r.Status != StatusQueued && r.Status != StatusDeferred {
-			continue
-		}
-		if _, err := tx.Suppression(m.AccountID, r.Email); err == nil {
-			r.Status = StatusSuppressed
-			r.SMTPResponse = "not sent: the recipient is on the suppression list"
-		}
-	}
-}
-
-// sentData is the message.sent payload (spec §6).
-type sentData struct {
-	MessageID  string          `json:"messageId"`
-	To         string          `json:"to"`
-	From       string          `json:"from"`
-	Subject    string          `json:"subject"`
-	CampaignID string          `json:"campaignId"`
-	Metadata   json.RawMessage `json:"metadata"`
-}
-
-// sentEvent is a message's message.sent event. Its `to` lists the To
-// recipients (bare addresses, comma-separated); cc and bcc recipients get
-// their own delivery events.
-func (a *App) sentEvent(m storage.Message, at time.Time) (storage.Event, error) {
-	to := toAddrs(m)
-	var all []string
-	for _, r := range m.Recipients {
-		all = append(all, r.Email)
-	}
-	meta := m.Metadata
-	if len(meta) == 0 {
-		meta = json.RawMessage("{}")
-	}
-	ev, err := a.NewEvent(m.AccountID, m.Test, EventSent, at, sentData{MessageID: m.ID, To: strings.Join(to, ", "),
-		From: m.From, Subject: m.Subject, CampaignID: m.CampaignID, Metadata: meta})
-	ev.MessageID, ev.Recipient = m.ID, strings.Join(all, ",")
-	return ev, err
-}
-
-// appendSent records a message's message.sent event and counts the
-// recipients it is accepted for in the statistics.
-func (a *App) appendSent(tx *storage.Tx, m storage.Message, ev storage.Event) error {
-	if err := tx.AppendEvent(ev); err != nil {
-		return err
-	}
-	n := 0
-	for _, r := range m.Recipients {
-		if r.Status == StatusQueued {
-			n++
-		}
-	}
-	return addStats(tx, m, ev.Timestamp, storage.StatSent, n)
-}
-
-// aggregateStatus is a message's state as its recipients' states add up.
-func aggregateStatus(m storage.Message) string {
-	if m.Status == StatusCancelled || m.Status == StatusScheduled {
-		return m.Status
-	}
-	var sending, pending, deferred, delivered, bounced, failed bool
-	for _, r := range m.Recipients {
-		switch r.Status {
-		case StatusSending:
-			sending = true
-		case StatusQueued:
-			pending = true
-		case StatusDeferred:
-			deferred = true
-		case StatusDelivered:
-			delivered = true
-		case StatusBounced:
-			bounced = true
-		case StatusFailed:
-			failed = true
-		}
-	}
-	switch {
-	case sending:
-		return StatusSending
-	case deferred:
-		return StatusDeferred
-	case pending:
-		return StatusQueued
-	case delivered:
-		return StatusDelivered
-	case bounced:
-		return StatusBounced
-	case failed:
-		return StatusFailed
-	}
-	return StatusSuppressed
 }

@@ -1,10 +1,12 @@
 package app
 
 import (
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
 
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -52,20 +54,14 @@ func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
 		if m.Test != p.Key.Test {
 			return storage.ErrNotFound
 		}
-		switch m.Status {
-		case StatusCancelled:
+		switch err := queue.Cancel(&m, now); {
+		case errors.Is(err, queue.ErrCancelled):
 			return gone(m)
-		case StatusQueued, StatusScheduled:
-		default:
-			return &Error{Code: CodeConflict,
-				Message: "the message is " + m.Status + ": only queued or scheduled messages can be cancelled",
-				Details: map[string]any{"status": m.Status}}
-		}
-		m.Status, m.CancelledAt, m.QueueAt, m.CompletedAt = StatusCancelled, &now, nil, &now
-		for i := range m.Recipients {
-			if r := &m.Recipients[i]; r.Status == StatusQueued || r.Status == StatusDeferred {
-				r.Status = StatusCancelled
-			}
+		case errors.Is(err, queue.ErrNotCancellable):
+			return NewError(CodeConflict, "the message is "+m.Status+": only queued or scheduled messages can be cancelled").
+				With("status", m.Status)
+		case err != nil:
+			return err
 		}
 		return tx.UpdateMessage(m)
 	})

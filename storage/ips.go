@@ -12,7 +12,7 @@ type IP struct {
 	Address  string `json:"address"`  // canonical text form (netip.Addr.String)
 	Hostname string `json:"hostname"` // EHLO name, lower case
 	Pool     string `json:"pool"`
-	Warmup   string `json:"warmup"` // schedule as mta.ParseSchedule reads it
+	Warmup   string `json:"warmup"` // schedule as queue.ParseSchedule reads it (mta/queue)
 	// AccountID is the account the IP is dedicated to; "" for a shared IP.
 	AccountID  string     `json:"account_id,omitempty"`
 	AssignedAt *time.Time `json:"assigned_at,omitempty"`

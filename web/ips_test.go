@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mailbolt/app"
+	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -28,7 +29,7 @@ func (e *env) send(accountID string, n int) {
 	e.t.Helper()
 	for range n {
 		err := e.app.DB().Update(func(tx *storage.Tx) error {
-			_, ok, _, err := e.app.PickSourceIP(tx, accountID, "", e.app.Now())
+			_, ok, _, err := queue.PickSourceIP(tx, accountID, "", e.app.Now())
 			if err == nil && !ok {
 				err = fmt.Errorf("pool full")
 			}

@@ -1,0 +1,171 @@
+package queue
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"net"
+	"net/mail"
+	"strings"
+
+	"mailbolt/mta"
+	"mailbolt/storage"
+)
+
+// Sender hands one message to the next hop: *mta.Deliverer in production.
+type Sender interface {
+	Send(ctx context.Context, env mta.Envelope) []mta.RecipientResult
+}
+
+// ReturnPathLabel is the label of each sending domain's bounce subdomain,
+// bounces.<domain>, whose CNAME points at this server: the envelope sender
+// of its mail and the address of its unsubscribe mail.
+const ReturnPathLabel = "bounces"
+
+// ReturnPath is the VERP envelope sender of a message: on the domain's
+// bounce subdomain, carrying the message id so an asynchronous bounce finds
+// its message; the DSN names the recipient.
+func ReturnPath(m storage.Message) string {
+	return "b+" + strings.ReplaceAll(m.ID, "-", "") + "@" + ReturnPathLabel + "." + m.Domain
+}
+
+// deliver makes one attempt for a claimed message and records the outcome.
+func (q *Queue) deliver(ctx context.Context, j job) {
+	var results []mta.RecipientResult
+	if j.msg.Test {
+		results = sandboxResults(j.rcpts)
+	} else {
+		results = q.sendLive(ctx, j)
+	}
+	if err := q.record(j, results, ctx.Err() != nil); err != nil {
+		q.log.Error("recording a delivery attempt failed", "message_id", j.msg.ID, "err", err)
+	}
+}
+
+// sendLive builds, signs and sends a live message: one build and one DKIM
+// signature per message, whatever the number of recipients.
+func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
+	fail := func(err error) []mta.RecipientResult {
+		out := make([]mta.RecipientResult, len(j.rcpts))
+		for i, r := range j.rcpts {
+			out[i] = mta.RecipientResult{Recipient: r, Status: mta.StatusPermanent, Enhanced: "5.3.0",
+				Text: "message could not be prepared: " + err.Error(), Bounce: mta.Classify(554, "5.3.0", err.Error())}
+		}
+		return out
+	}
+	sender := q.opts.Sender
+	if sender == nil {
+		out := make([]mta.RecipientResult, len(j.rcpts))
+		for i, r := range j.rcpts {
+			out[i] = mta.RecipientResult{Recipient: r, Status: mta.StatusTemporary, Enhanced: "4.4.0", Text: "no outbound delivery configured"}
+		}
+		return out
+	}
+	raw := j.raw
+	if raw == nil {
+		var err error
+		if raw, err = Build(j.msg, j.content); err != nil {
+			return fail(err)
+		}
+	}
+	selector, key, signed := SigningKey(j.domain)
+	var signer crypto.Signer
+	if signed {
+		var err error
+		if signer, err = q.signer(j.domain.ID, selector, key); err != nil {
+			return fail(err)
+		}
+	}
+	send := func(data []byte, rcpts []string) []mta.RecipientResult {
+		if signed {
+			var err error
+			if data, err = mta.Sign(data, j.domain.Name, selector, signer); err != nil {
+				return fail(err)
+			}
+		}
+		env := mta.Envelope{From: ReturnPath(j.msg), To: rcpts, Data: data, HELO: j.src.Hostname}
+		if j.src.Addr != "" {
+			env.SourceIP = net.ParseIP(j.src.Addr)
+		}
+		return sender.Send(ctx, env)
+	}
+	if !j.msg.ListUnsubscribe || q.opts.UnsubscribeHeaders == nil {
+		return send(raw, j.rcpts) // one signed copy for every recipient
+	}
+	// Each recipient has its own List-Unsubscribe link, so its own copy
+	// and signature; a single-recipient message still signs once.
+	var out []mta.RecipientResult
+	for _, rcpt := range j.rcpts {
+		data := append(q.opts.UnsubscribeHeaders(j.msg, recipientIndex(j.msg, rcpt)), raw...)
+		out = append(out, send(data, []string{rcpt})...)
+	}
+	return out
+}
+
+func recipientIndex(m storage.Message, email string) int {
+	for i, r := range m.Recipients {
+		if r.Email == email {
+			return i
+		}
+	}
+	return 0
+}
+
+// SigningKey is the selector and key that sign a verified domain's mail:
+// its active key.
+func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) {
+	k, ok := d.ActiveKey()
+	if !ok {
+		return "", mta.DKIMKey{}, false
+	}
+	return k.Selector, mta.DKIMKey{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
+}
+
+// signer returns the parsed DKIM key of a domain, parsing it once.
+func (q *Queue) signer(domainID, selector string, key mta.DKIMKey) (crypto.Signer, error) {
+	k := domainID + "/" + selector
+	if s, ok := q.signers.Load(k); ok {
+		return s.(crypto.Signer), nil
+	}
+	s, err := key.Signer()
+	if err != nil {
+		return nil, fmt.Errorf("DKIM key of selector %s: %w", selector, err)
+	}
+	q.signers.Store(k, s)
+	return s, nil
+}
+
+// Build writes a stored message and its content as RFC 5322 bytes: at
+// acceptance, and at delivery for messages stored before their built form
+// was kept.
+func Build(m storage.Message, c storage.MessageContent) ([]byte, error) {
+	out := mta.Message{
+		From: address(m.From), Subject: c.Subject, Text: c.Text, HTML: c.HTML,
+		Headers: c.Headers, MessageID: m.HeaderID, Date: m.CreatedAt,
+	}
+	if m.SendAt != nil {
+		out.Date = *m.SendAt
+	}
+	for _, s := range m.To {
+		out.To = append(out.To, address(s))
+	}
+	for _, s := range m.Cc {
+		out.Cc = append(out.Cc, address(s))
+	}
+	for _, s := range m.ReplyTo {
+		out.ReplyTo = append(out.ReplyTo, address(s))
+	}
+	for _, at := range c.Attachments {
+		out.Attachments = append(out.Attachments, mta.Attachment{Filename: at.Filename, ContentType: at.ContentType,
+			Content: at.Content, ContentID: at.ContentID})
+	}
+	return mta.Build(out)
+}
+
+func address(s string) mta.Address {
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return mta.Address{Email: s}
+	}
+	return mta.Address{Name: a.Name, Email: a.Address}
+}
