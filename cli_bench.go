@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"net/textproto"
 	"os"
@@ -32,7 +32,6 @@ import (
 	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
-	"mailbolt/web"
 )
 
 // benchConfig is everything `mailbolt bench` can be told.
@@ -347,47 +346,37 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	}
 	defer sink.Close()
 
-	db, err := storage.Open(dir, storage.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-
-	deliverer := &mta.Deliverer{Relay: &mta.Relay{Addr: sink.Addr}, HELO: "bench.local", MaxConnsPerHost: cfg.smtpConns}
-	defer deliverer.Close()
-	g := &gate{open: make(chan struct{}), next: deliverer}
+	g := &gate{open: make(chan struct{})}
 	if rep.Mode == "concurrent" {
 		close(g.open)
 	}
-	a, err := app.New(db, app.Options{Delivery: queue.Options{Sender: g, Concurrency: cfg.deliveryWorkers}})
+	sc := defaultServeConfig()
+	sc.dataDir, sc.httpAddr, sc.smtpAddr = dir, "127.0.0.1:0", "127.0.0.1:0"
+	sc.hostname, sc.relay = "bench.local", sink.Addr
+	sc.deliveryWorkers, sc.smtpHostConns = cfg.deliveryWorkers, cfg.smtpConns
+	// No log lines: the bench measures sending, not writing its access log.
+	s, err := startService(sc, slog.New(slog.DiscardHandler), func(next queue.Sender) queue.Sender {
+		g.next = next
+		return g
+	})
 	if err != nil {
 		return nil, err
 	}
+	serviceCtx, stopService := context.WithCancel(context.Background())
+	serviceDone := make(chan error, 1)
+	go func() { serviceDone <- s.run(serviceCtx) }()
+	defer func() {
+		stopService()
+		if serr := <-serviceDone; serr != nil && err == nil {
+			err = serr
+		}
+	}()
+	a, db := s.app, s.db
 
 	key, dom, err := benchSetup(a, db, alg)
 	if err != nil {
 		return nil, err
 	}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	// Timeouts as serve sets them; the clients drop idle connections first.
-	srv := &http.Server{Handler: web.New(a, web.Config{}), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	go srv.Serve(ln)
-	defer srv.Close()
-
-	workerCtx, stopWorkers := context.WithCancel(context.Background())
-	workersDone := make(chan struct{})
-	go func() {
-		defer close(workersDone)
-		a.Run(workerCtx)
-	}()
-	defer func() {
-		stopWorkers()
-		<-workersDone
-	}()
 
 	// The CPU profile covers the whole run, or with --phased the delivery
 	// phase alone.
@@ -420,7 +409,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	commits0 := db.Commits()
 	cpu0 := cpuTime()
 	start := time.Now()
-	lat, acceptedN, failedN, failures := sendAll(runCtx, cfg, "http://"+ln.Addr().String(), key, alg, tr)
+	lat, acceptedN, failedN, failures := sendAll(runCtx, cfg, "http://"+s.httpLn.Addr().String(), key, alg, tr)
 	acceptEnd := time.Now()
 	cpu1 := cpuTime()
 	rep.AcceptCPU = (cpu1 - cpu0).Seconds()

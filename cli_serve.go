@@ -7,14 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/mail"
 	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sync"
 	"syscall"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"mailbolt/hooks"
 	"mailbolt/mta"
 	"mailbolt/mta/queue"
-	"mailbolt/storage"
 	"mailbolt/web"
 )
 
@@ -81,7 +78,46 @@ type serveConfig struct {
 	systemFrom string
 }
 
+// defaultServeConfig is what serve runs with when no flag is given; the
+// flags take their defaults from it and bench starts from it.
+func defaultServeConfig() serveConfig {
+	host, _ := os.Hostname()
+	return serveConfig{
+		dataDir:           "./data",
+		httpAddr:          "127.0.0.1:8080",
+		maxBodySize:       10 << 20,
+		ipRateLimit:       20,
+		sweepInterval:     time.Minute,
+		logLevel:          "info",
+		logFormat:         "json",
+		shutdownGrace:     15 * time.Second,
+		dnsTimeout:        5 * time.Second,
+		hostname:          host,
+		domainRecheck:     24 * time.Hour,
+		dkimGrace:         7 * 24 * time.Hour,
+		domainCheckTick:   time.Minute,
+		webhookBaseDelay:  30 * time.Second,
+		webhookTimeout:    30 * time.Second,
+		webhookMaxRetries: 3,
+		webhookRotation:   24 * time.Hour,
+		webhookWorkers:    64,
+		webhookHostConns:  8,
+		eventRetention:    30 * 24 * time.Hour,
+		mxPort:            25,
+		smtpRetryBase:     5 * time.Minute,
+		smtpRetryMax:      2 * time.Hour,
+		queueLifetime:     120 * time.Hour,
+		deliveryWorkers:   64,
+		smtpHostConns:     10,
+		smtpConnTimeout:   30 * time.Second,
+		smtpCmdTimeout:    5 * time.Minute,
+		messageRetention:  30 * 24 * time.Hour,
+		smtpAddr:          "127.0.0.1:2525",
+	}
+}
+
 func newServeCommand() *cobra.Command {
+	def := defaultServeConfig()
 	var cfg serveConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -95,55 +131,54 @@ func newServeCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.httpAddr, "http-addr", "127.0.0.1:8080", "address of the HTTP API")
-	f.Int64Var(&cfg.maxBodySize, "max-body-size", 10<<20, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
-	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", 20, "requests per second per source IP for requests without a valid key")
-	f.StringVar(&cfg.deprecate, "deprecate", "", "mark an API version deprecated (v1)")
-	f.StringVar(&cfg.sunset, "sunset", "", "sunset date of the deprecated version, YYYY-MM-DD or RFC 3339; after it the version answers 410")
-	f.DurationVar(&cfg.sweepInterval, "sweep-interval", time.Minute, "how often expired records are removed")
-	f.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
-	f.StringVar(&cfg.logFormat, "log-format", "json", "json or text")
-	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", 15*time.Second, "how long in-flight requests may finish on shutdown")
+	f.StringVar(&cfg.httpAddr, "http-addr", def.httpAddr, "address of the HTTP API")
+	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
+	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", def.ipRateLimit, "requests per second per source IP for requests without a valid key")
+	f.StringVar(&cfg.deprecate, "deprecate", def.deprecate, "mark an API version deprecated (v1)")
+	f.StringVar(&cfg.sunset, "sunset", def.sunset, "sunset date of the deprecated version, YYYY-MM-DD or RFC 3339; after it the version answers 410")
+	f.DurationVar(&cfg.sweepInterval, "sweep-interval", def.sweepInterval, "how often expired records are removed")
+	f.StringVar(&cfg.logLevel, "log-level", def.logLevel, "debug, info, warn or error")
+	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
+	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long in-flight requests may finish on shutdown")
 
-	host, _ := os.Hostname()
-	f.StringVar(&cfg.dnsServer, "dns-server", "", "DNS server (host:port) for domain checks and MX lookups (default: the first nameserver in /etc/resolv.conf)")
-	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", 5*time.Second, "timeout of one DNS query")
-	f.StringVar(&cfg.hostname, "hostname", host, "this server's mail host name: target of each domain's return-path CNAME, and its SPF a: mechanism when neither --spf-include nor --sending-ips is set")
-	f.StringVar(&cfg.spfInclude, "spf-include", "", "domain whose SPF record lists this server's addresses; sending domains publish include:<it>")
-	f.IPSliceVar(&cfg.sendingIPs, "sending-ips", nil, "this server's outbound IP addresses; sending domains publish ip4:/ip6: for each")
-	f.StringVar(&cfg.trackingHost, "tracking-host", "", "host name that open and click tracking is served on; sending domains then publish a track.<domain> CNAME to it")
-	f.DurationVar(&cfg.domainRecheck, "domain-recheck-interval", 24*time.Hour, "how often each domain's DNS records are checked again")
-	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", 7*24*time.Hour, "how long a replaced DKIM record must stay published before it is reported removable")
-	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", time.Minute, "how often the scheduler looks for domains due a check")
+	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks and MX lookups (default: the first nameserver in /etc/resolv.conf)")
+	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", def.dnsTimeout, "timeout of one DNS query")
+	f.StringVar(&cfg.hostname, "hostname", def.hostname, "this server's mail host name: target of each domain's return-path CNAME, and its SPF a: mechanism when neither --spf-include nor --sending-ips is set")
+	f.StringVar(&cfg.spfInclude, "spf-include", def.spfInclude, "domain whose SPF record lists this server's addresses; sending domains publish include:<it>")
+	f.IPSliceVar(&cfg.sendingIPs, "sending-ips", def.sendingIPs, "this server's outbound IP addresses; sending domains publish ip4:/ip6: for each")
+	f.StringVar(&cfg.trackingHost, "tracking-host", def.trackingHost, "host name that open and click tracking is served on; sending domains then publish a track.<domain> CNAME to it")
+	f.DurationVar(&cfg.domainRecheck, "domain-recheck-interval", def.domainRecheck, "how often each domain's DNS records are checked again")
+	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", def.dkimGrace, "how long a replaced DKIM record must stay published before it is reported removable")
+	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", def.domainCheckTick, "how often the scheduler looks for domains due a check")
 
-	f.BoolVar(&cfg.dev, "dev", false, "development mode: webhooks may target loopback and private addresses and plain http")
-	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", 30*time.Second, "delay before the first webhook retry; doubles per retry, capped at 1h")
-	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", 30*time.Second, "how long a webhook receiver has to answer")
-	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", 3, "retries after the first webhook attempt")
-	f.DurationVar(&cfg.webhookRotation, "webhook-rotation-window", 24*time.Hour, "how long a rotated-out webhook secret keeps signing")
-	f.IPNetSliceVar(&cfg.webhookAllow, "webhook-allow-cidrs", nil, "address ranges webhooks may reach even though private or loopback (e.g. 10.0.0.0/8)")
-	f.IntVar(&cfg.webhookWorkers, "webhook-workers", 64, "webhook requests in flight at once")
-	f.IntVar(&cfg.webhookHostConns, "webhook-host-connections", 8, "webhook requests in flight to one receiver host")
-	f.DurationVar(&cfg.eventRetention, "event-retention", 30*24*time.Hour, "how long events stay in the history")
+	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks may target loopback and private addresses and plain http")
+	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", def.webhookBaseDelay, "delay before the first webhook retry; doubles per retry, capped at 1h")
+	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", def.webhookTimeout, "how long a webhook receiver has to answer")
+	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", def.webhookMaxRetries, "retries after the first webhook attempt")
+	f.DurationVar(&cfg.webhookRotation, "webhook-rotation-window", def.webhookRotation, "how long a rotated-out webhook secret keeps signing")
+	f.IPNetSliceVar(&cfg.webhookAllow, "webhook-allow-cidrs", def.webhookAllow, "address ranges webhooks may reach even though private or loopback (e.g. 10.0.0.0/8)")
+	f.IntVar(&cfg.webhookWorkers, "webhook-workers", def.webhookWorkers, "webhook requests in flight at once")
+	f.IntVar(&cfg.webhookHostConns, "webhook-host-connections", def.webhookHostConns, "webhook requests in flight to one receiver host")
+	f.DurationVar(&cfg.eventRetention, "event-retention", def.eventRetention, "how long events stay in the history")
 
-	f.StringVar(&cfg.relay, "relay", "", "smarthost host:port that takes all outgoing mail (default: deliver to each recipient domain's MX)")
-	f.StringVar(&cfg.relayUser, "relay-username", "", "AUTH PLAIN user name for --relay (sent only over TLS)")
-	f.StringVar(&cfg.relayPassword, "relay-password", "", "AUTH PLAIN password for --relay (prefer MAILBOLT_RELAY_PASSWORD)")
-	f.BoolVar(&cfg.relayImplicitTLS, "relay-implicit-tls", false, "speak TLS from the first byte to --relay (port 465) instead of STARTTLS")
-	f.IntVar(&cfg.mxPort, "mx-port", 25, "TCP port of recipient MX hosts")
-	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", 5*time.Minute, "delay before the first retry after a temporary SMTP failure; doubles per retry")
-	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", 2*time.Hour, "largest delay between SMTP retries")
-	f.DurationVar(&cfg.queueLifetime, "queue-lifetime", 120*time.Hour, "how long a recipient is retried before it soft-bounces")
-	f.IntVar(&cfg.deliveryWorkers, "delivery-workers", 64, "messages being delivered at once")
-	f.IntVar(&cfg.smtpHostConns, "smtp-host-connections", 10, "SMTP connections open to one destination host at most")
-	f.DurationVar(&cfg.smtpConnTimeout, "smtp-connect-timeout", 30*time.Second, "timeout of an SMTP connect and TLS handshake")
-	f.DurationVar(&cfg.smtpCmdTimeout, "smtp-command-timeout", 5*time.Minute, "how long an SMTP server has to answer one command")
-	f.DurationVar(&cfg.messageRetention, "message-retention", 30*24*time.Hour, "how long messages are kept after their queue lifetime")
+	f.StringVar(&cfg.relay, "relay", def.relay, "smarthost host:port that takes all outgoing mail (default: deliver to each recipient domain's MX)")
+	f.StringVar(&cfg.relayUser, "relay-username", def.relayUser, "AUTH PLAIN user name for --relay (sent only over TLS)")
+	f.StringVar(&cfg.relayPassword, "relay-password", def.relayPassword, "AUTH PLAIN password for --relay (prefer MAILBOLT_RELAY_PASSWORD)")
+	f.BoolVar(&cfg.relayImplicitTLS, "relay-implicit-tls", def.relayImplicitTLS, "speak TLS from the first byte to --relay (port 465) instead of STARTTLS")
+	f.IntVar(&cfg.mxPort, "mx-port", def.mxPort, "TCP port of recipient MX hosts")
+	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", def.smtpRetryBase, "delay before the first retry after a temporary SMTP failure; doubles per retry")
+	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", def.smtpRetryMax, "largest delay between SMTP retries")
+	f.DurationVar(&cfg.queueLifetime, "queue-lifetime", def.queueLifetime, "how long a recipient is retried before it soft-bounces")
+	f.IntVar(&cfg.deliveryWorkers, "delivery-workers", def.deliveryWorkers, "messages being delivered at once")
+	f.IntVar(&cfg.smtpHostConns, "smtp-host-connections", def.smtpHostConns, "SMTP connections open to one destination host at most")
+	f.DurationVar(&cfg.smtpConnTimeout, "smtp-connect-timeout", def.smtpConnTimeout, "timeout of an SMTP connect and TLS handshake")
+	f.DurationVar(&cfg.smtpCmdTimeout, "smtp-command-timeout", def.smtpCmdTimeout, "how long an SMTP server has to answer one command")
+	f.DurationVar(&cfg.messageRetention, "message-retention", def.messageRetention, "how long messages are kept after their queue lifetime")
 
-	f.StringVar(&cfg.publicURL, "public-url", "", "base URL of tracking and unsubscribe links, as recipients reach this server (default: http://<--http-addr>)")
-	f.StringVar(&cfg.smtpAddr, "smtp-addr", "127.0.0.1:2525", "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
-	f.StringVar(&cfg.geoIPDB, "geoip-db", "", "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
-	f.StringVar(&cfg.systemFrom, "system-from", "", "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
+	f.StringVar(&cfg.publicURL, "public-url", def.publicURL, "base URL of tracking and unsubscribe links, as recipients reach this server (default: http://<--http-addr>)")
+	f.StringVar(&cfg.smtpAddr, "smtp-addr", def.smtpAddr, "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
+	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
+	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	return cmd
 }
 
@@ -287,145 +322,25 @@ func tuneGC() {
 	}
 }
 
-// serve runs the service until ctx ends, then shuts down in order: stop
-// accepting (HTTP, socket), stop the workers, close the database.
+// serve runs the service until ctx ends, then shuts it down (see
+// service.run for the order).
 func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
 	log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err != nil {
 		return err
 	}
 	tuneGC()
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	wc, err := cfg.webConfig(log)
+	s, err := startService(cfg, log, nil)
 	if err != nil {
 		return err
 	}
-	gs, err := readGraderSettings(os.LookupEnv)
-	if err != nil {
-		return err
-	}
-	gs.web(&wc)
-	db, err := storage.Open(cfg.dataDir, storage.Options{})
-	if errors.Is(err, storage.ErrLocked) {
-		return fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
-	}
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-
-	resolver := mta.SystemResolver()
-	if cfg.dnsServer != "" {
-		resolver = &mta.Resolver{Server: cfg.dnsServer}
-	}
-	resolver.Timeout = cfg.dnsTimeout
-	var geo *app.GeoDB
-	if cfg.geoIPDB != "" {
-		if geo, err = app.OpenGeoDB(cfg.geoIPDB); err != nil {
-			return fmt.Errorf("--geoip-db: %w", err)
-		}
-		defer geo.Close()
-	}
-	deliverer := cfg.deliverer(resolver, log)
-	defer deliverer.Close()
-	a, err := app.New(db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
-		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
-			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
-			RotationGrace: cfg.dkimGrace},
-		EventRetention:   cfg.eventRetention,
-		MessageRetention: cfg.messageRetention,
-		Delivery:         cfg.deliveryOptions(deliverer),
-		PublicURL:        cfg.publicURL,
-		GeoDB:            geo,
-		SystemFrom:       cfg.systemFrom,
-		Grader:           gs.appOptions(resolver, 10*time.Second),
-		Webhooks:         cfg.webhookOptions(resolver)})
-	if err != nil {
-		return err
-	}
-	boot, err := a.BootstrapIfEmpty()
-	if err != nil {
-		return fmt.Errorf("create the default account: %w", err)
-	}
-	if boot != nil {
-		fmt.Fprintf(stdout, "First start: created account %q (%s).\n", boot.Account.Name, boot.Account.ID)
+	if b := s.boot; b != nil {
+		fmt.Fprintf(stdout, "First start: created account %q (%s).\n", b.Account.Name, b.Account.ID)
 		fmt.Fprintln(stdout, "Store these API keys now; they are shown only once.")
-		fmt.Fprintln(stdout, "  live key:", boot.LiveKey)
-		fmt.Fprintln(stdout, "  test key:", boot.TestKey)
+		fmt.Fprintln(stdout, "  live key:", b.LiveKey)
+		fmt.Fprintln(stdout, "  test key:", b.TestKey)
 	}
-
-	ln, err := net.Listen("tcp", cfg.httpAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.httpAddr, err)
-	}
-	if cfg.publicURL == "" {
-		a.SetPublicURL("http://" + ln.Addr().String())
-	}
-	smtpLn, err := net.Listen("tcp", cfg.smtpAddr)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
-	}
-	inbound := mta.NewInboundServer(a.Inbound(), mta.InboundOptions{Domain: cfg.hostname,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
-	go inbound.Serve(smtpLn)
-	admin, err := web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: a})
-	if errors.Is(err, web.ErrSocketPathTooLong) {
-		// Serve anyway; only management commands during serving are lost.
-		log.Warn("no management socket: management commands will not work while this server runs", "err", err)
-		err = nil
-	}
-	if err != nil {
-		ln.Close()
-		inbound.Close()
-		return err
-	}
-	srv := &http.Server{Handler: web.New(a, wc), ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-
-	workerCtx, stopWorkers := context.WithCancel(context.Background())
-	var workers sync.WaitGroup
-	workers.Add(1)
-	go func() {
-		defer workers.Done()
-		a.Run(workerCtx)
-	}()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, ln.Addr(), cfg.dataDir)
-	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", smtpLn.Addr())
-	log.Info("started", "http_addr", ln.Addr().String(), "smtp_addr", smtpLn.Addr().String(), "data_dir", cfg.dataDir, "version", version)
-
-	select {
-	case <-ctx.Done():
-	case err = <-serveErr:
-		log.Error("http server stopped", "err", err)
-	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownGrace)
-	defer cancel()
-	if serr := srv.Shutdown(shutdownCtx); serr != nil {
-		log.Warn("http shutdown", "err", serr)
-	}
-	if serr := inbound.Shutdown(shutdownCtx); serr != nil {
-		inbound.Close()
-	}
-	if admin != nil {
-		if serr := admin.Shutdown(shutdownCtx); serr != nil {
-			log.Warn("management socket shutdown", "err", serr)
-		}
-	}
-	stopWorkers()
-	workers.Wait()
-	if cerr := db.Close(); cerr != nil {
-		return cerr
-	}
-	log.Info("stopped")
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
+	fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
+	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", s.smtpLn.Addr())
+	return s.run(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -134,6 +135,28 @@ func TestFirstStartPrintsKeysOnce(t *testing.T) {
 	_, out2, _ := startServe(t, dir)
 	if strings.Contains(out2.String(), "svc_") {
 		t.Fatalf("second start printed keys again:\n%s", out2)
+	}
+}
+
+// A first start that cannot bind its port creates no account, so the next
+// start still prints the keys.
+func TestFirstStartThatCannotBindKeepsNoKeys(t *testing.T) {
+	dir := t.TempDir()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	out, err := run(t, "serve", "--data-dir", dir, "--http-addr", taken.Addr().String(), "--smtp-addr", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "--http-addr") {
+		t.Fatalf("serve on a taken port: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "svc_") {
+		t.Fatalf("a start that failed printed keys:\n%s", out)
+	}
+	_, out2, _ := startServe(t, dir)
+	if liveKeyRe.FindStringSubmatch(out2.String()) == nil {
+		t.Fatalf("the first start that bound printed no keys:\n%s", out2)
 	}
 }
 

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"mailbolt/app"
+	"mailbolt/mta"
+	"mailbolt/mta/queue"
+	"mailbolt/storage"
+	"mailbolt/web"
+)
+
+// service is Mailbolt put together: the database, the use cases and their
+// workers, the SMTP client, and the listeners. startService is the one
+// place that builds it, for serve and for bench alike; run is the one
+// place that starts and stops it.
+type service struct {
+	cfg       serveConfig
+	log       *slog.Logger
+	db        *storage.DB
+	geo       *app.GeoDB
+	deliverer *mta.Deliverer
+	app       *app.App
+	httpLn    net.Listener
+	smtpLn    net.Listener
+	http      *http.Server
+	inbound   *smtp.Server
+	admin     *web.AdminServer
+	// boot is the account and keys a first start created; nil otherwise.
+	boot *app.Bootstrap
+}
+
+// startService validates cfg, opens the database, builds every component
+// and binds the listeners, but serves nothing yet: run does. The default
+// account of a first start is created only once both ports are bound, so a
+// start that fails to bind prints no keys and keeps none. hold, when not
+// nil, wraps the SMTP client the queue sends through (bench holds delivery
+// with it). On error everything opened so far is closed again.
+func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) queue.Sender) (_ *service, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	wc, err := cfg.webConfig(log)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := readGraderSettings(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	gs.web(&wc)
+
+	s := &service{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	s.db, err = storage.Open(cfg.dataDir, storage.Options{})
+	if errors.Is(err, storage.ErrLocked) {
+		return nil, fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resolver := mta.SystemResolver()
+	if cfg.dnsServer != "" {
+		resolver = &mta.Resolver{Server: cfg.dnsServer}
+	}
+	resolver.Timeout = cfg.dnsTimeout
+	if cfg.geoIPDB != "" {
+		if s.geo, err = app.OpenGeoDB(cfg.geoIPDB); err != nil {
+			return nil, fmt.Errorf("--geoip-db: %w", err)
+		}
+	}
+	s.deliverer = cfg.deliverer(resolver, log)
+	var sender queue.Sender = s.deliverer
+	if hold != nil {
+		sender = hold(sender)
+	}
+	s.app, err = app.New(s.db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
+		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
+			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
+			RotationGrace: cfg.dkimGrace},
+		EventRetention:   cfg.eventRetention,
+		MessageRetention: cfg.messageRetention,
+		Delivery:         cfg.deliveryOptions(sender),
+		PublicURL:        cfg.publicURL,
+		GeoDB:            s.geo,
+		SystemFrom:       cfg.systemFrom,
+		Grader:           gs.appOptions(resolver, 10*time.Second),
+		Webhooks:         cfg.webhookOptions(resolver)})
+	if err != nil {
+		return nil, err
+	}
+
+	if s.httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+		return nil, fmt.Errorf("--http-addr: listen on %s: %w", cfg.httpAddr, err)
+	}
+	if s.smtpLn, err = net.Listen("tcp", cfg.smtpAddr); err != nil {
+		return nil, fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
+	}
+	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
+		return nil, fmt.Errorf("create the default account: %w", err)
+	}
+	if cfg.publicURL == "" {
+		s.app.SetPublicURL("http://" + s.httpLn.Addr().String())
+	}
+	s.inbound = mta.NewInboundServer(s.app.Inbound(), mta.InboundOptions{Domain: cfg.hostname,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
+	s.admin, err = web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: s.app})
+	if errors.Is(err, web.ErrSocketPathTooLong) {
+		// Serve anyway; only management commands during serving are lost.
+		log.Warn("no management socket: management commands will not work while this server runs", "err", err)
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{Handler: web.New(s.app, wc), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	return s, nil
+}
+
+// close releases what startService opened, in reverse order; for a
+// service that never ran.
+func (s *service) close() {
+	if s.admin != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		s.admin.Shutdown(ctx)
+	}
+	if s.smtpLn != nil {
+		s.smtpLn.Close()
+	}
+	if s.httpLn != nil {
+		s.httpLn.Close()
+	}
+	if s.deliverer != nil {
+		s.deliverer.Close()
+	}
+	if s.geo != nil {
+		s.geo.Close()
+	}
+	if s.db != nil {
+		s.db.Close()
+	}
+}
+
+// run serves until ctx ends or the HTTP server fails, then shuts down in
+// order: stop accepting (HTTP, inbound SMTP, the management socket) and let
+// requests in flight finish within --shutdown-grace, stop the workers and
+// wait for them, close the SMTP client's connections, close the database.
+// It always closes the service.
+func (s *service) run(ctx context.Context) error {
+	workerCtx, stopWorkers := context.WithCancel(context.Background())
+	var workers sync.WaitGroup
+	workers.Go(func() { s.app.Run(workerCtx) })
+	go s.inbound.Serve(s.smtpLn)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.http.Serve(s.httpLn) }()
+	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "smtp_addr", s.smtpLn.Addr().String(),
+		"data_dir", s.cfg.dataDir, "version", version)
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		s.log.Error("http server stopped", "err", err)
+	}
+	s.log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownGrace)
+	defer cancel()
+	if serr := s.http.Shutdown(shutdownCtx); serr != nil {
+		s.log.Warn("http shutdown", "err", serr)
+	}
+	if serr := s.inbound.Shutdown(shutdownCtx); serr != nil {
+		s.inbound.Close()
+	}
+	if s.admin != nil {
+		if serr := s.admin.Shutdown(shutdownCtx); serr != nil {
+			s.log.Warn("management socket shutdown", "err", serr)
+		}
+	}
+	stopWorkers()
+	workers.Wait()
+	s.deliverer.Close()
+	if s.geo != nil {
+		s.geo.Close()
+	}
+	if cerr := s.db.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	s.log.Info("stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
