@@ -436,7 +436,9 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	}
 	if cfg.queueOnly {
 		readMemory()
-		db.View(func(tx *storage.Tx) error { rep.Queued = tx.QueueLength(); return nil })
+		if err := db.View(func(tx *storage.Tx) error { rep.Queued = tx.QueueLength(); return nil }); err != nil {
+			return rep, fmt.Errorf("count the queue: %w", err)
+		}
 		rep.Complete = !rep.TimedOut && rep.Accepted == cfg.messages
 	} else {
 		deliverFrom, cpuFrom := start, cpu0
@@ -624,15 +626,15 @@ func sendAll(ctx context.Context, cfg benchConfig, base, key, alg string, tr *tr
 
 // waitDelivered waits until n messages reached the sink and the queue is
 // empty (every outcome recorded), or ctx ends. It returns when the queue
-// was found empty; zero if it was not.
+// was found empty; zero if it was not (a queue that cannot be read
+// counts as not empty).
 func waitDelivered(ctx context.Context, db *storage.DB, tr *tracker, n int) time.Time {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		if int(tr.count.Load()) >= n {
-			var left int
-			db.View(func(tx *storage.Tx) error { left = tx.QueueLength(); return nil })
-			if left == 0 {
+			left := -1
+			if err := db.View(func(tx *storage.Tx) error { left = tx.QueueLength(); return nil }); err == nil && left == 0 {
 				return time.Now()
 			}
 		}
