@@ -23,6 +23,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/hooks"
 	"mailbolt/mta"
+	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 	"mailbolt/web"
@@ -205,7 +206,7 @@ func (cfg serveConfig) validate() error {
 	return nil
 }
 
-func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions {
+func (cfg serveConfig) webhookOptions(resolver *dns.Resolver) app.WebhookOptions {
 	guard := hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
 	for _, n := range cfg.webhookAllow {
 		if p, err := netip.ParsePrefix(n.String()); err == nil {
@@ -222,7 +223,7 @@ func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions
 }
 
 // deliverer is the SMTP client that live mail leaves through.
-func (cfg serveConfig) deliverer(resolver *mta.Resolver, log *slog.Logger) *mta.Deliverer {
+func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) *mta.Deliverer {
 	d := &mta.Deliverer{Resolver: resolver, MXPort: cfg.mxPort, HELO: cfg.hostname, ConnectTimeout: cfg.smtpConnTimeout,
 		CommandTimeout: cfg.smtpCmdTimeout, MaxConnsPerHost: cfg.smtpHostConns, Logger: log}
 	if cfg.relay != "" {
@@ -316,9 +317,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	defer db.Close()
 
-	resolver := mta.SystemResolver()
+	resolver := dns.SystemResolver()
 	if cfg.dnsServer != "" {
-		resolver = &mta.Resolver{Server: cfg.dnsServer}
+		resolver = &dns.Resolver{Server: cfg.dnsServer}
 	}
 	resolver.Timeout = cfg.dnsTimeout
 	var geo *app.GeoDB

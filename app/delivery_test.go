@@ -15,7 +15,8 @@ import (
 	"github.com/emersion/go-msgauth/dkim"
 
 	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
@@ -42,7 +43,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	zone := dnstest.Start(t)
 	zone.MX("dest.test", 10, "mx.dest.test")
 	zone.A("mx.dest.test", "127.0.0.1")
-	resolver := &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	resolver := &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
 	d := &mta.Deliverer{Resolver: resolver, MXPort: sink.Port, HELO: "mx.mailbolt.test",
 		CommandTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, DataTimeout: 2 * time.Second}
 	t.Cleanup(func() { d.Close() })

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"mailbolt/mta"
+	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -262,7 +263,7 @@ func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, err
 		ans := answers[i]
 		c := storage.DNSCheck{Purpose: r.Purpose, Name: r.Name, Status: r.Status}
 		switch {
-		case ans.err != nil && mta.IsTemporary(ans.err):
+		case ans.err != nil && dns.IsTemporary(ans.err):
 			c.Error = ans.err.Error()
 			tempFailures = append(tempFailures, ans.err.Error())
 			if r.Required {

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -23,7 +24,7 @@ type domainEnv struct {
 func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 	t.Helper()
 	zone := dnstest.Start(t)
-	opts.Resolver = &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	opts.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
 	if opts.Hostname == "" {
 		opts.Hostname = "mx.mailbolt.test"
 	}

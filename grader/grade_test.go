@@ -14,7 +14,8 @@ import (
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
 	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
 // zone is the loopback DNS server these tests publish in.
@@ -81,7 +82,7 @@ func publish(t *testing.T, s setup) (*zone, Config) {
 	z.TXT("_mta-sts."+domain, "v=STSv1; id=20260101")
 	z.TXT("_smtp._tls."+domain, "v=TLSRPTv1; rua=mailto:tls@example.com")
 	return z, Config{
-		Resolver:         &mta.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
+		Resolver:         &dns.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
 		Selectors:        []string{selector},
 		IPBlocklists:     []string{"bl.test"},
 		DomainBlocklists: []string{"dbl.test"},

@@ -22,7 +22,7 @@ import (
 
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // ErrInvalidInput is returned for a domain or submission that cannot be graded (the API answers 400 INVALID_INPUT).
@@ -83,7 +83,7 @@ type Result struct {
 
 // Config configures Check and Submit.
 type Config struct {
-	Resolver                       *mta.Resolver
+	Resolver                       *dns.Resolver
 	Selectors                      []string // default DKIM selectors (GRADER_DKIM_SELECTORS); dnscheck.DefaultSelectors when nil
 	IPBlocklists, DomainBlocklists []string // nil: dnscheck defaults
 	Timeout                        time.Duration

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/net/idna"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // Default lists and limits.
@@ -31,7 +31,7 @@ var ErrInvalidInput = errors.New("dnscheck: invalid input")
 // Options configure Check. Zero values take the defaults above.
 type Options struct {
 	// Resolver asks the DNS; required.
-	Resolver *mta.Resolver
+	Resolver *dns.Resolver
 	// Selectors are the DKIM selectors to look for (DefaultSelectors).
 	Selectors []string
 	// IPBlocklists and DomainBlocklists are DNSBL zones
@@ -130,7 +130,7 @@ func (p *part) recommend(s string) { p.recs = append(p.recs, s) }
 
 // checker holds one run.
 type checker struct {
-	r       *mta.Resolver
+	r       *dns.Resolver
 	opts    Options
 	in      Input
 	domain  string
@@ -263,4 +263,4 @@ func normalizeDomain(name string) (string, error) {
 }
 
 // notFound reports whether err is the zone's "nothing here".
-func notFound(err error) bool { return errors.Is(err, mta.ErrNotFound) }
+func notFound(err error) bool { return errors.Is(err, dns.ErrNotFound) }

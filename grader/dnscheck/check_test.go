@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // domainSetup is what a test domain publishes; good() is the
@@ -94,7 +95,7 @@ func hosts(z *zone) {
 
 func options(z *zone) Options {
 	return Options{
-		Resolver:         &mta.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
+		Resolver:         &dns.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
 		IPBlocklists:     []string{"bl.test"},
 		DomainBlocklists: []string{"dbl.test"},
 		Timeout:          5 * time.Second,
@@ -588,7 +589,7 @@ func TestOverallDeadline(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
-	r := &mta.Resolver{Server: "127.0.0.1:1"}
+	r := &dns.Resolver{Server: "127.0.0.1:1"}
 	for _, in := range []Input{
 		{Domain: ""}, {Domain: "localhost"}, {Domain: "a..example.com"}, {Domain: "exa mple.com"},
 		{Domain: "example.com", HELO: "bad helo"}, {Domain: "example.com", SenderIP: net.IP{1, 2, 3}},
