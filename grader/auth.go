@@ -166,7 +166,7 @@ type authOutcome struct {
 
 // authenticate runs SPF, DKIM and DMARC for a submission with a sending
 // IP and HELO name.
-func authenticate(ctx context.Context, r *dns.Resolver, in input, s Submission) *authOutcome {
+func authenticate(ctx context.Context, r Resolver, in input, s Submission) *authOutcome {
 	out := &authOutcome{results: AuthResults{DKIM: []DKIMResult{}}}
 
 	// SPF and DKIM are independent; DMARC needs both.
@@ -241,7 +241,7 @@ const maxSignatures = 5
 // verifyDKIM verifies the signatures of raw and names each result as RFC
 // 8601 does. Without raw, or without a signature, it returns no result
 // and a note saying why.
-func verifyDKIM(ctx context.Context, r *dns.Resolver, raw []byte) ([]DKIMResult, string) {
+func verifyDKIM(ctx context.Context, r Resolver, raw []byte) ([]DKIMResult, string) {
 	if len(raw) == 0 {
 		return []DKIMResult{}, "no raw message was submitted, so there is no DKIM signature to verify: submit the complete message (raw) to check DKIM"
 	}

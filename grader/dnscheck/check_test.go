@@ -551,7 +551,7 @@ func TestTemporaryFailuresAreNotJudged(t *testing.T) {
 	z.ServFail("_dmarc.example.com", true)
 	z.Silent("default._domainkey.example.com", true)
 	opts := options(z)
-	opts.Resolver.Timeout = 300 * time.Millisecond
+	opts.Resolver.(*dns.Resolver).Timeout = 300 * time.Millisecond
 	start := time.Now()
 	res := run(t, z, opts, Input{Domain: "example.com"})
 	if d := time.Since(start); d > 2*time.Second {
