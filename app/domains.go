@@ -15,7 +15,7 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
@@ -66,12 +66,12 @@ func newSelector(now time.Time) string {
 
 func (a *App) newKey(alg string) (storage.DomainKey, error) {
 	if alg == "" {
-		alg = mta.AlgRSA2048
+		alg = dkim.AlgRSA2048
 	}
-	if alg != mta.AlgRSA2048 && alg != mta.AlgEd25519 {
+	if alg != dkim.AlgRSA2048 && alg != dkim.AlgEd25519 {
 		return storage.DomainKey{}, Validation("dkim_algorithm", "must be rsa-2048 or ed25519")
 	}
-	k, err := mta.GenerateDKIMKey(alg)
+	k, err := dkim.GenerateKey(alg)
 	if err != nil {
 		return storage.DomainKey{}, Internal(err)
 	}
@@ -208,7 +208,7 @@ func (a *App) checkSendingDomain(tx *storage.Tx, accountID, name string) error {
 }
 
 // SigningKey is the selector and key that sign a verified domain's mail.
-func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) { return queue.SigningKey(d) }
+func SigningKey(d storage.Domain) (string, dkim.Key, bool) { return queue.SigningKey(d) }
 
 // lookup is one record's DNS answer.
 type lookup struct {

@@ -13,7 +13,7 @@ import (
 
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 )
@@ -33,13 +33,13 @@ const (
 
 var (
 	keyOnce sync.Once
-	testKey mta.DKIMKey
+	testKey dkim.Key
 	keyErr  error
 )
 
-func dkimKey(t testing.TB) mta.DKIMKey {
+func dkimKey(t testing.TB) dkim.Key {
 	t.Helper()
-	keyOnce.Do(func() { testKey, keyErr = mta.GenerateDKIMKey(mta.AlgRSA2048) })
+	keyOnce.Do(func() { testKey, keyErr = dkim.GenerateKey(dkim.AlgRSA2048) })
 	if keyErr != nil {
 		t.Fatal(keyErr)
 	}
@@ -256,7 +256,7 @@ func signed(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := mta.Sign([]byte(msg), domain, selector, signer)
+	raw, err := dkim.Sign([]byte(msg), domain, selector, signer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/hooks"
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
@@ -369,7 +369,7 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"Plan":              app.PlanNames(),
 		"KeyMode":           {"live", "test"},
 		"DomainStatus":      {app.DomainPending, app.DomainVerified, app.DomainFailed},
-		"DkimAlgorithm":     {mta.AlgRSA2048, mta.AlgEd25519},
+		"DkimAlgorithm":     {dkim.AlgRSA2048, dkim.AlgEd25519},
 		"DnsRecordStatus":   {app.RecordPending, app.RecordVerified, app.RecordMissing, app.RecordMismatch, app.RecordRemovable},
 		"DnsRecordPurpose":  {app.PurposeDKIM, app.PurposeSPF, app.PurposeReturnPath, app.PurposeDMARC, app.PurposeTracking},
 		"EventType":         app.EventTypes,

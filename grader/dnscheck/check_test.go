@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns"
 )
 
@@ -39,7 +39,7 @@ const (
 )
 
 var dkim2048 = func() string {
-	k, err := mta.GenerateDKIMKey(mta.AlgRSA2048)
+	k, err := dkim.GenerateKey(dkim.AlgRSA2048)
 	if err != nil {
 		panic(err)
 	}

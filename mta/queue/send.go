@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/storage"
 )
 
@@ -79,7 +80,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 	send := func(data []byte, rcpts []string) []mta.RecipientResult {
 		if signed {
 			var err error
-			if data, err = mta.Sign(data, j.domain.Name, selector, signer); err != nil {
+			if data, err = dkim.Sign(data, j.domain.Name, selector, signer); err != nil {
 				return fail(err)
 			}
 		}
@@ -113,16 +114,16 @@ func recipientIndex(m storage.Message, email string) int {
 
 // SigningKey is the selector and key that sign a verified domain's mail:
 // its active key.
-func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) {
+func SigningKey(d storage.Domain) (string, dkim.Key, bool) {
 	k, ok := d.ActiveKey()
 	if !ok {
-		return "", mta.DKIMKey{}, false
+		return "", dkim.Key{}, false
 	}
-	return k.Selector, mta.DKIMKey{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
+	return k.Selector, dkim.Key{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
 }
 
 // signer returns the parsed DKIM key of a domain, parsing it once.
-func (q *Queue) signer(domainID, selector string, key mta.DKIMKey) (crypto.Signer, error) {
+func (q *Queue) signer(domainID, selector string, key dkim.Key) (crypto.Signer, error) {
 	k := domainID + "/" + selector
 	if s, ok := q.signers.Load(k); ok {
 		return s.(crypto.Signer), nil

@@ -1,4 +1,4 @@
-package mta
+package dkim
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/emersion/go-msgauth/dkim"
+	msgauth "github.com/emersion/go-msgauth/dkim"
 
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
@@ -42,7 +42,7 @@ const testMessage = "From: Sender <sender@example.test>\r\n" +
 func TestPublishedRecordVerifiesSignature(t *testing.T) {
 	for _, alg := range []string{AlgRSA2048, AlgEd25519} {
 		t.Run(alg, func(t *testing.T) {
-			key, err := GenerateDKIMKey(alg)
+			key, err := GenerateKey(alg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,8 +63,8 @@ func TestPublishedRecordVerifiesSignature(t *testing.T) {
 				}
 			}
 			r := &dns.Resolver{Server: zone.Addr}
-			verify := func(msg []byte) []*dkim.Verification {
-				vs, err := dkim.VerifyWithOptions(bytes.NewReader(msg), &dkim.VerifyOptions{
+			verify := func(msg []byte) []*msgauth.Verification {
+				vs, err := msgauth.VerifyWithOptions(bytes.NewReader(msg), &msgauth.VerifyOptions{
 					LookupTXT: func(domain string) ([]string, error) { return r.LookupTXT(context.Background(), domain) },
 				})
 				if err != nil {
