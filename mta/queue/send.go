@@ -10,6 +10,7 @@ import (
 
 	"mailbolt/mta"
 	"mailbolt/mta/dkim"
+	"mailbolt/mta/message"
 	"mailbolt/storage"
 )
 
@@ -140,7 +141,7 @@ func (q *Queue) signer(domainID, selector string, key dkim.Key) (crypto.Signer, 
 // acceptance, and at delivery for messages stored before their built form
 // was kept.
 func Build(m storage.Message, c storage.MessageContent) ([]byte, error) {
-	out := mta.Message{
+	out := message.Message{
 		From: address(m.From), Subject: c.Subject, Text: c.Text, HTML: c.HTML,
 		Headers: c.Headers, MessageID: m.HeaderID, Date: m.CreatedAt,
 	}
@@ -157,16 +158,16 @@ func Build(m storage.Message, c storage.MessageContent) ([]byte, error) {
 		out.ReplyTo = append(out.ReplyTo, address(s))
 	}
 	for _, at := range c.Attachments {
-		out.Attachments = append(out.Attachments, mta.Attachment{Filename: at.Filename, ContentType: at.ContentType,
+		out.Attachments = append(out.Attachments, message.Attachment{Filename: at.Filename, ContentType: at.ContentType,
 			Content: at.Content, ContentID: at.ContentID})
 	}
-	return mta.Build(out)
+	return message.Build(out)
 }
 
-func address(s string) mta.Address {
+func address(s string) message.Address {
 	a, err := mail.ParseAddress(s)
 	if err != nil {
-		return mta.Address{Email: s}
+		return message.Address{Email: s}
 	}
-	return mta.Address{Name: a.Name, Email: a.Address}
+	return message.Address{Name: a.Name, Email: a.Address}
 }

@@ -9,8 +9,8 @@ import (
 
 	msgauth "github.com/emersion/go-msgauth/dkim"
 
-	"mailbolt/mta"
 	"mailbolt/mta/dkim"
+	"mailbolt/mta/message"
 )
 
 // TestBuildThenSignVerifies signs a built message with both key types, as
@@ -19,15 +19,15 @@ import (
 // HTML lines) must survive relaxed canonicalization, and the signature
 // must cover the headers that matter.
 func TestBuildThenSignVerifies(t *testing.T) {
-	m := mta.Message{
-		From:    mta.Address{Name: "Zoë", Email: "sender@example.test"},
-		To:      []mta.Address{{Name: "Rcpt", Email: "rcpt@dest.test"}},
-		Cc:      []mta.Address{{Name: "Copy", Email: "cc@dest.test"}},
+	m := message.Message{
+		From:    message.Address{Name: "Zoë", Email: "sender@example.test"},
+		To:      []message.Address{{Name: "Rcpt", Email: "rcpt@dest.test"}},
+		Cc:      []message.Address{{Name: "Copy", Email: "cc@dest.test"}},
 		Subject: "Grüße — your invoice " + strings.Repeat("is ready ", 20),
 		HTML:    strings.Repeat("<p>Hello   world\r\n", 200),
 		Text:    "Hello\n\n  world  \n",
 		Date:    time.Date(2026, 11, 22, 12, 0, 0, 0, time.FixedZone("CET", 3600)),
-		Attachments: []mta.Attachment{
+		Attachments: []message.Attachment{
 			{Filename: "logo.png", Content: []byte("\x89PNG\r\n\x1a\n\x00\x00binary"), ContentID: "logo@example.test"},
 			{Filename: "invoice.pdf", ContentType: "application/pdf", Content: []byte("%PDF-1.7\n\x00\xff")},
 		},
@@ -35,7 +35,7 @@ func TestBuildThenSignVerifies(t *testing.T) {
 		ListUnsubscribe:     "<https://mail.example.test/u/1>",
 		ListUnsubscribePost: "List-Unsubscribe=One-Click",
 	}
-	raw, err := mta.Build(m)
+	raw, err := message.Build(m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package mta
+package message
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-message"
+	gomessage "github.com/emersion/go-message"
 	"github.com/emersion/go-message/mail"
 	"github.com/google/uuid"
 )
@@ -36,7 +36,7 @@ var (
 // builtLeaf is one decoded non-multipart part of a parsed message.
 type builtLeaf struct {
 	typ    string
-	header message.Header
+	header gomessage.Header
 	body   []byte
 }
 
@@ -46,7 +46,7 @@ type builtLeaf struct {
 func parseBuilt(t testing.TB, raw []byte) (mail.Header, string, []builtLeaf) {
 	t.Helper()
 	checkWire(t, raw)
-	e, err := message.Read(bytes.NewReader(raw))
+	e, err := gomessage.Read(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatalf("read back: %v\n%s", err, raw)
 	}
@@ -55,7 +55,7 @@ func parseBuilt(t testing.TB, raw []byte) (mail.Header, string, []builtLeaf) {
 	return mail.Header{Header: e.Header}, tree, leaves
 }
 
-func walkParts(t testing.TB, e *message.Entity, leaves *[]builtLeaf) string {
+func walkParts(t testing.TB, e *gomessage.Entity, leaves *[]builtLeaf) string {
 	t.Helper()
 	typ, _, err := e.Header.ContentType()
 	if err != nil {
@@ -204,7 +204,7 @@ func TestBuildInlineImageInRelated(t *testing.T) {
 	m.HTML = testHTML
 	m.Attachments = []Attachment{{Filename: "logo.png", Content: testPNG.Content, ContentID: "<logo@example.test>"}}
 	raw := mustBuild(t, m)
-	e, err := message.Read(bytes.NewReader(raw))
+	e, err := gomessage.Read(bytes.NewReader(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
