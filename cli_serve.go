@@ -24,6 +24,7 @@ import (
 	"mailbolt/hooks"
 	"mailbolt/mta"
 	"mailbolt/mta/dns"
+	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 	"mailbolt/web"
@@ -369,7 +370,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		ln.Close()
 		return fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
 	}
-	inbound := mta.NewInboundServer(a.Inbound(), mta.InboundOptions{Domain: cfg.hostname,
+	inbound := inbound.NewServer(a.Inbound(), inbound.Options{Domain: cfg.hostname,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
 	go inbound.Serve(smtpLn)
 	admin, err := web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: a})

@@ -13,8 +13,8 @@ import (
 	"github.com/emersion/go-message"
 	"github.com/emersion/go-smtp"
 
-	"mailbolt/mta"
 	"mailbolt/mta/dkim"
+	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -166,7 +166,7 @@ func (e *sendEnv) inboundListener() string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv := mta.NewInboundServer(e.app.Inbound(), mta.InboundOptions{Domain: "mx.mailbolt.test"})
+	srv := inbound.NewServer(e.app.Inbound(), inbound.Options{Domain: "mx.mailbolt.test"})
 	go srv.Serve(ln)
 	e.t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
