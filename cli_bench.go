@@ -24,11 +24,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emersion/go-msgauth/dkim"
+	msgauth "github.com/emersion/go-msgauth/dkim"
 	"github.com/spf13/cobra"
 
 	"mailbolt/app"
 	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
@@ -130,17 +131,17 @@ func (cfg benchConfig) validate() error {
 
 func (cfg benchConfig) alg() (string, error) {
 	switch cfg.dkim {
-	case "rsa", mta.AlgRSA2048:
-		return mta.AlgRSA2048, nil
-	case mta.AlgEd25519:
-		return mta.AlgEd25519, nil
+	case "rsa", dkim.AlgRSA2048:
+		return dkim.AlgRSA2048, nil
+	case dkim.AlgEd25519:
+		return dkim.AlgEd25519, nil
 	}
 	return "", fmt.Errorf("--dkim: %q is not rsa or ed25519", cfg.dkim)
 }
 
 // wantTag is the DKIM-Signature a= tag a key of alg produces.
 func wantTag(alg string) string {
-	if alg == mta.AlgEd25519 {
+	if alg == dkim.AlgEd25519 {
 		return "ed25519-sha256"
 	}
 	return "rsa-sha256"
@@ -308,7 +309,7 @@ func benchText(n int) string {
 // headerOverhead estimates the bytes a built message adds around its text:
 // headers, the DKIM signature and MIME framing.
 func headerOverhead(alg string) int {
-	if alg == mta.AlgEd25519 {
+	if alg == dkim.AlgEd25519 {
 		return 745
 	}
 	return 1000
@@ -654,7 +655,7 @@ func verifyDKIM(raw []byte, d storage.Domain) (bool, string) {
 		return false, "no signing key"
 	}
 	record := key.RecordValue()
-	vs, err := dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{
+	vs, err := msgauth.VerifyWithOptions(bytes.NewReader(raw), &msgauth.VerifyOptions{
 		LookupTXT: func(name string) ([]string, error) {
 			if name == selector+"._domainkey."+d.Name {
 				return []string{record}, nil

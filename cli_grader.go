@@ -8,7 +8,7 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/grader"
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 	"mailbolt/web"
 )
 
@@ -87,7 +87,7 @@ func readGraderSettings(lookupEnv func(string) (string, bool)) (graderSettings, 
 	return g, err
 }
 
-func (g graderSettings) appOptions(resolver *mta.Resolver, timeout time.Duration) app.GraderOptions {
+func (g graderSettings) appOptions(resolver *dns.Resolver, timeout time.Duration) app.GraderOptions {
 	return app.GraderOptions{Disabled: g.disabled, CacheTTL: g.cacheTTL, Config: grader.Config{Resolver: resolver,
 		Selectors: g.selectors, IPBlocklists: g.ipBlocklists, DomainBlocklists: g.domainBlocklists, Timeout: timeout}}
 }

@@ -21,6 +21,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/hooks"
 	"mailbolt/mta"
+	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
 	"mailbolt/web"
 )
@@ -240,7 +241,7 @@ func (cfg serveConfig) validate() error {
 	return nil
 }
 
-func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions {
+func (cfg serveConfig) webhookOptions(resolver *dns.Resolver) app.WebhookOptions {
 	guard := hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
 	for _, n := range cfg.webhookAllow {
 		if p, err := netip.ParsePrefix(n.String()); err == nil {
@@ -257,7 +258,7 @@ func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions
 }
 
 // deliverer is the SMTP client that live mail leaves through.
-func (cfg serveConfig) deliverer(resolver *mta.Resolver, log *slog.Logger) *mta.Deliverer {
+func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) *mta.Deliverer {
 	d := &mta.Deliverer{Resolver: resolver, MXPort: cfg.mxPort, HELO: cfg.hostname, ConnectTimeout: cfg.smtpConnTimeout,
 		CommandTimeout: cfg.smtpCmdTimeout, MaxConnsPerHost: cfg.smtpHostConns, Logger: log}
 	if cfg.relay != "" {

@@ -15,6 +15,8 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/mta"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 	"mailbolt/web"
@@ -73,9 +75,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err != nil {
 		return nil, err
 	}
-	resolver := mta.SystemResolver()
+	resolver := dns.SystemResolver()
 	if cfg.dnsServer != "" {
-		resolver = &mta.Resolver{Server: cfg.dnsServer}
+		resolver = &dns.Resolver{Server: cfg.dnsServer}
 	}
 	resolver.Timeout = cfg.dnsTimeout
 	if cfg.geoIPDB != "" {
@@ -116,7 +118,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if cfg.publicURL == "" {
 		s.app.SetPublicURL("http://" + s.httpLn.Addr().String())
 	}
-	s.inbound = mta.NewInboundServer(s.app.Inbound(), mta.InboundOptions{Domain: cfg.hostname,
+	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
 	s.admin, err = web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: s.app})
 	if errors.Is(err, web.ErrSocketPathTooLong) {

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 )
 

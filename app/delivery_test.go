@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/emersion/go-message"
-	"github.com/emersion/go-msgauth/dkim"
+	msgauth "github.com/emersion/go-msgauth/dkim"
 
 	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
@@ -42,7 +44,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	zone := dnstest.Start(t)
 	zone.MX("dest.test", 10, "mx.dest.test")
 	zone.A("mx.dest.test", "127.0.0.1")
-	resolver := &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	resolver := &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
 	d := &mta.Deliverer{Resolver: resolver, MXPort: sink.Port, HELO: "mx.mailbolt.test",
 		CommandTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, DataTimeout: 2 * time.Second}
 	t.Cleanup(func() { d.Close() })
@@ -152,7 +154,7 @@ func text(s string) *string { return &s }
 func no() *bool { f := false; return &f }
 
 func TestLiveMessageArrivesSignedWithVERP(t *testing.T) {
-	for _, alg := range []string{mta.AlgRSA2048, mta.AlgEd25519} {
+	for _, alg := range []string{dkim.AlgRSA2048, dkim.AlgEd25519} {
 		t.Run(alg, func(t *testing.T) {
 			e := newSendEnv(t, alg, nil)
 			m := e.send(e.live, MessageInput{From: "Acme <hello@acme.test>", To: []string{"Ann <ann@dest.test>"},
@@ -178,7 +180,7 @@ func TestLiveMessageArrivesSignedWithVERP(t *testing.T) {
 			if tx.HELO != "mx.mailbolt.test" {
 				t.Errorf("EHLO %q", tx.HELO)
 			}
-			vs, err := dkim.VerifyWithOptions(bytes.NewReader(tx.Data), &dkim.VerifyOptions{
+			vs, err := msgauth.VerifyWithOptions(bytes.NewReader(tx.Data), &msgauth.VerifyOptions{
 				LookupTXT: func(name string) ([]string, error) {
 					return e.app.opts.Domains.Resolver.LookupTXT(context.Background(), name)
 				}})
@@ -233,7 +235,7 @@ func TestLiveMessageArrivesSignedWithVERP(t *testing.T) {
 }
 
 func TestTemporaryFailuresRetryWithBackoffThenDeliver(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	e.sink.FailFirst("greylist", 2)
 	e.sink.FailFirst("tempfail", 1)
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"greylist@dest.test", "tempfail@dest.test"},
@@ -272,7 +274,7 @@ func TestTemporaryFailuresRetryWithBackoffThenDeliver(t *testing.T) {
 }
 
 func TestPermanentFailuresBounceAndSuppress(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"unknown@dest.test", "full@dest.test", "blocked@dest.test", "ok@dest.test"},
 		Subject: text("s"), Text: text("t")})
 	e.drain()
@@ -321,7 +323,7 @@ func TestPermanentFailuresBounceAndSuppress(t *testing.T) {
 }
 
 func TestConnectionFailuresAreTemporary(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"drop@dest.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
 	if r := e.message(e.live, m.ID).Recipients[0]; r.Status != StatusDeferred {
@@ -337,7 +339,7 @@ func TestConnectionFailuresAreTemporary(t *testing.T) {
 }
 
 func TestNullMXBouncesHard(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	e.zone.MX("nomail.test", 0, ".")
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@nomail.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
@@ -348,7 +350,7 @@ func TestNullMXBouncesHard(t *testing.T) {
 }
 
 func TestSandboxOutcomes(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	m := e.send(e.test, MessageInput{From: "a@unverified.test", To: []string{"bounce@x.test", "softbounce@x.test",
 		"blocked@x.test", "complaint@x.test", "anyone@x.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
@@ -379,7 +381,7 @@ func TestSandboxOutcomes(t *testing.T) {
 }
 
 func TestUnverifiedDomainIsRefusedForLiveKeys(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	_, ae := e.app.SendMessage(e.live, MessageInput{From: "a@other.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t")})
 	if ae == nil || AsError(ae).Status() != 422 || AsError(ae).Code != CodeDomainNotVerified {
 		t.Fatalf("got %v", ae)
@@ -387,7 +389,7 @@ func TestUnverifiedDomainIsRefusedForLiveKeys(t *testing.T) {
 }
 
 func TestScheduledMessageBecomesDueAndCanBeCancelled(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	at := e.clock.now().Add(time.Hour)
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &at})
 	c := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"y@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &at})
@@ -432,7 +434,7 @@ func TestScheduledMessageBecomesDueAndCanBeCancelled(t *testing.T) {
 }
 
 func TestDedicatedIPsBindAndWaitAtTheirCap(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
 		if _, ae := e.app.AddIP(ip, "o"+ip[len(ip)-1:]+".mailbolt.test", "warm", "2"); ae != nil {
 			t.Fatal(ae)
@@ -476,7 +478,7 @@ func TestDedicatedIPsBindAndWaitAtTheirCap(t *testing.T) {
 }
 
 func TestStalledServerTimesOutAndIsRetried(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) {
+	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) {
 		prev := o.Delivery.Sender.(*mta.Deliverer)
 		d := &mta.Deliverer{Resolver: prev.Resolver, MXPort: prev.MXPort,
 			HELO: "mx.mailbolt.test", CommandTimeout: 300 * time.Millisecond}
@@ -492,7 +494,7 @@ func TestStalledServerTimesOutAndIsRetried(t *testing.T) {
 }
 
 func TestRecipientsOfTwoDomainsGoInTwoTransactions(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	e.zone.MX("other.test", 10, "mx.dest.test")
 	e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"a@dest.test", "b@other.test", "c@dest.test"},
 		Subject: text("s"), Text: text("t"), Unsubscribe: no()})
@@ -511,7 +513,7 @@ func TestRecipientsOfTwoDomainsGoInTwoTransactions(t *testing.T) {
 }
 
 func TestWorkerDeliversWhatIsAccepted(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) { o.Delivery.Poll = 20 * time.Millisecond })
+	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) { o.Delivery.Poll = 20 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.app.Run(ctx); close(done) }()

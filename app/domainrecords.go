@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -112,13 +112,13 @@ func (a *App) Records(d storage.Domain) []DNSRecord {
 	active, hasActive := d.ActiveKey()
 	var out []DNSRecord
 	for i, k := range d.DKIMKeys {
-		key := mta.DKIMKey{Algorithm: k.Algorithm, PublicB64: k.PublicKey}
+		key := dkim.Key{Algorithm: k.Algorithm, PublicB64: k.PublicKey}
 		isActive := hasActive && k.Selector == active.Selector
 		// The signing key's record is required; before any key signs, the
 		// first key's is. A rotation's new key is not: until it verifies,
 		// the domain keeps signing with the old one.
 		required := isActive || (!hasActive && i == 0)
-		r := DNSRecord{Type: "TXT", Name: dkimName(k.Selector, d.Name), Value: mta.SplitTXT(key.RecordValue()),
+		r := DNSRecord{Type: "TXT", Name: dkimName(k.Selector, d.Name), Value: dkim.SplitTXT(key.RecordValue()),
 			Purpose: PurposeDKIM, Required: required, Selector: k.Selector, Active: isActive}
 		if k.RetiredAt != nil {
 			after := k.RetiredAt.Add(o.RotationGrace)

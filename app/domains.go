@@ -15,7 +15,8 @@ import (
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -65,12 +66,12 @@ func newSelector(now time.Time) string {
 
 func (a *App) newKey(alg string) (storage.DomainKey, error) {
 	if alg == "" {
-		alg = mta.AlgRSA2048
+		alg = dkim.AlgRSA2048
 	}
-	if alg != mta.AlgRSA2048 && alg != mta.AlgEd25519 {
+	if alg != dkim.AlgRSA2048 && alg != dkim.AlgEd25519 {
 		return storage.DomainKey{}, Validation("dkim_algorithm", "must be rsa-2048 or ed25519")
 	}
-	k, err := mta.GenerateDKIMKey(alg)
+	k, err := dkim.GenerateKey(alg)
 	if err != nil {
 		return storage.DomainKey{}, Internal(err)
 	}
@@ -207,7 +208,7 @@ func (a *App) checkSendingDomain(tx *storage.Tx, accountID, name string) error {
 }
 
 // SigningKey is the selector and key that sign a verified domain's mail.
-func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) { return queue.SigningKey(d) }
+func SigningKey(d storage.Domain) (string, dkim.Key, bool) { return queue.SigningKey(d) }
 
 // lookup is one record's DNS answer.
 type lookup struct {
@@ -262,7 +263,7 @@ func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, err
 		ans := answers[i]
 		c := storage.DNSCheck{Purpose: r.Purpose, Name: r.Name, Status: r.Status}
 		switch {
-		case ans.err != nil && mta.IsTemporary(ans.err):
+		case ans.err != nil && dns.IsTemporary(ans.err):
 			c.Error = ans.err.Error()
 			tempFailures = append(tempFailures, ans.err.Error())
 			if r.Required {

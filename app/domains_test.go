@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -23,7 +24,7 @@ type domainEnv struct {
 func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 	t.Helper()
 	zone := dnstest.Start(t)
-	opts.Resolver = &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	opts.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
 	if opts.Hostname == "" {
 		opts.Hostname = "mx.mailbolt.test"
 	}
@@ -61,7 +62,7 @@ func (e *domainEnv) record(d storage.Domain, purpose string) DNSRecord {
 // publish puts the DKIM and SPF records the domain asks for into the zone.
 func (e *domainEnv) publish(d storage.Domain) {
 	k := d.DKIMKeys[len(d.DKIMKeys)-1]
-	e.zone.LongTXT(dkimName(k.Selector, d.Name), mta.DKIMKey{Algorithm: k.Algorithm, PublicB64: k.PublicKey}.RecordValue())
+	e.zone.LongTXT(dkimName(k.Selector, d.Name), dkim.Key{Algorithm: k.Algorithm, PublicB64: k.PublicKey}.RecordValue())
 	e.zone.Remove(d.Name)
 	e.zone.TXT(d.Name, e.record(d, PurposeSPF).Value)
 }
@@ -104,7 +105,7 @@ func TestNormalizeDomain(t *testing.T) {
 func TestDomainRecordsToPublish(t *testing.T) {
 	e := newDomainEnv(t, DomainOptions{SPFInclude: "_spf.mailbolt.test", TrackingHost: "track.mailbolt.test"})
 	d := e.create("Example.test")
-	if d.Status != DomainPending || len(d.DKIMKeys) != 1 || d.DKIMKeys[0].Algorithm != mta.AlgRSA2048 {
+	if d.Status != DomainPending || len(d.DKIMKeys) != 1 || d.DKIMKeys[0].Algorithm != dkim.AlgRSA2048 {
 		t.Fatalf("created %+v", d)
 	}
 	recs := e.app.Records(d)
@@ -133,7 +134,7 @@ func TestDomainRecordsToPublish(t *testing.T) {
 	if _, ae := e.app.CreateDomain(e.acct, "EXAMPLE.test", ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Errorf("same name twice: %v", ae)
 	}
-	ed, ae := e.app.CreateDomain(e.acct, "ed.test", mta.AlgEd25519)
+	ed, ae := e.app.CreateDomain(e.acct, "ed.test", dkim.AlgEd25519)
 	if ae != nil || !strings.HasPrefix(e.record(ed, PurposeDKIM).Value, "v=DKIM1; k=ed25519; p=") {
 		t.Errorf("ed25519 domain: %v", ae)
 	}
@@ -190,7 +191,7 @@ func TestVerifyOutcomes(t *testing.T) {
 	})
 	t.Run("DKIM mismatched (old key)", func(t *testing.T) {
 		d := e.create("oldkey.test")
-		other, _ := mta.GenerateDKIMKey(mta.AlgRSA2048)
+		other, _ := dkim.GenerateKey(dkim.AlgRSA2048)
 		e.zone.LongTXT(dkimName(d.DKIMKeys[0].Selector, d.Name), other.RecordValue())
 		e.zone.TXT(d.Name, e.record(d, PurposeSPF).Value)
 		d = e.verify(d)
@@ -365,8 +366,8 @@ func TestDKIMRotation(t *testing.T) {
 		t.Fatalf("removing the retired record failed the domain: %s", d.StatusReason)
 	}
 	// A further rotation forgets keys past their grace period.
-	d, _ = e.app.RotateDKIM(e.acct, d.ID, mta.AlgEd25519)
-	if len(d.DKIMKeys) != 2 || d.DKIMKeys[0].Selector != newSel || d.DKIMKeys[1].Algorithm != mta.AlgEd25519 {
+	d, _ = e.app.RotateDKIM(e.acct, d.ID, dkim.AlgEd25519)
+	if len(d.DKIMKeys) != 2 || d.DKIMKeys[0].Selector != newSel || d.DKIMKeys[1].Algorithm != dkim.AlgEd25519 {
 		t.Fatalf("keys after second rotation: %+v", d.DKIMKeys)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"mailbolt/mta"
+	"mailbolt/mta/message"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -37,8 +37,8 @@ func (a *App) track(m storage.Message, html string) (string, []string) {
 	}
 	var links []string
 	if m.Tracking.Clicks {
-		var rewritten []mta.Link
-		html, rewritten = mta.RewriteLinks(html, func(_ string, i int) (string, bool) {
+		var rewritten []message.Link
+		html, rewritten = message.RewriteLinks(html, func(_ string, i int) (string, bool) {
 			if i >= maxTrackedLinks {
 				return "", false
 			}
@@ -50,7 +50,7 @@ func (a *App) track(m storage.Message, html string) (string, []string) {
 		}
 	}
 	if m.Tracking.Opens {
-		html = mta.InsertPixel(html, a.publicURL(OpenPath+a.signToken(linkToken{tokenOpen, m.AccountID, m.ID, 0})))
+		html = message.InsertPixel(html, a.publicURL(OpenPath+a.signToken(linkToken{tokenOpen, m.AccountID, m.ID, 0})))
 	}
 	return html, links
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/emersion/go-message"
 	"github.com/emersion/go-smtp"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -59,7 +60,7 @@ func (e *sendEnv) suppressed(rcpt string) (storage.Suppression, bool) {
 }
 
 func TestTrackingAndUnsubscribeEndToEnd(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) { o.PublicURL = "https://mail.acme.test" })
+	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) { o.PublicURL = "https://mail.acme.test" })
 	yes := true
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"),
 		HTML:     text(`<p>Hi <a href="https://shop.test/a?x=1&amp;y=2">shop</a> <a href="mailto:x@y.test">mail</a> <a href="https://shop.test/b" data-mb-notrack>raw</a></p></body>`),
@@ -165,7 +166,7 @@ func (e *sendEnv) inboundListener() string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv := mta.NewInboundServer(e.app.Inbound(), mta.InboundOptions{Domain: "mx.mailbolt.test"})
+	srv := inbound.NewServer(e.app.Inbound(), inbound.Options{Domain: "mx.mailbolt.test"})
 	go srv.Serve(ln)
 	e.t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
@@ -209,7 +210,7 @@ func fixture(t *testing.T, path string, repl ...string) []byte {
 }
 
 func TestInboundBouncesAndComplaints(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	addr := e.inboundListener()
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"nobody@dest.test", "reader@dest.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
@@ -283,7 +284,7 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 }
 
 func TestMailtoUnsubscribe(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	addr := e.inboundListener()
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
@@ -299,7 +300,7 @@ func TestMailtoUnsubscribe(t *testing.T) {
 }
 
 func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, func(o *Options) {
+	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) {
 		o.SystemFrom = "Mailbolt <team@acme.test>"
 		o.PublicURL = "https://mail.acme.test"
 	})
@@ -338,7 +339,7 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 }
 
 func TestAccountTrackingDefaults(t *testing.T) {
-	e := newSendEnv(t, mta.AlgEd25519, nil)
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	acct, _ := e.app.CreateAccount(AccountInput{Name: "Tracker", TrackOpens: true, TrackClicks: true})
 	p := Principal{Account: acct, Key: storage.APIKey{AccountID: acct.ID, Test: true}}
 	m := e.send(p, MessageInput{From: "a@x.test", To: []string{"a@y.test"}, Subject: text("s"), HTML: text("<p>x</p>")})

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"mailbolt/grader"
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -38,7 +38,7 @@ func newGraderApp(t *testing.T, fault *atomic.Bool, readFault ...*atomic.Bool) (
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	a := mustNew(t, db, Options{Now: c.now, Grader: GraderOptions{Config: grader.Config{
-		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
+		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
 	principal := func(name string) Principal {
 		acct, _ := a.CreateAccount(AccountInput{Name: name})
 		return Principal{Account: acct, Key: storage.APIKey{AccountID: acct.ID}}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
-	"mailbolt/mta/report"
 	"mailbolt/storage"
 )
 
-// Inbound is the inbound listener's use of the App (mta.InboundHandler):
+// Inbound is the inbound listener's use of the App (inbound.Handler):
 // asynchronous bounces (DSNs) and complaints (ARF reports) to VERP
 // addresses, and unsubscribe requests to the List-Unsubscribe mailto.
 type Inbound struct{ a *App }
@@ -25,7 +25,7 @@ func (a *App) Inbound() Inbound { return Inbound{a} }
 // path (bounces, complaints) or an unsubscribe address, both on a bounce
 // subdomain.
 func (in Inbound) inboundAddress(rcpt string) (kind byte, value string, ok bool) {
-	if id, ok := report.ParseVERP(rcpt); ok {
+	if id, ok := inbound.ParseVERP(rcpt); ok {
 		return 'b', id, true
 	}
 	a := strings.ToLower(strings.Trim(strings.TrimSpace(rcpt), "<>"))
@@ -92,7 +92,7 @@ func (in Inbound) mailtoUnsubscribe(token string) error {
 // report reads a DSN or an ARF report sent to the return path of message
 // id, and records what it says.
 func (in Inbound) report(id string, data []byte) error {
-	dsn, err := report.ParseDSN(bytes.NewReader(data))
+	dsn, err := inbound.ParseDSN(bytes.NewReader(data))
 	if err == nil {
 		if id == "" {
 			var ok bool
@@ -102,10 +102,10 @@ func (in Inbound) report(id string, data []byte) error {
 		}
 		return in.bounces(id, dsn)
 	}
-	if !errors.Is(err, report.ErrNotDSN) {
+	if !errors.Is(err, inbound.ErrNotDSN) {
 		return err
 	}
-	fb, err := report.ParseARF(bytes.NewReader(data))
+	fb, err := inbound.ParseARF(bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Mess
 // bounces records the failed recipients of a DSN. Delayed, delivered and
 // relayed reports change nothing; a recipient that already bounced is not
 // bounced twice (the same DSN twice gives one event).
-func (in Inbound) bounces(id string, dsn *report.DSN) error {
+func (in Inbound) bounces(id string, dsn *inbound.DSN) error {
 	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
 		changed := false
 		for _, d := range dsn.Recipients {
@@ -210,7 +210,7 @@ func (in Inbound) bounces(id string, dsn *report.DSN) error {
 
 // complaint records a spam complaint from an ARF report, once per
 // recipient, and suppresses the recipient.
-func (in Inbound) complaint(id string, fb *report.Feedback) error {
+func (in Inbound) complaint(id string, fb *inbound.Feedback) error {
 	if vid, ok := fb.VERPMessageID(); ok {
 		id = vid
 	} else if qid, ok := quotedMessageID(fb.OriginalMessageID); ok && id == "" {

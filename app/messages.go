@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"mailbolt/mta"
+	"mailbolt/mta/message"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
@@ -356,7 +356,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 		return c, nil, Validation("headers", fmt.Sprintf("at most %d headers", MaxHeaders))
 	}
 	for _, name := range slices.Sorted(maps.Keys(in.Headers)) {
-		if err := mta.ValidateHeader(name, in.Headers[name]); err != nil {
+		if err := message.ValidateHeader(name, in.Headers[name]); err != nil {
 			return c, nil, Validation("headers."+name, err.Error())
 		}
 		c.Headers = append(c.Headers, [2]string{name, in.Headers[name]})

@@ -14,7 +14,7 @@ import (
 	"mailbolt/grader/dmarc"
 	"mailbolt/grader/dnscheck"
 	"mailbolt/grader/spf"
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // Authentication rule IDs.
@@ -166,7 +166,7 @@ type authOutcome struct {
 
 // authenticate runs SPF, DKIM and DMARC for a submission with a sending
 // IP and HELO name.
-func authenticate(ctx context.Context, r *mta.Resolver, in input, s Submission) *authOutcome {
+func authenticate(ctx context.Context, r Resolver, in input, s Submission) *authOutcome {
 	out := &authOutcome{results: AuthResults{DKIM: []DKIMResult{}}}
 
 	// SPF and DKIM are independent; DMARC needs both.
@@ -241,7 +241,7 @@ const maxSignatures = 5
 // verifyDKIM verifies the signatures of raw and names each result as RFC
 // 8601 does. Without raw, or without a signature, it returns no result
 // and a note saying why.
-func verifyDKIM(ctx context.Context, r *mta.Resolver, raw []byte) ([]DKIMResult, string) {
+func verifyDKIM(ctx context.Context, r Resolver, raw []byte) ([]DKIMResult, string) {
 	if len(raw) == 0 {
 		return []DKIMResult{}, "no raw message was submitted, so there is no DKIM signature to verify: submit the complete message (raw) to check DKIM"
 	}
@@ -255,7 +255,7 @@ func verifyDKIM(ctx context.Context, r *mta.Resolver, raw []byte) ([]DKIMResult,
 	opts := &dkim.VerifyOptions{
 		LookupTXT: func(name string) ([]string, error) {
 			txts, err := r.LookupTXT(ctx, strings.TrimSuffix(name, "."))
-			if err != nil && (mta.IsTemporary(err) || ctx.Err() != nil) {
+			if err != nil && (dns.IsTemporary(err) || ctx.Err() != nil) {
 				// go-msgauth reads only a temporary net.Error as temperror.
 				return nil, &net.DNSError{Err: err.Error(), Name: name, IsTemporary: true}
 			}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
 // TestDKIMRFCExamples verifies the signed examples of RFC 6376 Appendix A
@@ -25,7 +25,7 @@ func TestDKIMRFCExamples(t *testing.T) {
 		name, record, _ := strings.Cut(line, " ")
 		zone.LongTXT(name, record)
 	}
-	cfg := Config{Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond},
+	cfg := Config{Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond},
 		IPBlocklists: []string{}, DomainBlocklists: []string{}}
 	for _, c := range []struct {
 		file, from string

@@ -13,8 +13,9 @@ import (
 
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
 // zone is the loopback DNS server these tests publish in.
@@ -32,13 +33,13 @@ const (
 
 var (
 	keyOnce sync.Once
-	testKey mta.DKIMKey
+	testKey dkim.Key
 	keyErr  error
 )
 
-func dkimKey(t testing.TB) mta.DKIMKey {
+func dkimKey(t testing.TB) dkim.Key {
 	t.Helper()
-	keyOnce.Do(func() { testKey, keyErr = mta.GenerateDKIMKey(mta.AlgRSA2048) })
+	keyOnce.Do(func() { testKey, keyErr = dkim.GenerateKey(dkim.AlgRSA2048) })
 	if keyErr != nil {
 		t.Fatal(keyErr)
 	}
@@ -81,7 +82,7 @@ func publish(t *testing.T, s setup) (*zone, Config) {
 	z.TXT("_mta-sts."+domain, "v=STSv1; id=20260101")
 	z.TXT("_smtp._tls."+domain, "v=TLSRPTv1; rua=mailto:tls@example.com")
 	return z, Config{
-		Resolver:         &mta.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
+		Resolver:         &dns.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
 		Selectors:        []string{selector},
 		IPBlocklists:     []string{"bl.test"},
 		DomainBlocklists: []string{"dbl.test"},
@@ -255,7 +256,7 @@ func signed(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := mta.Sign([]byte(msg), domain, selector, signer)
+	raw, err := dkim.Sign([]byte(msg), domain, selector, signer)
 	if err != nil {
 		t.Fatal(err)
 	}

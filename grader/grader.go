@@ -22,7 +22,7 @@ import (
 
 	"mailbolt/grader/content"
 	"mailbolt/grader/dnscheck"
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // ErrInvalidInput is returned for a domain or submission that cannot be graded (the API answers 400 INVALID_INPUT).
@@ -81,9 +81,16 @@ type Result struct {
 	AuthenticationResults *AuthResults     `json:"authentication_results,omitempty"`
 }
 
+// Resolver is the DNS the grader asks: what the DNS-health checks need
+// (dnscheck.Resolver), which covers the SPF, DKIM key and DMARC lookups
+// of a submission too. *dns.Resolver (mta/dns) implements it.
+type Resolver = dnscheck.Resolver
+
+var _ Resolver = (*dns.Resolver)(nil)
+
 // Config configures Check and Submit.
 type Config struct {
-	Resolver                       *mta.Resolver
+	Resolver                       Resolver // required
 	Selectors                      []string // default DKIM selectors (GRADER_DKIM_SELECTORS); dnscheck.DefaultSelectors when nil
 	IPBlocklists, DomainBlocklists []string // nil: dnscheck defaults
 	Timeout                        time.Duration

@@ -12,7 +12,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
 // Loopback addresses of the test servers. 127.0.0.2 is kept for source
@@ -48,7 +49,7 @@ func newDeliverer(t *testing.T, zone *dnstest.Server, port int) *Deliverer {
 		IdleTimeout:    time.Minute,
 	}
 	if zone != nil {
-		d.Resolver = &Resolver{Server: zone.Addr, Timeout: time.Second}
+		d.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: time.Second}
 	}
 	t.Cleanup(func() { d.Close() })
 	return d

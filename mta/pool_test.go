@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns/dnstest"
 )
 
 func TestConnectionReuse(t *testing.T) {

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"mailbolt/mta/dns"
 )
 
-// MXResolver is the DNS a Deliverer routes with; *Resolver is one.
+// MXResolver is the DNS a Deliverer routes with; *dns.Resolver is one.
 type MXResolver interface {
 	LookupMX(ctx context.Context, name string) ([]*net.MX, error)
 	LookupIPAddr(ctx context.Context, name string) ([]net.IPAddr, error)
@@ -61,7 +63,7 @@ func (d *Deliverer) Route(ctx context.Context, domain string) ([]Hop, error) {
 	}
 	mxs, err := d.Resolver.LookupMX(ctx, domain)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, dns.ErrNotFound):
 		return []Hop{{Host: domain, Port: port, Implicit: true}}, nil
 	case err != nil:
 		return nil, localError(false, "4.4.3", "MX lookup for %s failed: %v", domain, err)
@@ -109,9 +111,9 @@ func (d *Deliverer) hopAddrs(ctx context.Context, hop Hop, src net.IP) ([]net.IP
 		}
 		addrs, err := d.Resolver.LookupIPAddr(ctx, hop.Host)
 		switch {
-		case errors.Is(err, ErrNotFound) && hop.Implicit:
+		case errors.Is(err, dns.ErrNotFound) && hop.Implicit:
 			return nil, localError(true, "5.1.2", "%s has no MX and no address records", hop.Host)
-		case errors.Is(err, ErrNotFound) && !hop.Relay:
+		case errors.Is(err, dns.ErrNotFound) && !hop.Relay:
 			return nil, localError(true, "5.4.4", "MX host %s has no address records", hop.Host)
 		case err != nil:
 			return nil, localError(false, "4.4.3", "address lookup for %s failed: %v", hop.Host, err)

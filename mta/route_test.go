@@ -7,7 +7,8 @@ import (
 	"sort"
 	"testing"
 
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
 func TestRoute(t *testing.T) {
@@ -21,7 +22,7 @@ func TestRoute(t *testing.T) {
 	zone.MX("null.test", 0, ".")
 	zone.A("implicit.test", "192.0.2.1")
 	zone.MX("xn--caf-dma.test", 10, "mx.xn--caf-dma.test")
-	d := &Deliverer{Resolver: &Resolver{Server: zone.Addr}, MXPort: 2525}
+	d := &Deliverer{Resolver: &dns.Resolver{Server: zone.Addr}, MXPort: 2525}
 	ctx := context.Background()
 
 	tests := []struct {
@@ -80,7 +81,7 @@ func TestRouteShufflesEqualPreference(t *testing.T) {
 		zone.MX("equal.test", 10, h+".equal.test")
 	}
 	zone.MX("equal.test", 20, "backup.equal.test")
-	d := &Deliverer{Resolver: &Resolver{Server: zone.Addr}}
+	d := &Deliverer{Resolver: &dns.Resolver{Server: zone.Addr}}
 	firsts := map[string]bool{}
 	for range 200 {
 		hops, err := d.Route(context.Background(), "equal.test")

@@ -8,7 +8,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns/dnstest"
 )
 
 func TestOpportunisticSTARTTLS(t *testing.T) {

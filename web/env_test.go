@@ -14,8 +14,8 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/hooks"
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -60,7 +60,7 @@ func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	zone := dnstest.Start(t)
 	opts := app.Options{Now: clock.Now, Domains: app.DomainOptions{
-		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"},
+		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"},
 		Webhooks: app.WebhookOptions{Guard: hooks.Guard{AllowPrivate: true, AllowHTTP: true},
 			Dispatch: hooks.Options{BaseDelay: time.Second, Timeout: 2 * time.Second}}}
 	if tune != nil {

@@ -10,8 +10,8 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/grader"
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -29,7 +29,7 @@ func graderBenchServer(b *testing.B, cacheTTL time.Duration) *httptest.Server {
 	}
 	b.Cleanup(func() { db.Close() })
 	a, err := app.New(db, app.Options{Grader: app.GraderOptions{CacheTTL: cacheTTL, Config: grader.Config{
-		Resolver:     &mta.Resolver{Server: zone.Addr, Timeout: time.Second},
+		Resolver:     &dns.Resolver{Server: zone.Addr, Timeout: time.Second},
 		IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
 	if err != nil {
 		b.Fatal(err)

@@ -11,7 +11,7 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/grader"
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // newGraderEnv is a test server whose grader resolves names through the
@@ -27,7 +27,7 @@ func newGraderEnv(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 		// newEnvWith points the domain resolver at its zone; the grader
 		// uses the same server.
 		o.Grader.Config = grader.Config{
-			Resolver:     &mta.Resolver{Server: o.Domains.Resolver.(*mta.Resolver).Server, Timeout: time.Second},
+			Resolver:     &dns.Resolver{Server: o.Domains.Resolver.(*dns.Resolver).Server, Timeout: time.Second},
 			IPBlocklists: []string{}, DomainBlocklists: []string{}}
 		o.Grader.CacheTTL = time.Minute
 		if tune != nil {

@@ -26,8 +26,9 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/hooks"
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -368,7 +369,7 @@ func TestOpenAPIEnumsMatchCode(t *testing.T) {
 		"Plan":              app.PlanNames(),
 		"KeyMode":           {"live", "test"},
 		"DomainStatus":      {app.DomainPending, app.DomainVerified, app.DomainFailed},
-		"DkimAlgorithm":     {mta.AlgRSA2048, mta.AlgEd25519},
+		"DkimAlgorithm":     {dkim.AlgRSA2048, dkim.AlgEd25519},
 		"DnsRecordStatus":   {app.RecordPending, app.RecordVerified, app.RecordMissing, app.RecordMismatch, app.RecordRemovable},
 		"DnsRecordPurpose":  {app.PurposeDKIM, app.PurposeSPF, app.PurposeReturnPath, app.PurposeDMARC, app.PurposeTracking},
 		"EventType":         app.EventTypes,
@@ -624,7 +625,7 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	zone := dnstest.Start(t)
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	s, a := newOpenAPITestServer(t, app.Options{Now: clock.Now, Domains: app.DomainOptions{
-		Resolver: &mta.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"}})
+		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"}})
 	acct, e := a.CreateAccount(app.AccountInput{Name: "acme", Plan: "enterprise", RateLimit: 100000})
 	if e != nil {
 		t.Fatal(e)

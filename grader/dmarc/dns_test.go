@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"mailbolt/grader/spf"
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
-// TestEvaluateOverDNS resolves through *mta.Resolver against a real DNS
-// server (mta/dnstest): TXT records split into strings, NXDOMAIN against
+// TestEvaluateOverDNS resolves through *dns.Resolver against a real DNS
+// server (mta/dns/dnstest): TXT records split into strings, NXDOMAIN against
 // NODATA, SERVFAIL, and the A/AAAA/MX lookups behind np.
 func TestEvaluateOverDNS(t *testing.T) {
 	zone := dnstest.Start(t)
@@ -31,7 +31,7 @@ func TestEvaluateOverDNS(t *testing.T) {
 	zone.TXT("_dmarc.bad.example", "v=DMARC1; p=reject-all")
 	zone.ServFail("_dmarc.broken.example.com", true)
 
-	r := &mta.Resolver{Server: zone.Addr, Timeout: time.Second}
+	r := &dns.Resolver{Server: zone.Addr, Timeout: time.Second}
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string

@@ -65,6 +65,6 @@
 // several records and does no organizational-domain fallback. Its parser
 // serves as a cross-check in the fuzz test instead.
 //
-// The DNS is reached only through the Resolver interface; *mta.Resolver
-// implements it, and tests use in-memory zones and mta/dnstest.
+// The DNS is reached only through the Resolver interface; *dns.Resolver
+// (mta/dns) implements it, and tests use in-memory zones and mta/dns/dnstest.
 package dmarc

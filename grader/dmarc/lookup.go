@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // Resolver is the DNS access policy discovery needs (§6.6.3).
@@ -14,13 +14,13 @@ import (
 // A lookup has three outcomes, which DMARC must never confuse:
 //
 //   - records: a nil error (an empty answer counts as nothing there);
-//   - nothing there: an error for which errors.Is(err, mta.ErrNotFound)
+//   - nothing there: an error for which errors.Is(err, dns.ErrNotFound)
 //     holds (or a *net.DNSError with IsNotFound), NXDOMAIN and NODATA
 //     alike;
 //   - failure to learn either (timeout, SERVFAIL, REFUSED, network): any
 //     other error, which makes the result TempError.
 //
-// Names are passed without the final dot. *mta.Resolver implements it.
+// Names are passed without the final dot. *dns.Resolver implements it.
 type Resolver interface {
 	// LookupTXT returns each TXT record with its strings joined (RFC 7489
 	// §6.1 points at RFC 7208 §3.3 for split records).
@@ -30,7 +30,7 @@ type Resolver interface {
 // AddressResolver is what the np tag needs to tell whether a domain exists
 // (RFC 9091 §2.1: no A, AAAA or MX record). When the Resolver given to
 // Evaluate also implements it, np is honoured; otherwise sp stands in.
-// *mta.Resolver implements it.
+// *dns.Resolver implements it.
 type AddressResolver interface {
 	LookupA(ctx context.Context, name string) ([]net.IP, error)
 	LookupAAAA(ctx context.Context, name string) ([]net.IP, error)
@@ -38,8 +38,8 @@ type AddressResolver interface {
 }
 
 var (
-	_ Resolver        = (*mta.Resolver)(nil)
-	_ AddressResolver = (*mta.Resolver)(nil)
+	_ Resolver        = (*dns.Resolver)(nil)
+	_ AddressResolver = (*dns.Resolver)(nil)
 )
 
 // Discovery errors. Lookup's error wraps one of them, or ErrInvalidRecord
@@ -120,7 +120,7 @@ func lookupAt(ctx context.Context, r Resolver, domain string) (*Record, error) {
 // notFound reports whether a Resolver error means "nothing there".
 func notFound(err error) bool {
 	var dnsErr *net.DNSError
-	return errors.Is(err, mta.ErrNotFound) || errors.As(err, &dnsErr) && dnsErr.IsNotFound
+	return errors.Is(err, dns.ErrNotFound) || errors.As(err, &dnsErr) && dnsErr.IsNotFound
 }
 
 // nonexistent reports whether domain has no A, AAAA and no MX record

@@ -6,7 +6,7 @@ import (
 	"net"
 	"strings"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // zone is an in-memory Resolver: TXT records by name, names whose lookups
@@ -21,12 +21,12 @@ func (z *zone) LookupTXT(ctx context.Context, name string) ([]string, error) {
 	name = strings.ToLower(name)
 	z.queries = append(z.queries, name)
 	if z.fail[name] {
-		return nil, &mta.TempError{Name: name, Err: errors.New("server answered SERVFAIL")}
+		return nil, &dns.TempError{Name: name, Err: errors.New("server answered SERVFAIL")}
 	}
 	if txts, ok := z.txt[name]; ok {
 		return txts, nil
 	}
-	return nil, mta.ErrNotFound
+	return nil, dns.ErrNotFound
 }
 
 // hostZone adds A lookups: a name exists when it is in hosts; AAAA and MX
@@ -38,16 +38,16 @@ type hostZone struct {
 
 func (z hostZone) LookupA(ctx context.Context, name string) ([]net.IP, error) {
 	if z.fail[name] {
-		return nil, &mta.TempError{Name: name, Err: errors.New("server answered SERVFAIL")}
+		return nil, &dns.TempError{Name: name, Err: errors.New("server answered SERVFAIL")}
 	}
 	if z.hosts[name] {
 		return []net.IP{net.IPv4(192, 0, 2, 1)}, nil
 	}
-	return nil, mta.ErrNotFound
+	return nil, dns.ErrNotFound
 }
 
 func (z hostZone) LookupAAAA(ctx context.Context, name string) ([]net.IP, error) {
-	return nil, mta.ErrNotFound
+	return nil, dns.ErrNotFound
 }
 
 func (z hostZone) LookupMX(ctx context.Context, name string) ([]*net.MX, error) {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/net/idna"
-
-	"mailbolt/mta"
 )
 
 // Default lists and limits.
@@ -31,7 +29,7 @@ var ErrInvalidInput = errors.New("dnscheck: invalid input")
 // Options configure Check. Zero values take the defaults above.
 type Options struct {
 	// Resolver asks the DNS; required.
-	Resolver *mta.Resolver
+	Resolver Resolver
 	// Selectors are the DKIM selectors to look for (DefaultSelectors).
 	Selectors []string
 	// IPBlocklists and DomainBlocklists are DNSBL zones
@@ -130,7 +128,7 @@ func (p *part) recommend(s string) { p.recs = append(p.recs, s) }
 
 // checker holds one run.
 type checker struct {
-	r       *mta.Resolver
+	r       Resolver
 	opts    Options
 	in      Input
 	domain  string
@@ -261,6 +259,3 @@ func normalizeDomain(name string) (string, error) {
 	}
 	return d, nil
 }
-
-// notFound reports whether err is the zone's "nothing here".
-func notFound(err error) bool { return errors.Is(err, mta.ErrNotFound) }

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/dns"
 )
 
 // domainSetup is what a test domain publishes; good() is the
@@ -38,7 +39,7 @@ const (
 )
 
 var dkim2048 = func() string {
-	k, err := mta.GenerateDKIMKey(mta.AlgRSA2048)
+	k, err := dkim.GenerateKey(dkim.AlgRSA2048)
 	if err != nil {
 		panic(err)
 	}
@@ -94,7 +95,7 @@ func hosts(z *zone) {
 
 func options(z *zone) Options {
 	return Options{
-		Resolver:         &mta.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
+		Resolver:         &dns.Resolver{Server: z.Addr, Timeout: 2 * time.Second},
 		IPBlocklists:     []string{"bl.test"},
 		DomainBlocklists: []string{"dbl.test"},
 		Timeout:          5 * time.Second,
@@ -550,7 +551,7 @@ func TestTemporaryFailuresAreNotJudged(t *testing.T) {
 	z.ServFail("_dmarc.example.com", true)
 	z.Silent("default._domainkey.example.com", true)
 	opts := options(z)
-	opts.Resolver.Timeout = 300 * time.Millisecond
+	opts.Resolver.(*dns.Resolver).Timeout = 300 * time.Millisecond
 	start := time.Now()
 	res := run(t, z, opts, Input{Domain: "example.com"})
 	if d := time.Since(start); d > 2*time.Second {
@@ -588,7 +589,7 @@ func TestOverallDeadline(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
-	r := &mta.Resolver{Server: "127.0.0.1:1"}
+	r := &dns.Resolver{Server: "127.0.0.1:1"}
 	for _, in := range []Input{
 		{Domain: ""}, {Domain: "localhost"}, {Domain: "a..example.com"}, {Domain: "exa mple.com"},
 		{Domain: "example.com", HELO: "bad helo"}, {Domain: "example.com", SenderIP: net.IP{1, 2, 3}},

@@ -25,7 +25,7 @@
 // Forward-confirmed reverse DNS of the sending IP and of the MX hosts'
 // addresses, and the HELO name against the confirmed PTR name.
 //
-// DNS answers have three outcomes, kept apart as mta.Resolver does: a
+// DNS answers have three outcomes, kept apart as mta/dns does: a
 // record, nothing there (judged: the rule usually scores 0), and a failed
 // lookup (not judged: the rule is left out of Score and Max and a warning
 // says it "could not be checked").

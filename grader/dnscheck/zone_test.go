@@ -3,7 +3,7 @@ package dnscheck
 import (
 	"testing"
 
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns/dnstest"
 )
 
 // zone is the loopback DNS server these tests publish in (PTR records

@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
+	miekg "github.com/miekg/dns"
 
-	"mailbolt/mta"
-	"mailbolt/mta/dnstest"
+	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 )
 
-// overDNS are suite cases run through *mta.Resolver against a real DNS
-// server (mta/dnstest), to prove the adapter: TXT records split into
+// overDNS are suite cases run through *dns.Resolver against a real DNS
+// server (mta/dns/dnstest), to prove the adapter: TXT records split into
 // strings, A, AAAA, MX and null MX, PTR, NXDOMAIN against NODATA, and
 // timeouts. Cases whose zones need what dnstest cannot serve are left out:
 // CNAME chains, a TIMEOUT for one record type only, and (until
-// mta.Resolver.LookupTXT returns raw bytes rather than miekg's escaped
+// dns.Resolver.LookupTXT returns raw bytes rather than miekg's escaped
 // presentation text) non-ASCII records.
 var overDNS = map[string]bool{
 	"both": true, "txtonly": true, "alltimeout": true, // Record lookup
@@ -49,7 +49,7 @@ func TestMTAResolverOverDNS(t *testing.T) {
 			continue
 		}
 		addr := serveScenario(t, s.Zonedata)
-		r := &mta.Resolver{Server: addr, Timeout: 300 * time.Millisecond}
+		r := &dns.Resolver{Server: addr, Timeout: 300 * time.Millisecond}
 		for _, name := range names {
 			ran++
 			t.Run(name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestMTAResolverOutcomes(t *testing.T) {
 	s.TXT("nodata.example.com", "not spf")
 	s.TXT("broken.example.com", "v=spf1 a:sf.example.com -all")
 	s.ServFail("sf.example.com", true)
-	r := &mta.Resolver{Server: s.Addr, Timeout: time.Second}
+	r := &dns.Resolver{Server: s.Addr, Timeout: time.Second}
 	ip := net.ParseIP("192.0.2.1")
 	for _, tc := range []struct {
 		domain string
@@ -93,8 +93,8 @@ func TestMTAResolverOutcomes(t *testing.T) {
 	}
 	// The resolver's error is kept for diagnosis.
 	_, _, err := Check(context.Background(), r, ip, "broken.example.com", "", "h")
-	if !mta.IsTemporary(err) {
-		t.Errorf("temperror does not wrap the mta.TempError: %v", err)
+	if !dns.IsTemporary(err) {
+		t.Errorf("temperror does not wrap the dns.TempError: %v", err)
 	}
 }
 
@@ -122,7 +122,7 @@ func serveScenario(t *testing.T, data map[string][]any) string {
 					l := v.([]any)
 					s.MX(name, uint16(l[0].(int)), fmt.Sprint(l[1]))
 				case "PTR":
-					k := strings.ToLower(dns.Fqdn(name))
+					k := strings.ToLower(miekg.Fqdn(name))
 					ptrs[k] = append(ptrs[k], fmt.Sprint(v))
 				case "TXT":
 					ownTXT = true
@@ -147,17 +147,17 @@ func serveScenario(t *testing.T, data map[string][]any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+	front := &miekg.Server{PacketConn: pc, Handler: miekg.HandlerFunc(func(w miekg.ResponseWriter, req *miekg.Msg) {
 		q := req.Question[0]
 		targets, ok := ptrs[strings.ToLower(q.Name)]
-		if q.Qtype != dns.TypePTR || !ok {
+		if q.Qtype != miekg.TypePTR || !ok {
 			s.ServeDNS(w, req)
 			return
 		}
-		m := new(dns.Msg)
+		m := new(miekg.Msg)
 		m.SetReply(req)
 		for _, target := range targets {
-			m.Answer = append(m.Answer, &dns.PTR{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypePTR, Class: dns.ClassINET, Ttl: 60}, Ptr: dns.Fqdn(target)})
+			m.Answer = append(m.Answer, &miekg.PTR{Hdr: miekg.RR_Header{Name: q.Name, Rrtype: miekg.TypePTR, Class: miekg.ClassINET, Ttl: 60}, Ptr: miekg.Fqdn(target)})
 		}
 		w.WriteMsg(m)
 	})}

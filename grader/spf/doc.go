@@ -31,6 +31,6 @@
 // others), and the grader must pass all of them; the issue allows our own
 // implementation on miekg/dns in that case.
 //
-// The DNS is reached only through the Resolver interface; *mta.Resolver
-// implements it, and tests use in-memory zones.
+// The DNS is reached only through the Resolver interface; *dns.Resolver
+// (mta/dns) implements it, and tests use in-memory zones.
 package spf

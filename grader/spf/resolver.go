@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // Resolver is the DNS access check_host() needs (RFC 7208 §4.4, §5).
@@ -16,7 +16,7 @@ import (
 // Each lookup has three outcomes, which SPF must never confuse:
 //
 //   - records: a nil error and at least one record;
-//   - nothing there: an error for which errors.Is(err, mta.ErrNotFound)
+//   - nothing there: an error for which errors.Is(err, dns.ErrNotFound)
 //     holds (or a *net.DNSError with IsNotFound), whether the server said
 //     NXDOMAIN (RCODE 3) or NOERROR with no answer (NODATA). RFC 7208
 //     gives both the same meaning everywhere: a
@@ -27,7 +27,7 @@ import (
 //   - failure to learn either (timeout, SERVFAIL, REFUSED, network): any
 //     other error, which makes the result TempError (§4.4, §5).
 //
-// Names are passed without the final dot. *mta.Resolver implements it.
+// Names are passed without the final dot. *dns.Resolver implements it.
 type Resolver interface {
 	// LookupTXT returns each TXT record with its strings joined (§3.3),
 	// as raw bytes (not in zone-file presentation format).
@@ -42,7 +42,7 @@ type Resolver interface {
 	LookupPTR(ctx context.Context, ip net.IP) ([]string, error)
 }
 
-var _ Resolver = (*mta.Resolver)(nil)
+var _ Resolver = (*dns.Resolver)(nil)
 
 // errVoid is the internal form of "nothing there".
 var errVoid = errors.New("spf: no such record")
@@ -53,7 +53,7 @@ func classify(name string, n int, err error) error {
 	switch {
 	case err == nil && n > 0:
 		return nil
-	case err == nil, errors.Is(err, mta.ErrNotFound),
+	case err == nil, errors.Is(err, dns.ErrNotFound),
 		errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return errVoid
 	}

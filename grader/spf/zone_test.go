@@ -7,9 +7,9 @@ import (
 	"net"
 	"strings"
 
-	"github.com/miekg/dns"
+	miekg "github.com/miekg/dns"
 
-	"mailbolt/mta"
+	"mailbolt/mta/dns"
 )
 
 // zone is an in-memory DNS built from the zonedata of a test-suite
@@ -17,7 +17,7 @@ import (
 // testspf.py) does:
 //
 //   - a name absent from the zone is NXDOMAIN; a present name without
-//     records of the type asked for is NODATA (both mta.ErrNotFound);
+//     records of the type asked for is NODATA (both dns.ErrNotFound);
 //   - "TIMEOUT" makes a query time out unless a record of the type asked
 //     for is listed before it;
 //   - SPF (type 99) records are copied as TXT records, after everything
@@ -112,7 +112,7 @@ func (z zone) answer(name, typ string) ([]zoneRR, error) {
 	for hops := 0; hops < 10; hops++ {
 		rrs, ok := z[strings.ToLower(strings.TrimSuffix(name, "."))]
 		if !ok {
-			return nil, mta.ErrNotFound
+			return nil, dns.ErrNotFound
 		}
 		var out []zoneRR
 		cname := ""
@@ -121,7 +121,7 @@ func (z zone) answer(name, typ string) ([]zoneRR, error) {
 			switch rr.typ {
 			case "TIMEOUT":
 				if len(out) == 0 {
-					return nil, &mta.TempError{Name: name, Err: errTimeout}
+					return nil, &dns.TempError{Name: name, Err: errTimeout}
 				}
 				break scan
 			case typ:
@@ -134,11 +134,11 @@ func (z zone) answer(name, typ string) ([]zoneRR, error) {
 			return out, nil
 		}
 		if cname == "" {
-			return nil, mta.ErrNotFound
+			return nil, dns.ErrNotFound
 		}
 		name = cname
 	}
-	return nil, &mta.TempError{Name: name, Err: errors.New("CNAME loop (test zone)")}
+	return nil, &dns.TempError{Name: name, Err: errors.New("CNAME loop (test zone)")}
 }
 
 func (z zone) LookupTXT(_ context.Context, name string) ([]string, error) {
@@ -181,7 +181,7 @@ func (z zone) LookupMX(_ context.Context, name string) ([]*net.MX, error) {
 }
 
 func (z zone) LookupPTR(_ context.Context, ip net.IP) ([]string, error) {
-	arpa, err := dns.ReverseAddr(ip.String())
+	arpa, err := miekg.ReverseAddr(ip.String())
 	if err != nil {
 		return nil, err
 	}

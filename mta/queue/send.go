@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"mailbolt/mta"
+	"mailbolt/mta/dkim"
+	"mailbolt/mta/message"
 	"mailbolt/storage"
 )
 
@@ -79,7 +81,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 	send := func(data []byte, rcpts []string) []mta.RecipientResult {
 		if signed {
 			var err error
-			if data, err = mta.Sign(data, j.domain.Name, selector, signer); err != nil {
+			if data, err = dkim.Sign(data, j.domain.Name, selector, signer); err != nil {
 				return fail(err)
 			}
 		}
@@ -113,16 +115,16 @@ func recipientIndex(m storage.Message, email string) int {
 
 // SigningKey is the selector and key that sign a verified domain's mail:
 // its active key.
-func SigningKey(d storage.Domain) (string, mta.DKIMKey, bool) {
+func SigningKey(d storage.Domain) (string, dkim.Key, bool) {
 	k, ok := d.ActiveKey()
 	if !ok {
-		return "", mta.DKIMKey{}, false
+		return "", dkim.Key{}, false
 	}
-	return k.Selector, mta.DKIMKey{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
+	return k.Selector, dkim.Key{Algorithm: k.Algorithm, PrivateDER: k.PrivateKey, PublicB64: k.PublicKey}, true
 }
 
 // signer returns the parsed DKIM key of a domain, parsing it once.
-func (q *Queue) signer(domainID, selector string, key mta.DKIMKey) (crypto.Signer, error) {
+func (q *Queue) signer(domainID, selector string, key dkim.Key) (crypto.Signer, error) {
 	k := domainID + "/" + selector
 	if s, ok := q.signers.Load(k); ok {
 		return s.(crypto.Signer), nil
@@ -139,7 +141,7 @@ func (q *Queue) signer(domainID, selector string, key mta.DKIMKey) (crypto.Signe
 // acceptance, and at delivery for messages stored before their built form
 // was kept.
 func Build(m storage.Message, c storage.MessageContent) ([]byte, error) {
-	out := mta.Message{
+	out := message.Message{
 		From: address(m.From), Subject: c.Subject, Text: c.Text, HTML: c.HTML,
 		Headers: c.Headers, MessageID: m.HeaderID, Date: m.CreatedAt,
 	}
@@ -156,16 +158,16 @@ func Build(m storage.Message, c storage.MessageContent) ([]byte, error) {
 		out.ReplyTo = append(out.ReplyTo, address(s))
 	}
 	for _, at := range c.Attachments {
-		out.Attachments = append(out.Attachments, mta.Attachment{Filename: at.Filename, ContentType: at.ContentType,
+		out.Attachments = append(out.Attachments, message.Attachment{Filename: at.Filename, ContentType: at.ContentType,
 			Content: at.Content, ContentID: at.ContentID})
 	}
-	return mta.Build(out)
+	return message.Build(out)
 }
 
-func address(s string) mta.Address {
+func address(s string) message.Address {
 	a, err := mail.ParseAddress(s)
 	if err != nil {
-		return mta.Address{Email: s}
+		return message.Address{Email: s}
 	}
-	return mta.Address{Name: a.Name, Email: a.Address}
+	return message.Address{Name: a.Name, Email: a.Address}
 }

@@ -1,12 +1,4 @@
-// Package mta is Mailbolt's mail transfer side: DNS lookups through a
-// configurable server, DKIM keys and signing, and (with the sending issue)
-// message building and SMTP delivery.
-//
-// Lookups separate three outcomes that callers must never confuse: an
-// answer, a definite absence (NXDOMAIN or no record of that type), and a
-// failure to learn either (timeout, SERVFAIL, refused). Only the first two
-// say anything about the zone; a failure leaves earlier conclusions standing.
-package mta
+package dns
 
 import (
 	"context"
@@ -16,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/miekg/dns"
+	miekg "github.com/miekg/dns"
 )
 
 // ErrNotFound means the name does not exist or has no record of the type
@@ -50,7 +42,7 @@ type Resolver struct {
 // SystemResolver asks the first nameserver in /etc/resolv.conf, falling
 // back to 127.0.0.1:53.
 func SystemResolver() *Resolver {
-	cfg, err := dns.ClientConfigFromFile("/etc/resolv.conf")
+	cfg, err := miekg.ClientConfigFromFile("/etc/resolv.conf")
 	if err != nil || len(cfg.Servers) == 0 {
 		return &Resolver{Server: "127.0.0.1:53"}
 	}
@@ -59,16 +51,16 @@ func SystemResolver() *Resolver {
 
 // exchange sends one query, retrying over TCP when the UDP answer is
 // truncated.
-func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]dns.RR, error) {
+func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]miekg.RR, error) {
 	timeout := r.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	fqdn := dns.Fqdn(name)
-	m := new(dns.Msg)
+	fqdn := miekg.Fqdn(name)
+	m := new(miekg.Msg)
 	m.SetQuestion(fqdn, qtype)
 	m.SetEdns0(4096, false)
-	c := &dns.Client{Timeout: timeout}
+	c := &miekg.Client{Timeout: timeout}
 	in, _, err := c.ExchangeContext(ctx, m, r.Server)
 	if err == nil && in.Truncated {
 		c.Net = "tcp"
@@ -78,11 +70,11 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]d
 		return nil, &TempError{Name: name, Err: err}
 	}
 	switch in.Rcode {
-	case dns.RcodeSuccess:
-	case dns.RcodeNameError:
+	case miekg.RcodeSuccess:
+	case miekg.RcodeNameError:
 		return nil, ErrNotFound
 	default:
-		return nil, &TempError{Name: name, Err: fmt.Errorf("server answered %s", dns.RcodeToString[in.Rcode])}
+		return nil, &TempError{Name: name, Err: fmt.Errorf("server answered %s", miekg.RcodeToString[in.Rcode])}
 	}
 	// Follow a CNAME chain inside the answer (e.g. a DKIM key delegated to
 	// a provider): records of the alias targets count as the name's own.
@@ -90,13 +82,13 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]d
 	for changed := true; changed; {
 		changed = false
 		for _, rr := range in.Answer {
-			if c, ok := rr.(*dns.CNAME); ok && qtype != dns.TypeCNAME && names[strings.ToLower(c.Hdr.Name)] && !names[strings.ToLower(c.Target)] {
+			if c, ok := rr.(*miekg.CNAME); ok && qtype != miekg.TypeCNAME && names[strings.ToLower(c.Hdr.Name)] && !names[strings.ToLower(c.Target)] {
 				names[strings.ToLower(c.Target)] = true
 				changed = true
 			}
 		}
 	}
-	var out []dns.RR
+	var out []miekg.RR
 	for _, rr := range in.Answer {
 		if rr.Header().Rrtype == qtype && names[strings.ToLower(rr.Header().Name)] {
 			out = append(out, rr)
@@ -111,14 +103,14 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]d
 // LookupTXT returns each TXT record at name with its strings joined, as
 // SPF (RFC 7208 §3.3) and DKIM (RFC 6376 §3.6.2.2) read them.
 func (r *Resolver) LookupTXT(ctx context.Context, name string) ([]string, error) {
-	rrs, err := r.exchange(ctx, name, dns.TypeTXT)
+	rrs, err := r.exchange(ctx, name, miekg.TypeTXT)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(rrs))
 	for _, rr := range rrs {
 		var b strings.Builder
-		for _, part := range rr.(*dns.TXT).Txt {
+		for _, part := range rr.(*miekg.TXT).Txt {
 			b.WriteString(unescapeTXT(part))
 		}
 		out = append(out, b.String())
@@ -156,9 +148,9 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // LookupCNAME returns the target of the CNAME at name, without the final dot.
 func (r *Resolver) LookupCNAME(ctx context.Context, name string) (string, error) {
-	rrs, err := r.exchange(ctx, name, dns.TypeCNAME)
+	rrs, err := r.exchange(ctx, name, miekg.TypeCNAME)
 	if err != nil {
 		return "", err
 	}
-	return strings.TrimSuffix(rrs[0].(*dns.CNAME).Target, "."), nil
+	return strings.TrimSuffix(rrs[0].(*miekg.CNAME).Target, "."), nil
 }

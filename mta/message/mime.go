@@ -1,4 +1,4 @@
-package mta
+package message
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/emersion/go-message"
+	gomessage "github.com/emersion/go-message"
 	"github.com/emersion/go-message/textproto"
 )
 
@@ -165,7 +165,7 @@ func validContentID(cid string) bool {
 
 // setHeader sets p's content fields. go-message writes the field set last
 // at the top, so Content-Type is set last.
-func (p *mimePart) setHeader(h *message.Header) {
+func (p *mimePart) setHeader(h *gomessage.Header) {
 	if p.contentID != "" {
 		h.Set("Content-ID", "<"+p.contentID+">")
 	}
@@ -180,7 +180,7 @@ func (p *mimePart) setHeader(h *message.Header) {
 
 // write writes p's body to w, which was created with p's header, encoding
 // leaves as their Content-Transfer-Encoding says.
-func (p *mimePart) write(w *message.Writer) error {
+func (p *mimePart) write(w *gomessage.Writer) error {
 	if p.parts == nil {
 		if _, err := w.Write(p.content); err != nil {
 			return err
@@ -188,7 +188,7 @@ func (p *mimePart) write(w *message.Writer) error {
 		return w.Close()
 	}
 	for _, c := range p.parts {
-		var h message.Header
+		var h gomessage.Header
 		c.setHeader(&h)
 		cw, err := w.CreatePart(h)
 		if err != nil {

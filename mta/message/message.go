@@ -1,4 +1,4 @@
-package mta
+package message
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/emersion/go-message"
+	gomessage "github.com/emersion/go-message"
 	"github.com/emersion/go-message/mail"
 	"github.com/google/uuid"
 	"golang.org/x/net/idna"
@@ -192,7 +192,7 @@ func Build(m Message) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(m.sizeHint())
-	w, err := message.CreateWriter(&buf, h)
+	w, err := gomessage.CreateWriter(&buf, h)
 	if err != nil {
 		return nil, fmt.Errorf("build message: %w", err)
 	}
@@ -213,46 +213,46 @@ func Build(m Message) ([]byte, error) {
 // fields first, then custom fields in reverse, and From last. The result
 // reads From, Reply-To, To, Cc, Subject, Date, Message-Id, MIME-Version,
 // List-Unsubscribe(-Post), the custom fields, Content-*.
-func (m Message) header(root *mimePart) (message.Header, error) {
+func (m Message) header(root *mimePart) (gomessage.Header, error) {
 	from, err := mailAddress("From", m.From)
 	if err != nil {
-		return message.Header{}, err
+		return gomessage.Header{}, err
 	}
 	to, err := mailAddresses("To", m.To)
 	if err != nil {
-		return message.Header{}, err
+		return gomessage.Header{}, err
 	}
 	cc, err := mailAddresses("Cc", m.Cc)
 	if err != nil {
-		return message.Header{}, err
+		return gomessage.Header{}, err
 	}
 	replyTo, err := mailAddresses("Reply-To", m.ReplyTo)
 	if err != nil {
-		return message.Header{}, err
+		return gomessage.Header{}, err
 	}
 	if err := checkHeaderText("Subject", m.Subject); err != nil {
-		return message.Header{}, err
+		return gomessage.Header{}, err
 	}
 	id, err := m.messageID(from.Address[strings.LastIndexByte(from.Address, '@')+1:])
 	if err != nil {
-		return message.Header{}, err
+		return gomessage.Header{}, err
 	}
 	unsub, unsubPost := headerText(m.ListUnsubscribe), headerText(m.ListUnsubscribePost)
 	for _, f := range [][2]string{{"List-Unsubscribe", unsub}, {"List-Unsubscribe-Post", unsubPost}} {
 		if err := checkHeaderText(f[0], f[1]); err != nil {
-			return message.Header{}, err
+			return gomessage.Header{}, err
 		}
 		if !asciiOnly(f[1]) {
-			return message.Header{}, fmt.Errorf("%w: %s: must be ASCII (percent-encode the URI)", ErrHeaderValue, f[0])
+			return gomessage.Header{}, fmt.Errorf("%w: %s: must be ASCII (percent-encode the URI)", ErrHeaderValue, f[0])
 		}
 	}
 	if unsubPost != "" && unsub == "" {
 		// RFC 8058 §3.1: the POST field means nothing without the URI.
-		return message.Header{}, fmt.Errorf("%w: List-Unsubscribe-Post needs List-Unsubscribe", ErrHeaderValue)
+		return gomessage.Header{}, fmt.Errorf("%w: List-Unsubscribe-Post needs List-Unsubscribe", ErrHeaderValue)
 	}
 	for _, f := range m.Headers {
 		if err := ValidateHeader(f[0], f[1]); err != nil {
-			return message.Header{}, err
+			return gomessage.Header{}, err
 		}
 	}
 	date := m.Date

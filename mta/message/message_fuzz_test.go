@@ -1,4 +1,4 @@
-package mta
+package message
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package report
+package inbound
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 
 // ErrNotARF is returned (wrapped) by ParseARF for mail that is not an
 // abuse feedback report.
-var ErrNotARF = errors.New("report: not an abuse feedback report")
+var ErrNotARF = errors.New("inbound: not an abuse feedback report")
 
 // Feedback is an abuse feedback report (RFC 5965 ARF): most often a
 // recipient's "this is spam" complaint forwarded by their mailbox provider

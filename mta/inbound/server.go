@@ -1,4 +1,4 @@
-package mta
+package inbound
 
 import (
 	"bytes"
@@ -10,21 +10,22 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// InboundHandler decides what the inbound listener takes and what becomes
+// Handler decides what the inbound listener takes and what becomes
 // of it. The listener never relays: it takes mail only for the recipients
 // Accept approves, and hands each message to Deliver once it is whole.
-type InboundHandler interface {
+type Handler interface {
 	// Accept reports whether mail for rcpt is taken (bounce and
 	// unsubscribe addresses); others are refused with 550 5.7.1.
 	Accept(rcpt string) bool
-	// Deliver processes one received message. An error is logged, and the
-	// message is still acknowledged: a report that cannot be used must
-	// not come back in a loop of retries.
+	// Deliver processes one received message; logging what it cannot
+	// use is the handler's. The listener acknowledges the message
+	// whatever Deliver returns: a report that cannot be used must not
+	// come back in a loop of retries.
 	Deliver(from string, rcpts []string, data []byte) error
 }
 
-// InboundOptions bound what one session may send.
-type InboundOptions struct {
+// Options bound what one session may send.
+type Options struct {
 	Domain         string        // the name the greeting and EHLO reply carry
 	MaxMessageSize int64         // bytes; 10 MiB when zero
 	MaxRecipients  int           // per message; 10 when zero
@@ -33,10 +34,10 @@ type InboundOptions struct {
 	ErrorLog       *log.Logger   // connection errors; discarded when nil
 }
 
-// NewInboundServer builds the SMTP server of the inbound listener
+// NewServer builds the SMTP server of the inbound listener
 // (--smtp-addr): go-smtp with the limits of opts, no AUTH, no relaying.
-func NewInboundServer(h InboundHandler, opts InboundOptions) *smtp.Server {
-	s := smtp.NewServer(inboundBackend{h})
+func NewServer(h Handler, opts Options) *smtp.Server {
+	s := smtp.NewServer(backend{h})
 	s.Domain = opts.Domain
 	s.MaxMessageBytes = opts.MaxMessageSize
 	if s.MaxMessageBytes == 0 {
@@ -60,19 +61,19 @@ func NewInboundServer(h InboundHandler, opts InboundOptions) *smtp.Server {
 	return s
 }
 
-type inboundBackend struct{ h InboundHandler }
+type backend struct{ h Handler }
 
-func (b inboundBackend) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	return &inboundSession{h: b.h}, nil
+func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &session{h: b.h}, nil
 }
 
-type inboundSession struct {
-	h    InboundHandler
+type session struct {
+	h    Handler
 	from string
 	to   []string
 }
 
-func (s *inboundSession) Mail(from string, _ *smtp.MailOptions) error {
+func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 	s.from, s.to = from, nil
 	return nil
 }
@@ -80,7 +81,7 @@ func (s *inboundSession) Mail(from string, _ *smtp.MailOptions) error {
 var errNoRelay = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
 	Message: "relaying denied: this server takes only bounces and unsubscribe requests for its own addresses"}
 
-func (s *inboundSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if strings.ContainsAny(to, "\r\n") || !s.h.Accept(to) {
 		return errNoRelay
 	}
@@ -88,7 +89,7 @@ func (s *inboundSession) Rcpt(to string, _ *smtp.RcptOptions) error {
 	return nil
 }
 
-func (s *inboundSession) Data(r io.Reader) error {
+func (s *session) Data(r io.Reader) error {
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, r); err != nil {
 		return err // over the size limit, or the connection broke
@@ -99,5 +100,5 @@ func (s *inboundSession) Data(r io.Reader) error {
 	return nil
 }
 
-func (s *inboundSession) Reset()        { s.from, s.to = "", nil }
-func (s *inboundSession) Logout() error { return nil }
+func (s *session) Reset()        { s.from, s.to = "", nil }
+func (s *session) Logout() error { return nil }

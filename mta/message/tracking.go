@@ -1,4 +1,4 @@
-package mta
+package message
 
 // The HTML side of open and click tracking: rewriting links to tracking
 // redirects and inserting the open pixel. Both functions are pure and work on

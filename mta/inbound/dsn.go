@@ -1,4 +1,4 @@
-package report
+package inbound
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 
 // ErrNotDSN is returned (wrapped) by ParseDSN for mail that is not a
 // delivery status notification, or one without a usable recipient.
-var ErrNotDSN = errors.New("report: not a delivery status notification")
+var ErrNotDSN = errors.New("inbound: not a delivery status notification")
 
 // DSN is a delivery status notification (RFC 3464).
 type DSN struct {

@@ -1,14 +1,14 @@
-package report
+package inbound
 
 import "strings"
 
 // verpLabel is the first label of the bounce domain; it must equal
-// app.ReturnPathLabel (this package cannot import app, which will import
-// it).
+// queue.ReturnPathLabel (package mta/queue, which writes the return path;
+// this package may not import it).
 const verpLabel = "bounces"
 
 // ParseVERP reads a Mailbolt return path, "b+<32 hex digits>@bounces.<domain>"
-// (app.ReturnPath: the message id without its dashes), and returns the
+// (queue.ReturnPath: the message id without its dashes), and returns the
 // message id in its usual 8-4-4-4-12 form, lower case. Angle brackets and
 // an "rfc822;" type around the address are allowed; the address is read
 // case-insensitively, since some systems change its case. Whether <domain>

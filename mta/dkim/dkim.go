@@ -1,4 +1,4 @@
-package mta
+package dkim
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/emersion/go-msgauth/dkim"
+	msgauth "github.com/emersion/go-msgauth/dkim"
 )
 
 // DKIM key algorithms a domain can use.
@@ -20,47 +20,47 @@ const (
 	AlgEd25519 = "ed25519"
 )
 
-// DKIMKey is a generated key pair: the private key in PKCS #8 DER (stored,
+// Key is a generated key pair: the private key in PKCS #8 DER (stored,
 // never shown) and the public key as published in DNS.
-type DKIMKey struct {
+type Key struct {
 	Algorithm  string
 	PrivateDER []byte
 	PublicB64  string // p= value: SubjectPublicKeyInfo (RSA) or the raw 32 bytes (Ed25519, RFC 8463)
 }
 
-// GenerateDKIMKey makes a fresh key pair.
-func GenerateDKIMKey(alg string) (DKIMKey, error) {
+// GenerateKey makes a fresh key pair.
+func GenerateKey(alg string) (Key, error) {
 	var priv crypto.Signer
 	var pub []byte
 	switch alg {
 	case AlgRSA2048:
 		k, err := rsa.GenerateKey(rand.Reader, 2048)
 		if err != nil {
-			return DKIMKey{}, err
+			return Key{}, err
 		}
 		if pub, err = x509.MarshalPKIXPublicKey(&k.PublicKey); err != nil {
-			return DKIMKey{}, err
+			return Key{}, err
 		}
 		priv = k
 	case AlgEd25519:
 		p, k, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {
-			return DKIMKey{}, err
+			return Key{}, err
 		}
 		pub, priv = p, k
 	default:
-		return DKIMKey{}, fmt.Errorf("unknown DKIM algorithm %q", alg)
+		return Key{}, fmt.Errorf("unknown DKIM algorithm %q", alg)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
-		return DKIMKey{}, err
+		return Key{}, err
 	}
-	return DKIMKey{Algorithm: alg, PrivateDER: der, PublicB64: base64.StdEncoding.EncodeToString(pub)}, nil
+	return Key{Algorithm: alg, PrivateDER: der, PublicB64: base64.StdEncoding.EncodeToString(pub)}, nil
 }
 
 // RecordValue is the TXT record text to publish at
 // <selector>._domainkey.<domain> (RFC 6376 §3.6.1).
-func (k DKIMKey) RecordValue() string {
+func (k Key) RecordValue() string {
 	kt := "rsa"
 	if k.Algorithm == AlgEd25519 {
 		kt = "ed25519"
@@ -69,7 +69,7 @@ func (k DKIMKey) RecordValue() string {
 }
 
 // Signer parses the stored private key.
-func (k DKIMKey) Signer() (crypto.Signer, error) {
+func (k Key) Signer() (crypto.Signer, error) {
 	key, err := x509.ParsePKCS8PrivateKey(k.PrivateDER)
 	if err != nil {
 		return nil, fmt.Errorf("parse DKIM key: %w", err)
@@ -94,10 +94,10 @@ var SignedHeaders = []string{
 // relaxed/relaxed canonicalization and SHA-256.
 func Sign(msg []byte, domain, selector string, key crypto.Signer) ([]byte, error) {
 	var out bytes.Buffer
-	err := dkim.Sign(&out, bytes.NewReader(msg), &dkim.SignOptions{
+	err := msgauth.Sign(&out, bytes.NewReader(msg), &msgauth.SignOptions{
 		Domain: domain, Selector: selector, Signer: key, Hash: crypto.SHA256,
-		HeaderCanonicalization: dkim.CanonicalizationRelaxed,
-		BodyCanonicalization:   dkim.CanonicalizationRelaxed,
+		HeaderCanonicalization: msgauth.CanonicalizationRelaxed,
+		BodyCanonicalization:   msgauth.CanonicalizationRelaxed,
 		HeaderKeys:             SignedHeaders,
 	})
 	if err != nil {

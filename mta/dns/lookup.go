@@ -1,4 +1,4 @@
-package mta
+package dns
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/miekg/dns"
+	miekg "github.com/miekg/dns"
 )
 
 // The address, MX and PTR lookups below complete the set that SPF (RFC 7208
@@ -16,26 +16,26 @@ import (
 
 // LookupA returns the IPv4 addresses at name.
 func (r *Resolver) LookupA(ctx context.Context, name string) ([]net.IP, error) {
-	rrs, err := r.exchange(ctx, name, dns.TypeA)
+	rrs, err := r.exchange(ctx, name, miekg.TypeA)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]net.IP, 0, len(rrs))
 	for _, rr := range rrs {
-		out = append(out, rr.(*dns.A).A)
+		out = append(out, rr.(*miekg.A).A)
 	}
 	return out, nil
 }
 
 // LookupAAAA returns the IPv6 addresses at name.
 func (r *Resolver) LookupAAAA(ctx context.Context, name string) ([]net.IP, error) {
-	rrs, err := r.exchange(ctx, name, dns.TypeAAAA)
+	rrs, err := r.exchange(ctx, name, miekg.TypeAAAA)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]net.IP, 0, len(rrs))
 	for _, rr := range rrs {
-		out = append(out, rr.(*dns.AAAA).AAAA)
+		out = append(out, rr.(*miekg.AAAA).AAAA)
 	}
 	return out, nil
 }
@@ -44,13 +44,13 @@ func (r *Resolver) LookupAAAA(ctx context.Context, name string) ([]net.IP, error
 // host names written without the final dot. A null MX (RFC 7505) comes back
 // as a record whose Host is ".".
 func (r *Resolver) LookupMX(ctx context.Context, name string) ([]*net.MX, error) {
-	rrs, err := r.exchange(ctx, name, dns.TypeMX)
+	rrs, err := r.exchange(ctx, name, miekg.TypeMX)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*net.MX, 0, len(rrs))
 	for _, rr := range rrs {
-		mx := rr.(*dns.MX)
+		mx := rr.(*miekg.MX)
 		host := mx.Mx
 		if host != "." {
 			host = strings.TrimSuffix(host, ".")
@@ -65,17 +65,17 @@ func (r *Resolver) LookupMX(ctx context.Context, name string) ([]*net.MX, error)
 // ip6.arpa), without the final dot. They are claims by whoever runs the
 // reverse zone: SPF (RFC 7208 §5.5) confirms each with a forward lookup.
 func (r *Resolver) LookupPTR(ctx context.Context, ip net.IP) ([]string, error) {
-	arpa, err := dns.ReverseAddr(ip.String())
+	arpa, err := miekg.ReverseAddr(ip.String())
 	if err != nil {
 		return nil, err
 	}
-	rrs, err := r.exchange(ctx, arpa, dns.TypePTR)
+	rrs, err := r.exchange(ctx, arpa, miekg.TypePTR)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(rrs))
 	for _, rr := range rrs {
-		out = append(out, strings.TrimSuffix(rr.(*dns.PTR).Ptr, "."))
+		out = append(out, strings.TrimSuffix(rr.(*miekg.PTR).Ptr, "."))
 	}
 	return out, nil
 }

@@ -1,0 +1,34 @@
+// Package inbound is the receiving side of Mailbolt's mail: the SMTP
+// listener of serve's --smtp-addr (NewServer) and the parsers of what
+// arrives there, the machine-readable reports that mail systems send back
+// about mail Mailbolt delivered: delivery status notifications (bounces
+// and delay warnings, RFC 3464) and abuse feedback reports (complaints,
+// RFC 5965 ARF).
+//
+// The listener never relays and offers no AUTH. It takes mail only for
+// the recipients its Handler accepts (app.Inbound takes VERP return paths,
+// unsubscribe addresses and other addresses on a bounce subdomain) and
+// refuses the rest with 550 5.7.1; it hands each whole message to
+// Handler.Deliver and acknowledges it once Deliver returns. What a report
+// means for a message (a late bounce, a complaint, an unsubscribe) is
+// decided by app and mta/queue; this package only reads.
+//
+// ParseDSN and ParseARF take a whole message as received and return its
+// fields plus what identifies the original message: the Message-ID and
+// envelope sender found in the returned message or its headers. Mailbolt's
+// envelope sender is a VERP address carrying the message id (see
+// queue.ReturnPath in mta/queue); ParseVERP reads it back. app.Inbound
+// matches a report to its message through a VERP address first (the
+// envelope recipient or the one the report quotes) and the original
+// Message-ID second.
+//
+// Multipart structure, part headers, transfer encodings and charsets are
+// read with github.com/emersion/go-message. The report bodies (the
+// delivery-status and feedback-report parts, header-like groups of fields)
+// and the header blocks (the report's own and the returned message's) are
+// read here by a reader more forgiving than a message header parser: mail
+// from real MTAs folds, mixes line endings and breaks the syntax in small
+// ways, and a report that can still be understood is not refused.
+// Anything that is not a report of the asked kind is ErrNotDSN or
+// ErrNotARF, never a panic.
+package inbound
