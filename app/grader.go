@@ -23,6 +23,10 @@ type GraderOptions struct {
 	CacheTTL time.Duration
 }
 
+// Submission is an email handed in for a full analysis (GraderSubmit);
+// callers name it here, so they need not import the grader.
+type Submission = grader.Submission
+
 // InvalidInput is the grader's 400 (not VALIDATION_ERROR).
 func InvalidInput(field, reason string) error {
 	return &Error{Code: CodeInvalidInput, Message: field + ": " + reason,

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"mailbolt/app"
-	"mailbolt/grader"
 	"mailbolt/storage"
 )
 
@@ -143,7 +142,7 @@ func (s *Server) graderSubmit(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.InvalidInput("subject", "must not contain CR or LF"))
 		return
 	}
-	sub := grader.Submission{From: req.From, To: req.To, Subject: req.Subject, BodyText: req.BodyText,
+	sub := app.Submission{From: req.From, To: req.To, Subject: req.Subject, BodyText: req.BodyText,
 		Headers: req.Headers, Selectors: req.Selectors, SenderIP: req.SenderIP, HELO: req.HELOHostname,
 		MailFrom: req.MailFrom}
 	if req.Raw != "" {
