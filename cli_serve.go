@@ -258,14 +258,15 @@ func (cfg serveConfig) webhookOptions(resolver *dns.Resolver) app.WebhookOptions
 }
 
 // deliverer is the SMTP client that live mail leaves through.
-func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) *mta.Deliverer {
-	d := &mta.Deliverer{Resolver: resolver, MXPort: cfg.mxPort, HELO: cfg.hostname, ConnectTimeout: cfg.smtpConnTimeout,
-		CommandTimeout: cfg.smtpCmdTimeout, MaxConnsPerHost: cfg.smtpHostConns, Logger: log}
+func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) (*mta.Deliverer, error) {
+	o := mta.DefaultOptions()
+	o.Resolver, o.MXPort, o.HELO, o.Logger = resolver, cfg.mxPort, cfg.hostname, log
+	o.ConnectTimeout, o.CommandTimeout, o.MaxConnsPerHost = cfg.smtpConnTimeout, cfg.smtpCmdTimeout, cfg.smtpHostConns
 	if cfg.relay != "" {
-		d.Relay = &mta.Relay{Addr: cfg.relay, Username: cfg.relayUser, Password: cfg.relayPassword,
+		o.Relay = &mta.Relay{Addr: cfg.relay, Username: cfg.relayUser, Password: cfg.relayPassword,
 			ImplicitTLS: cfg.relayImplicitTLS}
 	}
-	return d
+	return mta.NewDeliverer(o)
 }
 
 func (cfg serveConfig) deliveryOptions(sender queue.Sender) queue.Options {

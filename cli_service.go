@@ -85,7 +85,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			return nil, fmt.Errorf("--geoip-db: %w", err)
 		}
 	}
-	s.deliverer = cfg.deliverer(resolver, log)
+	if s.deliverer, err = cfg.deliverer(resolver, log); err != nil {
+		return nil, err
+	}
 	var sender queue.Sender = s.deliverer
 	if hold != nil {
 		sender = hold(sender)

@@ -45,8 +45,13 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	zone.MX("dest.test", 10, "mx.dest.test")
 	zone.A("mx.dest.test", "127.0.0.1")
 	resolver := &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
-	d := &mta.Deliverer{Resolver: resolver, MXPort: sink.Port, HELO: "mx.mailbolt.test",
-		CommandTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second, DataTimeout: 2 * time.Second}
+	mo := mta.DefaultOptions()
+	mo.Resolver, mo.MXPort, mo.HELO = resolver, sink.Port, "mx.mailbolt.test"
+	mo.CommandTimeout, mo.ConnectTimeout, mo.DataTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	d, err := mta.NewDeliverer(mo)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { d.Close() })
 	db, err := storage.Open(t.TempDir(), storage.Options{})
 	if err != nil {
@@ -480,8 +485,12 @@ func TestDedicatedIPsBindAndWaitAtTheirCap(t *testing.T) {
 func TestStalledServerTimesOutAndIsRetried(t *testing.T) {
 	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) {
 		prev := o.Delivery.Sender.(*mta.Deliverer)
-		d := &mta.Deliverer{Resolver: prev.Resolver, MXPort: prev.MXPort,
-			HELO: "mx.mailbolt.test", CommandTimeout: 300 * time.Millisecond}
+		mo := prev.Options()
+		mo.CommandTimeout = 300 * time.Millisecond
+		d, err := mta.NewDeliverer(mo)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { d.Close() })
 		o.Delivery.Sender = d
 	})

@@ -3,6 +3,8 @@ package mta
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -32,46 +34,92 @@ import (
 //     same address is tried again in cleartext. A relay's certificate is
 //     always verified, and a failure there is never downgraded.
 
-// Deliverer hands messages to the next hop over SMTP. It keeps connections
-// open between messages (per host, source address and EHLO name) and caps
-// how many it holds to each host. Its fields are read at first use and must
-// not change afterwards. Safe for concurrent use; Close ends it.
-type Deliverer struct {
+// Options configure a Deliverer. Start from DefaultOptions: every field
+// is used as given.
+type Options struct {
 	// Resolver looks MX hosts and their addresses up (the --dns-server).
+	// Without one only a Relay can be reached.
 	Resolver MXResolver
 	// Relay, when set, takes all mail instead of the recipients' MX hosts.
 	Relay *Relay
-	// MXPort is the port of MX hosts; 25 when zero (--mx-port).
+	// MXPort is the port of MX hosts (--mx-port).
 	MXPort int
-	// HELO is the EHLO name for envelopes that bring none; the machine's
-	// host name when empty.
+	// HELO is the EHLO name for envelopes that bring none.
 	HELO string
 
-	// ConnectTimeout bounds a TCP connect and a TLS handshake; 30 s.
+	// ConnectTimeout bounds a TCP connect and a TLS handshake.
 	ConnectTimeout time.Duration
 	// CommandTimeout bounds the wait for each reply, the greeting
-	// included; 5 min (RFC 5321 §4.5.3.2).
+	// included (RFC 5321 §4.5.3.2 asks for 5 min).
 	CommandTimeout time.Duration
 	// DataTimeout bounds sending the message and the wait for the reply
-	// to the final dot; 10 min.
+	// to the final dot.
 	DataTimeout time.Duration
-	// IdleTimeout is how long an unused connection is kept; 30 s.
+	// IdleTimeout is how long an unused connection is kept.
 	IdleTimeout time.Duration
 	// MaxConnsPerHost caps the connections open to one host (MX host or
-	// relay), busy and idle together; 10.
+	// relay), busy and idle together.
 	MaxConnsPerHost int
 	// MaxMessagesPerConn closes a connection after that many
-	// transactions, as receivers expect; 100.
+	// transactions, as receivers expect.
 	MaxMessagesPerConn int
 
-	// Logger gets connection-level events at debug level; none when nil.
+	// Logger gets connection-level events at debug level.
 	Logger *slog.Logger
+}
+
+// DefaultOptions are the documented defaults (docs/delivery.md): port 25,
+// the machine's host name as EHLO name, 30 s to connect, 5 min per reply,
+// 10 min for the data, idle connections kept 30 s, 10 connections per host
+// and 100 messages per connection, no log.
+func DefaultOptions() Options {
+	helo, err := os.Hostname()
+	if err != nil || helo == "" {
+		helo = "localhost"
+	}
+	return Options{MXPort: 25, HELO: helo, ConnectTimeout: 30 * time.Second, CommandTimeout: 5 * time.Minute,
+		DataTimeout: 10 * time.Minute, IdleTimeout: 30 * time.Second, MaxConnsPerHost: 10, MaxMessagesPerConn: 100,
+		Logger: slog.New(slog.DiscardHandler)}
+}
+
+func (o Options) check() error {
+	switch {
+	case o.MXPort < 1 || o.MXPort > 65535:
+		return fmt.Errorf("mta: MX port %d is not a TCP port", o.MXPort)
+	case o.HELO == "":
+		return errors.New("mta: an EHLO name is needed")
+	case o.ConnectTimeout <= 0 || o.CommandTimeout <= 0 || o.DataTimeout <= 0 || o.IdleTimeout <= 0:
+		return errors.New("mta: every timeout must be positive")
+	case o.MaxConnsPerHost < 1 || o.MaxMessagesPerConn < 1:
+		return errors.New("mta: connections per host and messages per connection must be 1 or more")
+	case o.Logger == nil:
+		return errors.New("mta: a logger is needed (slog.DiscardHandler for none)")
+	}
+	return nil
+}
+
+// Deliverer hands messages to the next hop over SMTP. It keeps connections
+// open between messages (per host, source address and EHLO name) and caps
+// how many it holds to each host. Safe for concurrent use; Close ends it.
+type Deliverer struct {
+	opts Options
 
 	mu      sync.Mutex
 	pools   map[string]*hostPool
 	sweepAt int // pool count at which unused pools are dropped
 	closed  bool
 }
+
+// NewDeliverer checks opts and returns a Deliverer that uses them.
+func NewDeliverer(opts Options) (*Deliverer, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	return &Deliverer{opts: opts}, nil
+}
+
+// Options are the options the Deliverer was made with.
+func (d *Deliverer) Options() Options { return d.opts }
 
 // Relay is a smarthost that takes all outgoing mail (--relay).
 type Relay struct {
@@ -101,7 +149,7 @@ type Envelope struct {
 	// Dot-stuffing is done on the wire.
 	Data     []byte
 	SourceIP net.IP // local address to connect from; nil lets the system choose
-	HELO     string // EHLO name, the source address's host name; Deliverer.HELO when empty
+	HELO     string // EHLO name, the source address's host name; Options.HELO when empty
 }
 
 // Status is the outcome of a delivery attempt for one recipient.
@@ -126,40 +174,21 @@ type RecipientResult struct {
 	Bounce    Bounce // classification of a failure; zero when delivered
 }
 
-// Settings with their defaults.
-func (d *Deliverer) mxPort() int                   { return or(d.MXPort, 25) }
-func (d *Deliverer) connectTimeout() time.Duration { return or(d.ConnectTimeout, 30*time.Second) }
-func (d *Deliverer) commandTimeout() time.Duration { return or(d.CommandTimeout, 5*time.Minute) }
-func (d *Deliverer) dataTimeout() time.Duration    { return or(d.DataTimeout, 10*time.Minute) }
-func (d *Deliverer) idleTimeout() time.Duration    { return or(d.IdleTimeout, 30*time.Second) }
-func (d *Deliverer) maxConns() int                 { return or(d.MaxConnsPerHost, 10) }
-func (d *Deliverer) maxMessages() int              { return or(d.MaxMessagesPerConn, 100) }
-
-func or[T int | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
-}
-
-func (d *Deliverer) logger() *slog.Logger {
-	if d.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return d.Logger
-}
+// Settings.
+func (d *Deliverer) mxPort() int                   { return d.opts.MXPort }
+func (d *Deliverer) connectTimeout() time.Duration { return d.opts.ConnectTimeout }
+func (d *Deliverer) commandTimeout() time.Duration { return d.opts.CommandTimeout }
+func (d *Deliverer) dataTimeout() time.Duration    { return d.opts.DataTimeout }
+func (d *Deliverer) idleTimeout() time.Duration    { return d.opts.IdleTimeout }
+func (d *Deliverer) maxConns() int                 { return d.opts.MaxConnsPerHost }
+func (d *Deliverer) maxMessages() int              { return d.opts.MaxMessagesPerConn }
+func (d *Deliverer) logger() *slog.Logger          { return d.opts.Logger }
 
 func (d *Deliverer) helo(env Envelope) string {
-	switch {
-	case env.HELO != "":
+	if env.HELO != "" {
 		return env.HELO
-	case d.HELO != "":
-		return d.HELO
 	}
-	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
-	}
-	return "localhost"
+	return d.opts.HELO
 }
 
 // Send delivers env and returns one result per recipient, in the order of
@@ -184,7 +213,7 @@ func (d *Deliverer) Send(ctx context.Context, env Envelope) []RecipientResult {
 			continue
 		}
 		key := strings.ToLower(to[at+1:])
-		if d.Relay != nil {
+		if d.opts.Relay != nil {
 			key = ""
 		}
 		if _, ok := groups[key]; !ok {

@@ -40,16 +40,18 @@ var testData = []byte("From: Sender <sender@mailbolt.test>\r\n" +
 
 // newDeliverer routes through zone to servers on port, with short timeouts.
 func newDeliverer(t *testing.T, zone *dnstest.Server, port int) *Deliverer {
-	d := &Deliverer{
-		MXPort:         port,
-		HELO:           "out.mailbolt.test",
-		ConnectTimeout: 2 * time.Second,
-		CommandTimeout: 2 * time.Second,
-		DataTimeout:    2 * time.Second,
-		IdleTimeout:    time.Minute,
+	o := DefaultOptions()
+	o.HELO = "out.mailbolt.test"
+	o.ConnectTimeout, o.CommandTimeout, o.DataTimeout, o.IdleTimeout = 2*time.Second, 2*time.Second, 2*time.Second, time.Minute
+	if port != 0 {
+		o.MXPort = port
 	}
 	if zone != nil {
-		d.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: time.Second}
+		o.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: time.Second}
+	}
+	d, err := NewDeliverer(o)
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
 	return d
@@ -358,8 +360,8 @@ func TestScriptedFailures(t *testing.T) {
 			zone.MX("example.test", 10, "mx.example.test")
 			zone.A("mx.example.test", ipMX)
 			d := newDeliverer(t, zone, mx.Port)
-			d.CommandTimeout = 200 * time.Millisecond
-			d.DataTimeout = 200 * time.Millisecond
+			d.opts.CommandTimeout = 200 * time.Millisecond
+			d.opts.DataTimeout = 200 * time.Millisecond
 
 			r := only(t, d.Send(context.Background(), envelope("rcpt@example.test")))
 			wantStatus(t, r, tt.status, tt.bounce)
@@ -392,7 +394,7 @@ func TestCanceledSend(t *testing.T) {
 	zone.MX("example.test", 10, "mx.example.test")
 	zone.A("mx.example.test", ipMX)
 	d := newDeliverer(t, zone, mx.Port)
-	d.CommandTimeout = time.Minute
+	d.opts.CommandTimeout = time.Minute
 
 	r := only(t, d.Send(ctx, envelope("rcpt@example.test")))
 	if r.Status != StatusTemporary || !strings.Contains(r.Text, "canceled") {

@@ -141,7 +141,7 @@ func handshakeError(host string, err error) *DeliveryError {
 
 func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS bool) error {
 	d := c.d
-	relay := d.Relay
+	relay := d.opts.Relay
 	var conn net.Conn = c.raw
 	if hop.Relay && relay.ImplicitTLS {
 		tc := tls.Client(c.raw, d.relayTLS(hop.Host))
@@ -215,8 +215,8 @@ func opportunisticTLS(host string) *tls.Config {
 // relayTLS is the TLS of a relay session: the certificate is verified.
 func (d *Deliverer) relayTLS(host string) *tls.Config {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if d.Relay.TLSConfig != nil {
-		cfg = d.Relay.TLSConfig.Clone()
+	if d.opts.Relay.TLSConfig != nil {
+		cfg = d.opts.Relay.TLSConfig.Clone()
 	}
 	if cfg.ServerName == "" {
 		cfg.ServerName = host

@@ -17,7 +17,7 @@ func TestConnectionReuse(t *testing.T) {
 	zone.MX("example.test", 10, "mx.example.test")
 	zone.A("mx.example.test", ipMX)
 	d := newDeliverer(t, zone, mx.Port)
-	d.MaxMessagesPerConn = 3
+	d.opts.MaxMessagesPerConn = 3
 	ctx := context.Background()
 
 	for i := range 2 {
@@ -78,7 +78,7 @@ func TestIdleTimeoutClosesConnection(t *testing.T) {
 	zone.MX("example.test", 10, "mx.example.test")
 	zone.A("mx.example.test", ipMX)
 	d := newDeliverer(t, zone, mx.Port)
-	d.IdleTimeout = time.Millisecond
+	d.opts.IdleTimeout = time.Millisecond
 
 	wantStatus(t, only(t, d.Send(context.Background(), envelope("rcpt@example.test"))), StatusDelivered, Bounce{})
 	// The pool gives the slot back once the idle connection is closed.
@@ -147,8 +147,8 @@ func TestPerHostConnectionCap(t *testing.T) {
 	zone.MX("example.test", 10, "mx.example.test")
 	zone.A("mx.example.test", ipMX)
 	d := newDeliverer(t, zone, mx.Port)
-	d.MaxConnsPerHost = limit
-	d.DataTimeout = 20 * time.Second
+	d.opts.MaxConnsPerHost = limit
+	d.opts.DataTimeout = 20 * time.Second
 
 	var wg sync.WaitGroup
 	results := make([][]RecipientResult, sends)

@@ -38,10 +38,10 @@ func (h Hop) Addr() string { return net.JoinHostPort(h.Host, strconv.Itoa(h.Port
 // A failure is a *DeliveryError: a null MX (a single MX "." — RFC 7505) is
 // permanent 5.1.10, a DNS failure temporary 4.4.3.
 func (d *Deliverer) Route(ctx context.Context, domain string) ([]Hop, error) {
-	if d.Relay != nil {
-		host, port, err := splitHostPort(d.Relay.Addr)
+	if d.opts.Relay != nil {
+		host, port, err := splitHostPort(d.opts.Relay.Addr)
 		if err != nil {
-			return nil, localError(false, "4.3.5", "relay address %q: %v", d.Relay.Addr, err)
+			return nil, localError(false, "4.3.5", "relay address %q: %v", d.opts.Relay.Addr, err)
 		}
 		return []Hop{{Host: host, Port: port, Relay: true}}, nil
 	}
@@ -58,10 +58,10 @@ func (d *Deliverer) Route(ctx context.Context, domain string) ([]Hop, error) {
 		}
 		return []Hop{{Host: ip.String(), Port: port, Implicit: true}}, nil
 	}
-	if d.Resolver == nil {
+	if d.opts.Resolver == nil {
 		return nil, localError(false, "4.3.5", "no DNS resolver configured")
 	}
-	mxs, err := d.Resolver.LookupMX(ctx, domain)
+	mxs, err := d.opts.Resolver.LookupMX(ctx, domain)
 	switch {
 	case errors.Is(err, dns.ErrNotFound):
 		return []Hop{{Host: domain, Port: port, Implicit: true}}, nil
@@ -106,10 +106,10 @@ func (d *Deliverer) hopAddrs(ctx context.Context, hop Hop, src net.IP) ([]net.IP
 	if ip := net.ParseIP(hop.Host); ip != nil {
 		ips = []net.IP{ip}
 	} else {
-		if d.Resolver == nil {
+		if d.opts.Resolver == nil {
 			return nil, localError(false, "4.3.5", "no DNS resolver configured")
 		}
-		addrs, err := d.Resolver.LookupIPAddr(ctx, hop.Host)
+		addrs, err := d.opts.Resolver.LookupIPAddr(ctx, hop.Host)
 		switch {
 		case errors.Is(err, dns.ErrNotFound) && hop.Implicit:
 			return nil, localError(true, "5.1.2", "%s has no MX and no address records", hop.Host)

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"testing"
 
-	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 )
 
@@ -22,7 +21,7 @@ func TestRoute(t *testing.T) {
 	zone.MX("null.test", 0, ".")
 	zone.A("implicit.test", "192.0.2.1")
 	zone.MX("xn--caf-dma.test", 10, "mx.xn--caf-dma.test")
-	d := &Deliverer{Resolver: &dns.Resolver{Server: zone.Addr}, MXPort: 2525}
+	d := newDeliverer(t, zone, 2525)
 	ctx := context.Background()
 
 	tests := []struct {
@@ -64,11 +63,12 @@ func TestRoute(t *testing.T) {
 	}
 
 	// A relay replaces MX routing and needs no DNS.
-	relayed := &Deliverer{Relay: &Relay{Addr: "smtp.relay.test:587"}}
+	relayed := newDeliverer(t, nil, 0)
+	relayed.opts.Relay = &Relay{Addr: "smtp.relay.test:587"}
 	if got, err := relayed.Route(ctx, "null.test"); err != nil || !reflect.DeepEqual(got, []Hop{{Host: "smtp.relay.test", Port: 587, Relay: true}}) {
 		t.Fatalf("relay route = %+v, %v", got, err)
 	}
-	relayed.Relay.Addr = "no-port"
+	relayed.opts.Relay.Addr = "no-port"
 	if _, err := relayed.Route(ctx, "x.test"); err == nil || err.(*DeliveryError).Permanent {
 		t.Fatalf("bad relay address: %v (want a temporary failure)", err)
 	}
@@ -81,7 +81,7 @@ func TestRouteShufflesEqualPreference(t *testing.T) {
 		zone.MX("equal.test", 10, h+".equal.test")
 	}
 	zone.MX("equal.test", 20, "backup.equal.test")
-	d := &Deliverer{Resolver: &dns.Resolver{Server: zone.Addr}}
+	d := newDeliverer(t, zone, 0)
 	firsts := map[string]bool{}
 	for range 200 {
 		hops, err := d.Route(context.Background(), "equal.test")

@@ -72,7 +72,7 @@ func TestRelayWithAuth(t *testing.T) {
 	mx, roots := startRelay(t)
 	// No resolver: a relay given by address needs no DNS.
 	d := newDeliverer(t, nil, 0)
-	d.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", TLSConfig: roots}
+	d.opts.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", TLSConfig: roots}
 
 	rs := d.Send(context.Background(), envelope("a@one.test", "b@two.test"))
 	for _, r := range rs {
@@ -92,7 +92,7 @@ func TestRelayOverImplicitTLS(t *testing.T) {
 	mx := startMX(t, ipMX+":0", withImplicitTLS(cert))
 	mx.User, mx.Pass = "mailbolt", "s3cret"
 	d := newDeliverer(t, nil, 0)
-	d.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", TLSConfig: &tls.Config{RootCAs: roots}, ImplicitTLS: true}
+	d.opts.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", TLSConfig: &tls.Config{RootCAs: roots}, ImplicitTLS: true}
 
 	r := only(t, d.Send(context.Background(), envelope("a@one.test")))
 	wantStatus(t, r, StatusDelivered, Bounce{})
@@ -140,7 +140,7 @@ func TestRelayFailures(t *testing.T) {
 				mx, roots = startRelay(t)
 			}
 			d := newDeliverer(t, nil, 0)
-			d.Relay = tt.relay(mx.Addr, roots)
+			d.opts.Relay = tt.relay(mx.Addr, roots)
 			r := only(t, d.Send(context.Background(), envelope("a@one.test")))
 			// A failure before MAIL FROM is Mailbolt's to fix: mail
 			// waits. A refused MAIL FROM is the relay's answer.
@@ -161,6 +161,6 @@ func TestRelayFailures(t *testing.T) {
 	mx := startMX(t, ipMX+":0", withServer(func(s *smtp.Server) { s.AllowInsecureAuth = true }))
 	mx.User, mx.Pass = "mailbolt", "s3cret"
 	d := newDeliverer(t, nil, 0)
-	d.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", AllowInsecureAuth: true}
+	d.opts.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", AllowInsecureAuth: true}
 	wantStatus(t, only(t, d.Send(context.Background(), envelope("a@one.test"))), StatusDelivered, Bounce{})
 }

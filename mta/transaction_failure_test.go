@@ -14,7 +14,7 @@ func rawSession(t *testing.T, port int, cmdTimeout time.Duration) *smtpConn {
 	t.Helper()
 	d := relayTo(t, port)
 	if cmdTimeout > 0 {
-		d.CommandTimeout = cmdTimeout
+		d.opts.CommandTimeout = cmdTimeout
 	}
 	ctx := context.Background()
 	hops, err := d.Route(ctx, "example.test")

@@ -80,7 +80,7 @@ func readData(t *testing.T, r *bufio.Reader) []byte {
 
 func relayTo(t *testing.T, port int) *Deliverer {
 	d := newDeliverer(t, nil, port)
-	d.Relay = &Relay{Addr: net.JoinHostPort(ipMX, strconv.Itoa(port))}
+	d.opts.Relay = &Relay{Addr: net.JoinHostPort(ipMX, strconv.Itoa(port))}
 	return d
 }
 
