@@ -109,7 +109,7 @@ func (h *harness) step() int {
 	}
 	var results []result
 	for _, j := range jobs {
-		results = append(results, send(context.Background(), h.d.client, j, h.clock.Now()))
+		results = append(results, send(context.Background(), h.d.client, j, h.clock.Now))
 	}
 	if err := h.d.record(results); err != nil {
 		h.t.Fatal(err)
@@ -250,6 +250,31 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 	}
 	if elsewhere.count() != 0 {
 		t.Error("a redirect was followed")
+	}
+}
+
+// The dispatcher reads one clock, the injected one: an attempt's time, its
+// signature's timestamp, its latency and the retry it leads to all come
+// from it, not from the wall clock.
+func TestAttemptTimesComeFromTheInjectedClock(t *testing.T) {
+	h := newHarness(t, Options{})
+	start := h.clock.Now()
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		h.clock.Add(1500 * time.Millisecond) // the receiver takes 1.5 s
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	h.runUntil("saved", func() bool { return h.statusOf(w, ev) != "" })
+	d := h.delivery(w, ev)
+	if len(d.Attempts) != 1 || !d.Attempts[0].At.Equal(start) || d.Attempts[0].LatencyMS != 1500 {
+		t.Errorf("attempt %+v, want at %v with 1500 ms latency", d.Attempts, start)
+	}
+	if want := start.Add(1500*time.Millisecond + 30*time.Second); d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(want) {
+		t.Errorf("next attempt %v, want %v (30 s after the attempt ended)", d.NextAttemptAt, want)
+	}
+	if got, want := rec.reqs[0].Header.Get(HeaderTimestamp), fmt.Sprint(start.Unix()); got != want {
+		t.Errorf("signed at %s, want %s", got, want)
 	}
 }
 
@@ -398,7 +423,7 @@ func TestRestartMidRetriesLosesNothing(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatal("lease did not expire")
 	}
-	send(context.Background(), h.d.client, jobs[0], h.clock.Now())
+	send(context.Background(), h.d.client, jobs[0], h.clock.Now)
 	h.restart()
 
 	answer.Lock()
@@ -604,7 +629,7 @@ func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
 	if err != nil || len(jobs) != 1 || len(events) != 1 || len(queue) != 0 {
 		t.Fatalf("take: %d jobs, %d events, %d queued, %v", len(jobs), len(events), len(queue), err)
 	}
-	if r := send(context.Background(), h.d.client, jobs[0], h.clock.Now()); r.status != 200 {
+	if r := send(context.Background(), h.d.client, jobs[0], h.clock.Now); r.status != 200 {
 		t.Fatalf("first request: %+v", r)
 	}
 	if h.statusOf(w, ev) != "" {

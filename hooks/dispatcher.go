@@ -125,5 +125,5 @@ func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
 		}
 		r.answered = d.now()
 	}()
-	return send(ctx, d.client, j, d.now())
+	return send(ctx, d.client, j, d.opts.Now)
 }

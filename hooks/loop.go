@@ -58,7 +58,7 @@ func (l *loop) run(ctx context.Context) error {
 	for {
 		wait := l.maybeWrite(time.Minute)
 		wait = l.sendFresh(wait)
-		if len(l.toQueue) > 0 && !l.writing && time.Now().After(l.writeAfter) {
+		if len(l.toQueue) > 0 && !l.writing && l.d.now().After(l.writeAfter) {
 			wait = 0
 		}
 		l.timer.Reset(wait)
@@ -87,8 +87,8 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 	if l.writing {
 		return wait
 	}
-	if !time.Now().After(l.writeAfter) {
-		return min(wait, time.Until(l.writeAfter))
+	if now := l.d.now(); !now.After(l.writeAfter) {
+		return min(wait, l.writeAfter.Sub(now))
 	}
 	in := writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}
 	var due time.Time
@@ -119,7 +119,7 @@ func (l *loop) sendFresh(wait time.Duration) time.Duration {
 	free := l.d.opts.Workers - l.inflight
 	unsaved := len(l.batch) + len(l.ready)
 	if free <= 0 || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
-		time.Now().Before(l.writeAfter) || !l.outbox.own() {
+		l.d.now().Before(l.writeAfter) || !l.outbox.own() {
 		return wait
 	}
 	jobs, events, queue, last, more, err := l.d.take(l.cursor, free, l.perHost)
@@ -214,7 +214,7 @@ func (l *loop) finishWrite(w writeOut, launchJobs bool) {
 		l.batch = append(w.in.results, l.batch...)
 		l.ready = append(w.in.fresh, l.ready...)
 		l.toQueue = append(w.in.queue, l.toQueue...)
-		l.writeAfter = time.Now().Add(writeRetry)
+		l.writeAfter = l.d.now().Add(writeRetry)
 		return
 	}
 	if w.in.claim > 0 && len(w.jobs) < w.in.claim && !l.kicked {
