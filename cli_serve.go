@@ -117,13 +117,14 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", time.Minute, "how often the scheduler looks for domains due a check")
 
 	f.BoolVar(&cfg.dev, "dev", false, "development mode: webhooks may target loopback and private addresses and plain http")
-	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", 30*time.Second, "delay before the first webhook retry; doubles per retry, capped at 1h")
-	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", 30*time.Second, "how long a webhook receiver has to answer")
-	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", 3, "retries after the first webhook attempt")
+	hookDefaults := hooks.DefaultOptions()
+	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", hookDefaults.BaseDelay, "delay before the first webhook retry; doubles per retry, capped at 1h")
+	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", hookDefaults.Timeout, "how long a webhook receiver has to answer")
+	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", hookDefaults.MaxRetries, "retries after the first webhook attempt (0: none)")
 	f.DurationVar(&cfg.webhookRotation, "webhook-rotation-window", 24*time.Hour, "how long a rotated-out webhook secret keeps signing")
 	f.IPNetSliceVar(&cfg.webhookAllow, "webhook-allow-cidrs", nil, "address ranges webhooks may reach even though private or loopback (e.g. 10.0.0.0/8)")
-	f.IntVar(&cfg.webhookWorkers, "webhook-workers", 64, "webhook requests in flight at once")
-	f.IntVar(&cfg.webhookHostConns, "webhook-host-connections", 8, "webhook requests in flight to one receiver host")
+	f.IntVar(&cfg.webhookWorkers, "webhook-workers", hookDefaults.Workers, "webhook requests in flight at once")
+	f.IntVar(&cfg.webhookHostConns, "webhook-host-connections", hookDefaults.PerHost, "webhook requests in flight to one receiver host")
 	f.DurationVar(&cfg.eventRetention, "event-retention", 30*24*time.Hour, "how long events stay in the history")
 
 	f.StringVar(&cfg.relay, "relay", "", "smarthost host:port that takes all outgoing mail (default: deliver to each recipient domain's MX)")
@@ -212,13 +213,11 @@ func (cfg serveConfig) webhookOptions(resolver *mta.Resolver) app.WebhookOptions
 			guard.Allow = append(guard.Allow, p)
 		}
 	}
-	retries := cfg.webhookMaxRetries
-	if retries == 0 {
-		retries = -1 // hooks.Options: negative means none, zero the default
-	}
+	dispatch := hooks.DefaultOptions()
+	dispatch.BaseDelay, dispatch.Timeout, dispatch.MaxRetries = cfg.webhookBaseDelay, cfg.webhookTimeout, cfg.webhookMaxRetries
+	dispatch.Workers, dispatch.PerHost = cfg.webhookWorkers, cfg.webhookHostConns
 	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation, Lookup: resolver.LookupIPAddr,
-		Dispatch: hooks.Options{BaseDelay: cfg.webhookBaseDelay, Timeout: cfg.webhookTimeout, MaxRetries: retries,
-			Workers: cfg.webhookWorkers, PerHost: cfg.webhookHostConns}}
+		Dispatch: &dispatch}
 }
 
 // deliverer is the SMTP client that live mail leaves through.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -42,15 +41,31 @@ type harness struct {
 
 const testSecret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
+// testOptions are DefaultOptions for tests: loopback receivers allowed and
+// a 2 s deadline, then whatever set changes.
+func testOptions(set ...func(*Options)) Options {
+	o := DefaultOptions()
+	o.Guard = Guard{AllowPrivate: true, AllowHTTP: true}
+	o.Timeout = 2 * time.Second
+	for _, f := range set {
+		f(&o)
+	}
+	return o
+}
+
+func mustNew(t testing.TB, db *storage.DB, opts Options) *Dispatcher {
+	t.Helper()
+	d, err := New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newHarness runs a Dispatcher with opts on a fake clock.
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
-	if opts.Timeout == 0 {
-		opts.Timeout = 2 * time.Second
-	}
-	if !opts.Guard.AllowPrivate && opts.Guard.Allow == nil {
-		opts.Guard = Guard{AllowPrivate: true, AllowHTTP: true}
-	}
 	opts.Now = h.clock.Now
 	h.opts = opts
 	h.open()
@@ -63,7 +78,7 @@ func (h *harness) open() {
 		h.t.Fatal(err)
 	}
 	h.db = db
-	h.d = New(db, h.opts)
+	h.d = mustNew(h.t, db, h.opts)
 	h.t.Cleanup(func() { db.Close() })
 }
 
@@ -215,7 +230,7 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, Options{Timeout: 300 * time.Millisecond})
+			h := newHarness(t, testOptions(func(o *Options) { o.Timeout = 300 * time.Millisecond }))
 			url := c.url
 			if url == "" {
 				url = newReceiver(t, c.handler).URL + "/hook"
@@ -257,7 +272,7 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 // signature's timestamp, its latency and the retry it leads to all come
 // from it, not from the wall clock.
 func TestAttemptTimesComeFromTheInjectedClock(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	start := h.clock.Now()
 	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		h.clock.Add(1500 * time.Millisecond) // the receiver takes 1.5 s
@@ -279,7 +294,7 @@ func TestAttemptTimesComeFromTheInjectedClock(t *testing.T) {
 }
 
 func TestRetriesThenFail(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(500))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
@@ -318,7 +333,7 @@ func TestRetriesThenFail(t *testing.T) {
 }
 
 func TestRequestIsSignedAndExact(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent", "message.bounced")
 	ev := h.event("message.bounced")
@@ -344,7 +359,7 @@ func TestRequestIsSignedAndExact(t *testing.T) {
 }
 
 func TestRotationSignsWithBothSecrets(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent")
 	until := h.clock.Now().Add(24 * time.Hour)
@@ -375,7 +390,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 func TestSSRFGuardChecksTheDialledAddress(t *testing.T) {
 	// A strict guard (no --dev): loopback receivers must not be reached,
 	// even through a name that resolves to them.
-	h := newHarness(t, Options{Guard: Guard{Allow: []netip.Prefix{}}})
+	h := newHarness(t, testOptions(func(o *Options) { o.Guard = Guard{} }))
 	rec := newReceiver(t, status(200))
 	port := rec.Listener.Addr().(*net.TCPAddr).Port
 	for _, url := range []string{rec.URL, fmt.Sprintf("http://localhost:%d/hook", port)} {
@@ -396,7 +411,7 @@ func TestSSRFGuardChecksTheDialledAddress(t *testing.T) {
 }
 
 func TestRestartMidRetriesLosesNothing(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	var answer sync.Mutex
 	code := 500
 	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
@@ -452,7 +467,7 @@ func TestRestartMidRetriesLosesNothing(t *testing.T) {
 }
 
 func TestDeletedWebhookStopsItsDeliveries(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(503))
 	w := h.webhook(rec.URL, "message.sent")
 	h.event("message.sent")
@@ -483,7 +498,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	d := New(db, Options{Workers: 4, PerHost: 2, Timeout: time.Minute, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	d := mustNew(t, db, testOptions(func(o *Options) { o.Workers, o.PerHost, o.Timeout = 4, 2, time.Minute }))
 	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
 	slowHook := h.webhook(slow.URL, "message.sent")
 	fastHook := h.webhook(fast.URL, "message.opened")
@@ -534,7 +549,7 @@ func TestShutdownPutsInFlightBack(t *testing.T) {
 		}
 	})
 	defer close(hold)
-	h := newHarness(t, Options{Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -560,8 +575,8 @@ func TestBusyHostDoesNotSpin(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	h := newHarness(t, Options{PerHost: 1, Timeout: time.Minute})
-	h.d = New(h.db, Options{PerHost: 1, Timeout: time.Minute, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	h := newHarness(t, testOptions(func(o *Options) { o.PerHost, o.Timeout = 1, time.Minute }))
+	h.d = mustNew(t, h.db, testOptions(func(o *Options) { o.PerHost, o.Timeout = 1, time.Minute }))
 	h.webhook(slow.URL, "message.sent")
 	for range 4 {
 		h.event("message.sent")
@@ -621,7 +636,7 @@ func (h *harness) runUntil(what string, done func() bool) {
 // before its answer is saved re-sends it after the restart (at least
 // once); it is never lost.
 func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
@@ -653,7 +668,7 @@ func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
 // One event to several webhooks: each delivery is saved with its own
 // outcome when the last answer is back, and the event leaves the outbox.
 func TestFreshEventToSeveralWebhooks(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	ok, down, gone := newReceiver(t, status(204)), newReceiver(t, status(503, "Retry-After", "90")), newReceiver(t, status(410))
 	wOK, wDown, wGone := h.webhook(ok.URL, "message.sent"), h.webhook(down.URL, "message.sent"), h.webhook(gone.URL, "message.sent")
 	other := h.webhook(ok.URL, "message.opened") // not subscribed
@@ -699,7 +714,7 @@ func TestFreshEventToSeveralWebhooks(t *testing.T) {
 
 // A webhook deleted while a fresh request is out gets no delivery saved.
 func TestWebhookDeletedDuringFreshRequest(t *testing.T) {
-	h := newHarness(t, Options{Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -722,7 +737,7 @@ func TestWebhookDeletedDuringFreshRequest(t *testing.T) {
 // once cannot go out in one piece: it waits in the queue instead of
 // holding up the outbox.
 func TestEventWiderThanTheWorkerPool(t *testing.T) {
-	h := newHarness(t, Options{Workers: 1})
+	h := newHarness(t, testOptions(func(o *Options) { o.Workers = 1 }))
 	rec := newReceiver(t, status(200))
 	hooks := []storage.Webhook{h.webhook(rec.URL+"/a", "message.sent"), h.webhook(rec.URL+"/b", "message.sent")}
 	wide, narrow := h.event("message.sent"), h.event("message.sent")
@@ -753,7 +768,7 @@ func TestBacklogForBusyHostIsQueued(t *testing.T) {
 		}
 	})
 	defer close(hold)
-	h := newHarness(t, Options{PerHost: 1, Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.PerHost, o.Timeout = 1, time.Minute }))
 	w := h.webhook(rec.URL, "message.sent")
 	const n = 1200
 	err := h.db.Update(func(tx *storage.Tx) error {

@@ -3,28 +3,12 @@ package hooks
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"mailbolt/storage"
 )
-
-// Options configure a Dispatcher. Zero values take the documented defaults.
-type Options struct {
-	BaseDelay          time.Duration // first retry delay; 30 s
-	MaxDelay           time.Duration // no single delay longer; 1 h
-	Timeout            time.Duration // response deadline; 30 s
-	MaxRetries         int           // retries after the first attempt; 3 (negative: none)
-	Workers            int           // requests in flight; 64
-	PerHost            int           // requests in flight per receiver host; 8
-	FailedRetention    time.Duration // failed deliveries kept; 7 days
-	DeliveredRetention time.Duration // delivered deliveries kept; 30 days
-	Guard              Guard
-	Now                func() time.Time
-	Logger             *slog.Logger
-}
 
 // maxQueueScan bounds how many queue entries one claim looks at, so a
 // backlog behind a busy host costs a bounded scan, not O(queue).
@@ -47,44 +31,16 @@ type Dispatcher struct {
 	panics atomic.Int64
 }
 
-// New builds a Dispatcher over db.
-func New(db *storage.DB, opts Options) *Dispatcher {
-	if opts.BaseDelay == 0 {
-		opts.BaseDelay = 30 * time.Second
+// New builds a Dispatcher over db, or says which options make no sense.
+// Wake it with Kick when events or a replay are committed.
+func New(db *storage.DB, opts Options) (*Dispatcher, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
-	if opts.MaxDelay == 0 {
-		opts.MaxDelay = time.Hour
-	}
-	if opts.Timeout == 0 {
-		opts.Timeout = 30 * time.Second
-	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = 3
-	} else if opts.MaxRetries < 0 {
-		opts.MaxRetries = 0
-	}
-	if opts.Workers == 0 {
-		opts.Workers = 64
-	}
-	if opts.PerHost == 0 {
-		opts.PerHost = 8
-	}
-	if opts.FailedRetention == 0 {
-		opts.FailedRetention = 7 * 24 * time.Hour
-	}
-	if opts.DeliveredRetention == 0 {
-		opts.DeliveredRetention = 30 * 24 * time.Hour
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &Dispatcher{db: db, opts: opts, client: newClient(opts.Guard, opts.Timeout, opts.PerHost), kick: make(chan struct{}, 1)}
+	return &Dispatcher{db: db, opts: opts, client: newClient(opts.Guard, opts.Timeout, opts.PerHost), kick: make(chan struct{}, 1)}, nil
 }
 
-// Options returns the effective options.
+// Options returns the options the dispatcher runs with.
 func (d *Dispatcher) Options() Options { return d.opts }
 
 // Kick wakes the dispatcher: new events or a replay are waiting.

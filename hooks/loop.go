@@ -56,7 +56,7 @@ func (d *Dispatcher) newLoop() *loop {
 // events while workers are free, then wait for whatever comes first.
 func (l *loop) run(ctx context.Context) error {
 	for {
-		wait := l.maybeWrite(time.Minute)
+		wait := l.maybeWrite(l.d.opts.Poll)
 		wait = l.sendFresh(wait)
 		if len(l.toQueue) > 0 && !l.writing && l.d.now().After(l.writeAfter) {
 			wait = 0
