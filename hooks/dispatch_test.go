@@ -31,12 +31,13 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 type harness struct {
-	t     *testing.T
-	dir   string
-	db    *storage.DB
-	d     *Dispatcher
-	clock *fakeClock
-	opts  Options
+	t      *testing.T
+	dir    string
+	dbOpts storage.Options
+	db     *storage.DB
+	d      *Dispatcher
+	clock  *fakeClock
+	opts   Options
 }
 
 const testSecret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
@@ -73,7 +74,7 @@ func newHarness(t *testing.T, opts Options) *harness {
 }
 
 func (h *harness) open() {
-	db, err := storage.Open(h.dir, storage.Options{})
+	db, err := storage.Open(h.dir, h.dbOpts)
 	if err != nil {
 		h.t.Fatal(err)
 	}

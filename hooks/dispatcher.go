@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -65,10 +66,18 @@ func (d *Dispatcher) now() time.Time { return d.opts.Now().UTC() }
 // before it is sent. Writes run one at a time in the background, each
 // saving every answer that came back since the previous one, so the loop
 // keeps sending while a commit waits for its fsync.
-func (d *Dispatcher) Run(ctx context.Context) error {
+//
+// It returns what could not be saved at shutdown: answers not saved are
+// sent again after the restart. A lease on the outbox it could not give
+// up keeps other dispatchers from sending fresh events until it ends.
+func (d *Dispatcher) Run(ctx context.Context) (err error) {
 	l := d.newLoop()
 	defer l.stopSends()
-	defer l.releaseOutbox()
+	defer func() {
+		if rerr := l.releaseOutbox(); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("release the outbox lease: %w", rerr))
+		}
+	}()
 	defer l.timer.Stop()
 	return l.run(ctx)
 }

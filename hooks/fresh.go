@@ -50,6 +50,9 @@ func (o *outboxLease) own() bool {
 	}
 	var ok bool
 	err := o.d.db.Update(func(tx *storage.Tx) error { ok = tx.LeaseOutbox(o.holder, now, now.Add(o.span)); return nil })
+	if err != nil {
+		o.d.opts.Logger.Error("webhook outbox lease", "err", err)
+	}
 	if err != nil || !ok {
 		o.until, o.retry = time.Time{}, now.Add(o.span/4)
 		return false
@@ -59,8 +62,8 @@ func (o *outboxLease) own() bool {
 }
 
 // releaseOutbox gives the lease up, if this Run still holds it.
-func (l *loop) releaseOutbox() {
-	l.d.db.Update(func(tx *storage.Tx) error { return tx.ReleaseOutbox(l.outbox.holder) })
+func (l *loop) releaseOutbox() error {
+	return l.d.db.Update(func(tx *storage.Tx) error { return tx.ReleaseOutbox(l.outbox.holder) })
 }
 
 // take reads the outbox after cursor (read-only) and turns the events whose

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -93,7 +94,11 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 	in := writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}
 	var due time.Time
 	var queued bool
-	l.d.db.View(func(tx *storage.Tx) error { due, queued = tx.NextDeliveryDue(); return nil })
+	if err := l.d.db.View(func(tx *storage.Tx) error { due, queued = tx.NextDeliveryDue(); return nil }); err != nil {
+		// Nothing is claimed this time; what waits to be saved still is.
+		l.d.opts.Logger.Error("webhook queue", "err", err)
+		queued = false
+	}
 	now := l.d.now()
 	if l.inflight == 0 {
 		l.canClaim = true // no busy host can hold anything back
@@ -151,8 +156,13 @@ func (l *loop) shutdown() error {
 	for r := range l.results {
 		l.settle(r)
 	}
-	_, err := l.d.write(writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue})
-	return err
+	if len(l.batch)+len(l.ready)+len(l.toQueue) == 0 {
+		return nil
+	}
+	if _, err := l.d.write(writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}); err != nil {
+		return fmt.Errorf("save the answers at shutdown: %w", err)
+	}
+	return nil
 }
 
 func (l *loop) launch(jobs []job) {
