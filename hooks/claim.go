@@ -13,6 +13,22 @@ import (
 // The queue path: deliveries saved as pending (retries, replays, events
 // whose receiver host was at its cap) are claimed before they are sent.
 
+// interrupted is the error an unanswered attempt shows (it is saved with
+// its placeholder) once its lease is over: the process stopped while the
+// request was out, and no answer was recorded.
+const interrupted = "interrupted: no answer was recorded (the server stopped during the request)"
+
+// InFlight reports whether d's last attempt is a request still out: it was
+// saved Unanswered when the delivery was claimed, and the claim's lease
+// (the delivery's NextAttemptAt) has not run out at now. After the lease
+// the attempt is interrupted: the next claim counts it as a retryable
+// failure.
+func InFlight(d storage.Delivery, now time.Time) bool {
+	n := len(d.Attempts)
+	return n > 0 && d.Status == storage.DeliveryPending && d.Attempts[n-1].Unanswered &&
+		d.NextAttemptAt != nil && now.Before(*d.NextAttemptAt)
+}
+
 // webhookMatcher returns a function that lists the webhooks an outbox
 // event goes to (its account's, of its mode, subscribed to its type),
 // reading each account's webhooks once per transaction.
@@ -113,9 +129,10 @@ func (d *Dispatcher) claimTx(tx *storage.Tx, max int, perHost map[string]int) ([
 			if perHost[h]+claimed[h] >= d.opts.PerHost {
 				continue
 			}
-			if n := len(del.Attempts); n > 0 && del.Attempts[n-1].Error == interrupted {
-				// The previous request's fate is unknown: count it as a
-				// retryable failure.
+			if n := len(del.Attempts); n > 0 && del.Attempts[n-1].Unanswered {
+				// The previous request's fate is unknown (its lease ran
+				// out): count it as a retryable failure, with its error.
+				del.Attempts[n-1].Unanswered = false
 				if del.Retries >= d.opts.MaxRetries {
 					d.finish(&del, storage.DeliveryFailed, now)
 					if err := tx.ReplaceDelivery(old, del); err != nil {
@@ -146,7 +163,7 @@ func (d *Dispatcher) claimTx(tx *storage.Tx, max int, perHost map[string]int) ([
 			}
 			lease := now.Add(d.opts.Timeout + 30*time.Second)
 			del.NextAttemptAt = &lease
-			del.Attempts = append(del.Attempts, storage.DeliveryAttempt{At: now, Error: interrupted})
+			del.Attempts = append(del.Attempts, storage.DeliveryAttempt{At: now, Error: interrupted, Unanswered: true})
 			if err := tx.ReplaceDelivery(old, del); err != nil {
 				return err
 			}

@@ -453,7 +453,8 @@ func TestRestartMidRetriesLosesNothing(t *testing.T) {
 	if d.Status != storage.DeliveryDelivered {
 		t.Fatalf("lost across restarts: %s %+v", d.Status, d.Attempts)
 	}
-	if len(d.Attempts) != 4 || d.Attempts[1].Error != interrupted || d.Attempts[2].Error != interrupted || d.Attempts[3].StatusCode != 200 {
+	if len(d.Attempts) != 4 || d.Attempts[1].Error != interrupted || d.Attempts[2].Error != interrupted || d.Attempts[3].StatusCode != 200 ||
+		d.Attempts[1].Unanswered || d.Attempts[2].Unanswered || d.Attempts[3].Unanswered {
 		t.Errorf("attempts %+v", d.Attempts)
 	}
 	// 500, the unrecorded one, and the final 200: at least once, and no more

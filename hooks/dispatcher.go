@@ -15,14 +15,6 @@ import (
 // backlog behind a busy host costs a bounded scan, not O(queue).
 const maxQueueScan = 2000
 
-// interrupted marks an attempt whose answer was never recorded: the
-// process stopped while the request was out.
-const interrupted = Interrupted
-
-// Interrupted is the error of an attempt whose answer was never recorded.
-// While the delivery's lease runs it means the request is in flight.
-const Interrupted = "interrupted: no answer was recorded (the server stopped during the request)"
-
 // Dispatcher fans events out to webhooks and delivers them.
 type Dispatcher struct {
 	db     *storage.DB

@@ -164,7 +164,7 @@ func (d *Dispatcher) recordFreshTx(tx *storage.Tx, events []*freshEvent) error {
 			}
 			del := storage.Delivery{ID: j.deliveryID, WebhookID: j.webhookID, AccountID: j.accountID,
 				EventID: j.eventID, EventType: j.eventType, Status: storage.DeliveryPending,
-				Attempts: []storage.DeliveryAttempt{{At: r.at, Error: interrupted}}, CreatedAt: j.created}
+				Attempts: []storage.DeliveryAttempt{{At: r.at, Error: interrupted, Unanswered: true}}, CreatedAt: j.created}
 			d.apply(&del, r, now)
 			dels = append(dels, del)
 		}

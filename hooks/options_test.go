@@ -76,7 +76,19 @@ func TestZeroRetriesMeansNone(t *testing.T) {
 	if n := h.step(); n != 0 {
 		t.Fatalf("re-sent %d with no retries allowed", n)
 	}
-	if d := h.delivery(w, ev2); d.Status != storage.DeliveryFailed || len(d.Attempts) != 1 || rec.count() != 1 {
+	d := h.delivery(w, ev2)
+	if d.Status != storage.DeliveryFailed || len(d.Attempts) != 1 || rec.count() != 1 {
 		t.Fatalf("an interrupted request with no retries allowed: %s, %d attempts, %d requests", d.Status, len(d.Attempts), rec.count())
+	}
+
+	// Replayed (as app.ReplayDelivery does), it is sent: the interrupted
+	// attempt was settled when it failed, and costs the replay nothing.
+	now := h.clock.Now()
+	d.Status, d.Retries, d.FailedAt, d.ExpiresAt, d.NextAttemptAt = storage.DeliveryPending, 0, nil, time.Time{}, &now
+	if err := h.db.Update(func(tx *storage.Tx) error { return tx.UpdateDelivery(d) }); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.step(); n != 1 || rec.count() != 2 {
+		t.Fatalf("the replay sent %d requests", n)
 	}
 }
