@@ -370,7 +370,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	inbound := mta.NewInboundServer(a.Inbound(), mta.InboundOptions{Domain: cfg.hostname,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
 	go inbound.Serve(smtpLn)
-	admin, err := web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: a})
+	admin, err := web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: a})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.
 		log.Warn("no management socket: management commands will not work while this server runs", "err", err)
