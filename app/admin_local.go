@@ -1,6 +1,14 @@
 package app
 
-import "mailbolt/storage"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"mailbolt/storage"
+)
 
 // LocalAdmin does the management commands on App directly: the CLI's when
 // no server runs on the data dir, and the server's behind its socket.
@@ -75,7 +83,32 @@ func (l LocalAdmin) RevokeKey(keyID string) (KeyView, error) {
 	return keyView(k), nil
 }
 
-func (l LocalAdmin) Backup(out string) (int64, error) { return l.App.DB().Backup(out) }
+// Backup checks where the copy goes before writing it, so that a
+// directory that is missing (or is a file) is named in a validation
+// error, not reported as an internal failure of the backup.
+func (l LocalAdmin) Backup(out string) (int64, error) {
+	if out == "" {
+		return 0, Validation("out", "a file to write the backup to is required")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return 0, Validation("out", err.Error())
+	}
+	dir := filepath.Dir(abs)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, Validation("out", fmt.Sprintf("the directory %s does not exist", dir))
+	case err != nil:
+		return 0, Validation("out", fmt.Sprintf("the directory %s cannot be used: %v", dir, err))
+	case !fi.IsDir():
+		return 0, Validation("out", fmt.Sprintf("%s is not a directory", dir))
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return 0, Validation("out", fmt.Sprintf("%s is a directory: name the file to write", abs))
+	}
+	return l.App.DB().Backup(abs)
+}
 
 func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (IPView, error) {
 	ip, err := l.App.AddIP(addr, hostname, pool, warmup)

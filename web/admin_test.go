@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,5 +134,20 @@ func TestAdminSocketCarriesNoKeyHash(t *testing.T) {
 	}
 	if _, err := c.ListKeys("no-such-account"); !app.HasCode(err, app.CodeNotFound) {
 		t.Errorf("keys of an unknown account: %v", err)
+	}
+}
+
+// A backup into a directory that does not exist is the caller's mistake,
+// named as such, not an internal error; one into an existing directory
+// works.
+func TestAdminSocketBackupNamesAMissingDirectory(t *testing.T) {
+	_, c := adminOverSocket(t)
+	missing := filepath.Join(t.TempDir(), "no", "such")
+	_, err := c.Backup(filepath.Join(missing, "x.db"))
+	if !app.HasCode(err, app.CodeValidation) || !strings.Contains(err.Error(), missing+" does not exist") {
+		t.Fatalf("backup into a missing directory: %v", err)
+	}
+	if n, err := c.Backup(filepath.Join(t.TempDir(), "ok.db")); err != nil || n == 0 {
+		t.Fatalf("backup: %d bytes, %v", n, err)
 	}
 }
