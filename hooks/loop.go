@@ -118,8 +118,8 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 }
 
 // sendFresh takes events from the outbox and sends them while workers are
-// free, no write claims from the queue, and what waits to be saved or
-// queued is within its bounds (while writes fail, nothing more is taken).
+// free, no write claims from the queue, what waits to be saved or queued
+// is within its bounds, and no write failed in the last writeRetry.
 func (l *loop) sendFresh(wait time.Duration) time.Duration {
 	free := l.d.opts.Workers - l.inflight
 	unsaved := len(l.batch) + len(l.ready)
