@@ -18,7 +18,7 @@ import (
 // (through its management socket), or else on the database opened here.
 // Commands that only read or change existing records pass mustExist, so a
 // mistyped --data-dir is an error rather than a new empty database.
-func withAdmin(cmd *cobra.Command, mustExist bool, fn func(web.Admin) error) error {
+func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) error {
 	dataDir, _ := cmd.Flags().GetString("data-dir")
 	if c, err := web.DialAdmin(dataDir); err == nil {
 		return fn(c)
@@ -38,7 +38,7 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(web.Admin) error) err
 	if err != nil {
 		return err
 	}
-	return fn(web.LocalAdmin{App: a})
+	return fn(app.LocalAdmin{App: a})
 }
 
 func newAccountsCommand() *cobra.Command {
@@ -49,7 +49,7 @@ func newAccountsCommand() *cobra.Command {
 		Short: "Create an account; prints its id as the last line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, false, func(a web.Admin) error {
+			return withAdmin(cmd, false, func(a app.Admin) error {
 				acct, err := a.CreateAccount(in)
 				if err != nil {
 					return err
@@ -74,7 +74,7 @@ func newAccountsCommand() *cobra.Command {
 		Short: "List accounts",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				accts, err := a.ListAccounts()
 				if err != nil {
 					return err
@@ -83,7 +83,7 @@ func newAccountsCommand() *cobra.Command {
 				fmt.Fprintln(tw, "ID\tNAME\tPLAN\tRATE/S\tCREATED")
 				for _, acct := range accts {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", acct.ID, acct.Name, acct.Plan,
-						app.Limits(acct).RateLimit, acct.CreatedAt.UTC().Format(time.RFC3339))
+						acct.RateLimit, acct.CreatedAt.UTC().Format(time.RFC3339))
 				}
 				return tw.Flush()
 			})
@@ -109,7 +109,7 @@ func newKeysCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				k, err := a.CreateKey(app.KeyInput{AccountID: account, Name: name, Scopes: scopes, Test: test, ExpiresAt: expires})
 				if err != nil {
 					return err
@@ -139,7 +139,7 @@ func newKeysCommand() *cobra.Command {
 		Short: "List an account's API keys",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				keys, err := a.ListKeys(listAccount)
 				if err != nil {
 					return err
@@ -166,7 +166,7 @@ func newKeysCommand() *cobra.Command {
 		Short: "Revoke an API key; it stops working on the next request",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				k, err := a.RevokeKey(args[0])
 				if err != nil {
 					return err
@@ -194,7 +194,7 @@ func newBackupCommand() *cobra.Command {
 		Short: "Write a consistent, checked copy of the database (safe while serving)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				n, err := a.Backup(out)
 				if err != nil {
 					return err

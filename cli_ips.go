@@ -10,7 +10,6 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/mta/queue"
-	"mailbolt/web"
 )
 
 // newIPsCommand manages the source addresses mail leaves from: `ips add`,
@@ -29,7 +28,7 @@ func newIPsCommand() *cobra.Command {
 			"(day 1 first; unlimited after the last). See docs/delivery.md.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				ip, err := a.AddIP(args[0], hostname, pool, warmup)
 				if err != nil {
 					return err
@@ -63,7 +62,7 @@ func newIPsCommand() *cobra.Command {
 			if unassign {
 				account = ""
 			}
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				ip, err := a.AssignIP(args[0], account)
 				if err != nil {
 					return err
@@ -87,7 +86,7 @@ func newIPsCommand() *cobra.Command {
 		Short: "Unregister an IP; mail stops leaving from it",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				if err := a.RemoveIP(args[0]); err != nil {
 					return err
 				}
@@ -102,7 +101,7 @@ func newIPsCommand() *cobra.Command {
 		Short: "List IPs with their pool, account and today's warm-up cap and count",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				ips, err := a.ListIPs()
 				if err != nil {
 					return err
@@ -137,7 +136,7 @@ func newPoolsCommand() *cobra.Command {
 		Short: "List pools with their addresses and the accounts their IPs are assigned to",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withAdmin(cmd, true, func(a web.Admin) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
 				pools, err := a.ListPools()
 				if err != nil {
 					return err

@@ -83,6 +83,7 @@ type serveConfig struct {
 // flags take their defaults from it and bench starts from it.
 func defaultServeConfig() serveConfig {
 	host, _ := os.Hostname()
+	hookDefaults := hooks.DefaultOptions()
 	return serveConfig{
 		dataDir:           "./data",
 		httpAddr:          "127.0.0.1:8080",
@@ -97,12 +98,12 @@ func defaultServeConfig() serveConfig {
 		domainRecheck:     24 * time.Hour,
 		dkimGrace:         7 * 24 * time.Hour,
 		domainCheckTick:   time.Minute,
-		webhookBaseDelay:  30 * time.Second,
-		webhookTimeout:    30 * time.Second,
-		webhookMaxRetries: 3,
+		webhookBaseDelay:  hookDefaults.BaseDelay,
+		webhookTimeout:    hookDefaults.Timeout,
+		webhookMaxRetries: hookDefaults.MaxRetries,
 		webhookRotation:   24 * time.Hour,
-		webhookWorkers:    64,
-		webhookHostConns:  8,
+		webhookWorkers:    hookDefaults.Workers,
+		webhookHostConns:  hookDefaults.PerHost,
 		eventRetention:    30 * 24 * time.Hour,
 		mxPort:            25,
 		smtpRetryBase:     5 * time.Minute,
@@ -155,7 +156,7 @@ func newServeCommand() *cobra.Command {
 	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks may target loopback and private addresses and plain http")
 	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", def.webhookBaseDelay, "delay before the first webhook retry; doubles per retry, capped at 1h")
 	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", def.webhookTimeout, "how long a webhook receiver has to answer")
-	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", def.webhookMaxRetries, "retries after the first webhook attempt")
+	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", def.webhookMaxRetries, "retries after the first webhook attempt (0: none)")
 	f.DurationVar(&cfg.webhookRotation, "webhook-rotation-window", def.webhookRotation, "how long a rotated-out webhook secret keeps signing")
 	f.IPNetSliceVar(&cfg.webhookAllow, "webhook-allow-cidrs", def.webhookAllow, "address ranges webhooks may reach even though private or loopback (e.g. 10.0.0.0/8)")
 	f.IntVar(&cfg.webhookWorkers, "webhook-workers", def.webhookWorkers, "webhook requests in flight at once")
@@ -248,13 +249,11 @@ func (cfg serveConfig) webhookOptions(resolver *dns.Resolver) app.WebhookOptions
 			guard.Allow = append(guard.Allow, p)
 		}
 	}
-	retries := cfg.webhookMaxRetries
-	if retries == 0 {
-		retries = -1 // hooks.Options: negative means none, zero the default
-	}
+	dispatch := hooks.DefaultOptions()
+	dispatch.BaseDelay, dispatch.Timeout, dispatch.MaxRetries = cfg.webhookBaseDelay, cfg.webhookTimeout, cfg.webhookMaxRetries
+	dispatch.Workers, dispatch.PerHost = cfg.webhookWorkers, cfg.webhookHostConns
 	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation, Lookup: resolver.LookupIPAddr,
-		Dispatch: hooks.Options{BaseDelay: cfg.webhookBaseDelay, Timeout: cfg.webhookTimeout, MaxRetries: retries,
-			Workers: cfg.webhookWorkers, PerHost: cfg.webhookHostConns}}
+		Dispatch: &dispatch}
 }
 
 // deliverer is the SMTP client that live mail leaves through.

@@ -122,7 +122,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	}
 	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
-	s.admin, err = web.ListenAdmin(cfg.dataDir, web.LocalAdmin{App: s.app})
+	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.
 		log.Warn("no management socket: management commands will not work while this server runs", "err", err)

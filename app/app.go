@@ -65,8 +65,10 @@ type WebhookOptions struct {
 	// FailedRetention is how long failed deliveries are kept and may be
 	// replayed; 7 days.
 	FailedRetention time.Duration
-	// Dispatch tunes delivery: delays, deadline, retries, concurrency.
-	Dispatch hooks.Options
+	// Dispatch tunes delivery: delays, deadline, retries, concurrency; nil
+	// is hooks.DefaultOptions(). Its Guard, FailedRetention, Now and Logger
+	// are replaced by the App's own.
+	Dispatch *hooks.Options
 }
 
 // App is the set of use cases over one database.
@@ -129,7 +131,7 @@ func New(db *storage.DB, opts Options) (*App, error) {
 		opts.Webhooks.RotationWindow = 24 * time.Hour
 	}
 	if opts.Webhooks.FailedRetention == 0 {
-		opts.Webhooks.FailedRetention = 7 * 24 * time.Hour
+		opts.Webhooks.FailedRetention = hooks.DefaultOptions().FailedRetention
 	}
 	if opts.DomainCheckTick == 0 {
 		opts.DomainCheckTick = time.Minute
@@ -153,7 +155,10 @@ func New(db *storage.DB, opts Options) (*App, error) {
 		usageSeen: map[string]time.Time{},
 		usage:     make(chan string, 1024),
 	}
-	a.hooks = hooks.New(db, a.hooksOptions())
+	var err error
+	if a.hooks, err = hooks.New(db, a.hooksOptions()); err != nil {
+		return nil, err
+	}
 	var secret []byte
 	if err := db.View(func(tx *storage.Tx) error { secret = tx.ServerSecret(); return nil }); err != nil {
 		return nil, fmt.Errorf("read the server secret: %w", err)
@@ -164,7 +169,6 @@ func New(db *storage.DB, opts Options) (*App, error) {
 	a.tokenKey = tokenKey(secret)
 	qo := opts.Delivery
 	qo.Now, qo.Logger, qo.EventRetention, qo.UnsubscribeHeaders = opts.Now, opts.Logger, opts.EventRetention, a.unsubscribeHeaders
-	var err error
 	if a.queue, err = queue.New(db, qo); err != nil {
 		return nil, err
 	}
@@ -196,8 +200,12 @@ func (a *App) Run(ctx context.Context) error {
 		"sweeper":       a.runSweeper,
 		"key_usage":     a.runKeyUsage,
 		"domain_checks": a.runDomainChecks,
-		"webhooks":      func(ctx context.Context) { a.hooks.Run(ctx) },
-		"delivery":      func(ctx context.Context) { a.queue.Run(ctx) },
+		"webhooks": func(ctx context.Context) {
+			if err := a.hooks.Run(ctx); err != nil {
+				a.log.Error("webhook dispatcher stopped with an error", "err", err)
+			}
+		},
+		"delivery": func(ctx context.Context) { a.queue.Run(ctx) },
 		"release_mapped": func(ctx context.Context) {
 			a.every(ctx, a.opts.ReleaseMappedEvery, "releasing mapped pages", func(context.Context) error {
 				return a.db.ReleaseMapped()

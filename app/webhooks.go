@@ -225,9 +225,17 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 	return d, nil
 }
 
-// hooksOptions fills the dispatcher's options from the App's.
+// DeliveryInFlight reports whether d's last attempt is a request still
+// out (see hooks.InFlight), on the App's clock.
+func (a *App) DeliveryInFlight(d storage.Delivery) bool { return hooks.InFlight(d, a.Now()) }
+
+// hooksOptions are the dispatcher's options: Webhooks.Dispatch (or the
+// defaults) with the App's guard, failed retention, clock and logger.
 func (a *App) hooksOptions() hooks.Options {
-	o := a.opts.Webhooks.Dispatch
+	o := hooks.DefaultOptions()
+	if a.opts.Webhooks.Dispatch != nil {
+		o = *a.opts.Webhooks.Dispatch
+	}
 	o.Guard = a.opts.Webhooks.Guard
 	o.FailedRetention = a.opts.Webhooks.FailedRetention
 	o.Now = a.opts.Now

@@ -53,7 +53,9 @@ func newBenchRig(b *testing.B, workers int) *benchRig {
 		b.Fatal(err)
 	}
 	r.db = db
-	r.d = New(db, Options{Workers: workers, PerHost: workers, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	opts := DefaultOptions()
+	opts.Workers, opts.PerHost, opts.Guard = workers, workers, Guard{AllowPrivate: true, AllowHTTP: true}
+	r.d = mustNew(b, db, opts)
 	w := storage.Webhook{ID: uuid.Must(uuid.NewV7()).String(), AccountID: "acct", URL: rec.URL, Events: []string{"message.sent"}, Secret: testSecret}
 	db.Update(func(tx *storage.Tx) error { return tx.PutWebhook(w) })
 	ctx, cancel := context.WithCancel(context.Background())

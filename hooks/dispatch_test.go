@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -32,25 +31,42 @@ func (c *fakeClock) Add(d time.Duration) {
 }
 
 type harness struct {
-	t     *testing.T
-	dir   string
-	db    *storage.DB
-	d     *Dispatcher
-	clock *fakeClock
-	opts  Options
+	t      *testing.T
+	dir    string
+	dbOpts storage.Options
+	db     *storage.DB
+	d      *Dispatcher
+	clock  *fakeClock
+	opts   Options
 }
 
 const testSecret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
+// testOptions are DefaultOptions for tests: loopback receivers allowed and
+// a 2 s deadline, then whatever set changes.
+func testOptions(set ...func(*Options)) Options {
+	o := DefaultOptions()
+	o.Guard = Guard{AllowPrivate: true, AllowHTTP: true}
+	o.Timeout = 2 * time.Second
+	for _, f := range set {
+		f(&o)
+	}
+	return o
+}
+
+func mustNew(t testing.TB, db *storage.DB, opts Options) *Dispatcher {
+	t.Helper()
+	d, err := New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// newHarness runs a Dispatcher with opts on a fake clock.
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
-	if opts.Timeout == 0 {
-		opts.Timeout = 2 * time.Second
-	}
-	if !opts.Guard.AllowPrivate && opts.Guard.Allow == nil {
-		opts.Guard = Guard{AllowPrivate: true, AllowHTTP: true}
-	}
 	opts.Now = h.clock.Now
 	h.opts = opts
 	h.open()
@@ -58,12 +74,12 @@ func newHarness(t *testing.T, opts Options) *harness {
 }
 
 func (h *harness) open() {
-	db, err := storage.Open(h.dir, storage.Options{})
+	db, err := storage.Open(h.dir, h.dbOpts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.db = db
-	h.d = New(db, h.opts)
+	h.d = mustNew(h.t, db, h.opts)
 	h.t.Cleanup(func() { db.Close() })
 }
 
@@ -109,7 +125,7 @@ func (h *harness) step() int {
 	}
 	var results []result
 	for _, j := range jobs {
-		results = append(results, send(context.Background(), h.d.client, j, h.clock.Now()))
+		results = append(results, send(context.Background(), h.d.client, j, h.clock.Now))
 	}
 	if err := h.d.record(results); err != nil {
 		h.t.Fatal(err)
@@ -215,7 +231,7 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, Options{Timeout: 300 * time.Millisecond})
+			h := newHarness(t, testOptions(func(o *Options) { o.Timeout = 300 * time.Millisecond }))
 			url := c.url
 			if url == "" {
 				url = newReceiver(t, c.handler).URL + "/hook"
@@ -253,8 +269,33 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 	}
 }
 
+// The dispatcher reads one clock, the injected one: an attempt's time, its
+// signature's timestamp, its latency and the retry it leads to all come
+// from it, not from the wall clock.
+func TestAttemptTimesComeFromTheInjectedClock(t *testing.T) {
+	h := newHarness(t, testOptions())
+	start := h.clock.Now()
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		h.clock.Add(1500 * time.Millisecond) // the receiver takes 1.5 s
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	h.runUntil("saved", func() bool { return h.statusOf(w, ev) != "" })
+	d := h.delivery(w, ev)
+	if len(d.Attempts) != 1 || !d.Attempts[0].At.Equal(start) || d.Attempts[0].LatencyMS != 1500 {
+		t.Errorf("attempt %+v, want at %v with 1500 ms latency", d.Attempts, start)
+	}
+	if want := start.Add(1500*time.Millisecond + 30*time.Second); d.NextAttemptAt == nil || !d.NextAttemptAt.Equal(want) {
+		t.Errorf("next attempt %v, want %v (30 s after the attempt ended)", d.NextAttemptAt, want)
+	}
+	if got, want := rec.reqs[0].Header.Get(HeaderTimestamp), fmt.Sprint(start.Unix()); got != want {
+		t.Errorf("signed at %s, want %s", got, want)
+	}
+}
+
 func TestRetriesThenFail(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(500))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
@@ -293,7 +334,7 @@ func TestRetriesThenFail(t *testing.T) {
 }
 
 func TestRequestIsSignedAndExact(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent", "message.bounced")
 	ev := h.event("message.bounced")
@@ -319,7 +360,7 @@ func TestRequestIsSignedAndExact(t *testing.T) {
 }
 
 func TestRotationSignsWithBothSecrets(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent")
 	until := h.clock.Now().Add(24 * time.Hour)
@@ -350,7 +391,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 func TestSSRFGuardChecksTheDialledAddress(t *testing.T) {
 	// A strict guard (no --dev): loopback receivers must not be reached,
 	// even through a name that resolves to them.
-	h := newHarness(t, Options{Guard: Guard{Allow: []netip.Prefix{}}})
+	h := newHarness(t, testOptions(func(o *Options) { o.Guard = Guard{} }))
 	rec := newReceiver(t, status(200))
 	port := rec.Listener.Addr().(*net.TCPAddr).Port
 	for _, url := range []string{rec.URL, fmt.Sprintf("http://localhost:%d/hook", port)} {
@@ -371,7 +412,7 @@ func TestSSRFGuardChecksTheDialledAddress(t *testing.T) {
 }
 
 func TestRestartMidRetriesLosesNothing(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	var answer sync.Mutex
 	code := 500
 	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
@@ -398,7 +439,7 @@ func TestRestartMidRetriesLosesNothing(t *testing.T) {
 	if len(jobs) != 1 {
 		t.Fatal("lease did not expire")
 	}
-	send(context.Background(), h.d.client, jobs[0], h.clock.Now())
+	send(context.Background(), h.d.client, jobs[0], h.clock.Now)
 	h.restart()
 
 	answer.Lock()
@@ -412,7 +453,8 @@ func TestRestartMidRetriesLosesNothing(t *testing.T) {
 	if d.Status != storage.DeliveryDelivered {
 		t.Fatalf("lost across restarts: %s %+v", d.Status, d.Attempts)
 	}
-	if len(d.Attempts) != 4 || d.Attempts[1].Error != interrupted || d.Attempts[2].Error != interrupted || d.Attempts[3].StatusCode != 200 {
+	if len(d.Attempts) != 4 || d.Attempts[1].Error != interrupted || d.Attempts[2].Error != interrupted || d.Attempts[3].StatusCode != 200 ||
+		d.Attempts[1].Unanswered || d.Attempts[2].Unanswered || d.Attempts[3].Unanswered {
 		t.Errorf("attempts %+v", d.Attempts)
 	}
 	// 500, the unrecorded one, and the final 200: at least once, and no more
@@ -427,7 +469,7 @@ func TestRestartMidRetriesLosesNothing(t *testing.T) {
 }
 
 func TestDeletedWebhookStopsItsDeliveries(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(503))
 	w := h.webhook(rec.URL, "message.sent")
 	h.event("message.sent")
@@ -458,7 +500,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	d := New(db, Options{Workers: 4, PerHost: 2, Timeout: time.Minute, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	d := mustNew(t, db, testOptions(func(o *Options) { o.Workers, o.PerHost, o.Timeout = 4, 2, time.Minute }))
 	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
 	slowHook := h.webhook(slow.URL, "message.sent")
 	fastHook := h.webhook(fast.URL, "message.opened")
@@ -509,7 +551,7 @@ func TestShutdownPutsInFlightBack(t *testing.T) {
 		}
 	})
 	defer close(hold)
-	h := newHarness(t, Options{Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -535,8 +577,8 @@ func TestBusyHostDoesNotSpin(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	h := newHarness(t, Options{PerHost: 1, Timeout: time.Minute})
-	h.d = New(h.db, Options{PerHost: 1, Timeout: time.Minute, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	h := newHarness(t, testOptions(func(o *Options) { o.PerHost, o.Timeout = 1, time.Minute }))
+	h.d = mustNew(t, h.db, testOptions(func(o *Options) { o.PerHost, o.Timeout = 1, time.Minute }))
 	h.webhook(slow.URL, "message.sent")
 	for range 4 {
 		h.event("message.sent")
@@ -596,7 +638,7 @@ func (h *harness) runUntil(what string, done func() bool) {
 // before its answer is saved re-sends it after the restart (at least
 // once); it is never lost.
 func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
@@ -604,7 +646,7 @@ func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
 	if err != nil || len(jobs) != 1 || len(events) != 1 || len(queue) != 0 {
 		t.Fatalf("take: %d jobs, %d events, %d queued, %v", len(jobs), len(events), len(queue), err)
 	}
-	if r := send(context.Background(), h.d.client, jobs[0], h.clock.Now()); r.status != 200 {
+	if r := send(context.Background(), h.d.client, jobs[0], h.clock.Now); r.status != 200 {
 		t.Fatalf("first request: %+v", r)
 	}
 	if h.statusOf(w, ev) != "" {
@@ -628,7 +670,7 @@ func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
 // One event to several webhooks: each delivery is saved with its own
 // outcome when the last answer is back, and the event leaves the outbox.
 func TestFreshEventToSeveralWebhooks(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	ok, down, gone := newReceiver(t, status(204)), newReceiver(t, status(503, "Retry-After", "90")), newReceiver(t, status(410))
 	wOK, wDown, wGone := h.webhook(ok.URL, "message.sent"), h.webhook(down.URL, "message.sent"), h.webhook(gone.URL, "message.sent")
 	other := h.webhook(ok.URL, "message.opened") // not subscribed
@@ -674,7 +716,7 @@ func TestFreshEventToSeveralWebhooks(t *testing.T) {
 
 // A webhook deleted while a fresh request is out gets no delivery saved.
 func TestWebhookDeletedDuringFreshRequest(t *testing.T) {
-	h := newHarness(t, Options{Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
 	arrived, release := make(chan struct{}, 1), make(chan struct{})
 	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -697,7 +739,7 @@ func TestWebhookDeletedDuringFreshRequest(t *testing.T) {
 // once cannot go out in one piece: it waits in the queue instead of
 // holding up the outbox.
 func TestEventWiderThanTheWorkerPool(t *testing.T) {
-	h := newHarness(t, Options{Workers: 1})
+	h := newHarness(t, testOptions(func(o *Options) { o.Workers = 1 }))
 	rec := newReceiver(t, status(200))
 	hooks := []storage.Webhook{h.webhook(rec.URL+"/a", "message.sent"), h.webhook(rec.URL+"/b", "message.sent")}
 	wide, narrow := h.event("message.sent"), h.event("message.sent")
@@ -728,7 +770,7 @@ func TestBacklogForBusyHostIsQueued(t *testing.T) {
 		}
 	})
 	defer close(hold)
-	h := newHarness(t, Options{PerHost: 1, Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.PerHost, o.Timeout = 1, time.Minute }))
 	w := h.webhook(rec.URL, "message.sent")
 	const n = 1200
 	err := h.db.Update(func(tx *storage.Tx) error {

@@ -56,7 +56,7 @@ func TestRetryDueSoonIsNotHeldBehindSlowReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	d := New(db, Options{Timeout: 20 * time.Second, Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	d := mustNew(t, db, testOptions(func(o *Options) { o.Timeout = 20 * time.Second }))
 	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
 	// Events before webhooks: no outbox entries, only the queued retries below.
 	e1, e2 := h.event("message.sent"), h.event("message.sent")
@@ -90,7 +90,7 @@ func TestRetryDueSoonAfterEmptyClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	d := New(db, Options{Guard: Guard{AllowPrivate: true, AllowHTTP: true}})
+	d := mustNew(t, db, testOptions())
 	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
 	e2 := h.event("message.sent")
 	w := h.webhook(fast.URL, "message.sent")
@@ -116,7 +116,7 @@ func TestRetryDueSoonAfterEmptyClaim(t *testing.T) {
 // backoff still counts from each attempt's own end: with one slow webhook
 // on the event, the other's 500 is retried 30 s after its own attempt.
 func TestFreshRetryDelayCountsFromTheAttempt(t *testing.T) {
-	h := newHarness(t, Options{Timeout: time.Minute})
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
 	release := make(chan struct{})
 	var once sync.Once
 	releaseAll := func() { once.Do(func() { close(release) }) }
@@ -165,7 +165,7 @@ func TestFreshRetryDelayCountsFromTheAttempt(t *testing.T) {
 // queue path whole (which fails that delivery and says why): no request
 // goes out that the dispatcher does not track, and Run does not panic.
 func TestUnreadableSecretDoesNotLaunchUntrackedJobs(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	good := h.webhook(rec.URL, "message.sent") // listed first (UUIDv7 key order)
 	bad := storage.Webhook{ID: uuid.Must(uuid.NewV7()).String(), AccountID: "acct", URL: rec.URL + "/bad",
@@ -210,11 +210,11 @@ func TestUnreadableSecretDoesNotLaunchUntrackedJobs(t *testing.T) {
 // over one store (several nodes, or a Run restarted while an old write is
 // still running) an event goes out once and is saved once.
 func TestTwoDispatchersSendAnEventOnce(t *testing.T) {
-	h := newHarness(t, Options{})
+	h := newHarness(t, testOptions())
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
-	d2 := New(h.db, h.opts)
+	d2 := mustNew(t, h.db, h.opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	go func() { done <- h.d.Run(ctx) }()
@@ -255,7 +255,7 @@ func TestFreshPathOutcomes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			opts := Options{Timeout: 300 * time.Millisecond}
+			opts := testOptions(func(o *Options) { o.Timeout = 300 * time.Millisecond })
 			if c.guard != nil {
 				opts.Guard = *c.guard
 			}

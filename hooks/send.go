@@ -69,9 +69,11 @@ func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {
 // send makes one signed POST. It goes to the client's transport directly:
 // the client's redirect handling has nothing to do (a 3xx is the answer)
 // and the deadline is the request context's, over the answer's body too.
-func send(ctx context.Context, client *http.Client, j job, now time.Time) result {
-	r := result{job: j, at: now}
-	t := now.Unix()
+// The attempt's time, its signature's timestamp and its latency are read
+// from clock.
+func send(ctx context.Context, client *http.Client, j job, clock func() time.Time) result {
+	r := result{job: j, at: clock().UTC()}
+	t := r.at.Unix()
 	reqCtx, cancel := context.WithTimeout(ctx, client.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, j.url, bytes.NewReader(j.body))
@@ -88,9 +90,9 @@ func send(ctx context.Context, client *http.Client, j job, now time.Time) result
 		"X-Service-Event-Id": {j.eventID},
 		"X-Service-Event":    {j.eventType},
 	}
-	start := time.Now()
+	start := clock() // not UTC'd: keeps the monotonic reading time.Now gives
 	resp, err := client.Transport.RoundTrip(req)
-	r.latency = time.Since(start)
+	r.latency = clock().Sub(start)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			r.aborted = true

@@ -1,13 +1,7 @@
-// Package hooks delivers events to customer webhooks: fan-out from the
-// event store, signed HTTP POSTs, the retry state machine of spec §3/§6,
-// and the SSRF guard on every dial.
-//
-// Failure rules first. A 2xx answer delivers. A network error, a timeout,
-// 408, 429 or any 5xx is retried after BaseDelay doubled per retry (never
-// more than MaxDelay; a Retry-After on 429/503 replaces the computed delay),
-// at most MaxRetries times. Anything else, 3xx included, fails at once.
-// Every attempt is saved before its request is sent, so a crash re-sends
-// (at least once) but never forgets a delivery.
+// Signing and verifying webhook requests (spec §6): an HMAC-SHA256 over
+// "<t>.<body>" per valid secret, so a receiver holding either secret of a
+// rotation can verify.
+
 package hooks
 
 import (

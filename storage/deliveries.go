@@ -39,6 +39,10 @@ type DeliveryAttempt struct {
 	Error      string    `json:"error,omitempty"`
 	LatencyMS  float64   `json:"latency_ms"`
 	Response   string    `json:"response,omitempty"` // first 1 KB of the body
+	// Unanswered marks an attempt saved before its request went out whose
+	// answer is not recorded yet and whose fate is not decided: while the
+	// delivery's NextAttemptAt (its lease) runs, the request is in flight.
+	Unanswered bool `json:"unanswered,omitempty"`
 }
 
 func hasPrefix(k, p []byte) bool { return bytes.HasPrefix(k, p) }

@@ -9,9 +9,22 @@ import (
 // Deliveries are the hottest records (written twice per webhook event), so
 // they are stored in a compact binary form instead of JSON: a version byte,
 // then each field in order, strings as uvarint length + bytes, times as
-// varint Unix nanoseconds (0 for an unset time).
+// varint Unix nanoseconds (0 for an unset time). Version 2 adds to each
+// attempt a uvarint of flags (bit 0: Unanswered); version 1 records are
+// still read.
 
-const deliveryCodecV1 = 1
+const (
+	deliveryCodecV1 = 1
+	deliveryCodecV2 = 2
+)
+
+// attemptUnanswered is the Unanswered bit of an attempt's flags.
+const attemptUnanswered = 1
+
+// v1Unanswered is the error text version 1 gave the placeholder attempt of
+// a claimed delivery, its only mark: decoding a v1 record, the last attempt
+// of a pending delivery that carries it is Unanswered.
+const v1Unanswered = "interrupted: no answer was recorded (the server stopped during the request)"
 
 func appendTime(b []byte, t time.Time) []byte {
 	if t.IsZero() {
@@ -29,7 +42,7 @@ func appendTimePtr(b []byte, t *time.Time) []byte {
 
 func encodeDelivery(d Delivery) []byte {
 	b := make([]byte, 0, 256+len(d.Attempts)*64)
-	b = append(b, deliveryCodecV1)
+	b = append(b, deliveryCodecV2)
 	for _, s := range []string{d.ID, d.WebhookID, d.AccountID, d.EventID, d.EventType, d.Status} {
 		b = appendString(b, s)
 	}
@@ -46,6 +59,11 @@ func encodeDelivery(d Delivery) []byte {
 		b = appendString(b, a.Error)
 		b = binary.AppendUvarint(b, math.Float64bits(a.LatencyMS))
 		b = appendString(b, a.Response)
+		var flags uint64
+		if a.Unanswered {
+			flags |= attemptUnanswered
+		}
+		b = binary.AppendUvarint(b, flags)
 	}
 	return b
 }
@@ -65,9 +83,10 @@ func (r *reader) timePtr() *time.Time {
 }
 
 func decodeDelivery(b []byte) (Delivery, error) {
-	if len(b) == 0 || b[0] != deliveryCodecV1 {
+	if len(b) == 0 || (b[0] != deliveryCodecV1 && b[0] != deliveryCodecV2) {
 		return Delivery{}, errMalformedRecord
 	}
+	version := b[0]
 	r := &reader{b: b[1:]}
 	var d Delivery
 	for _, s := range []*string{&d.ID, &d.WebhookID, &d.AccountID, &d.EventID, &d.EventType, &d.Status} {
@@ -91,10 +110,16 @@ func decodeDelivery(b []byte) (Delivery, error) {
 		a.Error = r.string()
 		a.LatencyMS = math.Float64frombits(r.uvarint())
 		a.Response = r.string()
+		if version >= deliveryCodecV2 {
+			a.Unanswered = r.uvarint()&attemptUnanswered != 0
+		}
 		d.Attempts = append(d.Attempts, a)
 	}
 	if r.err != nil {
 		return Delivery{}, r.err
+	}
+	if n := len(d.Attempts); version == deliveryCodecV1 && n > 0 && d.Status == DeliveryPending && d.Attempts[n-1].Error == v1Unanswered {
+		d.Attempts[n-1].Unanswered = true
 	}
 	return d, nil
 }

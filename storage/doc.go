@@ -52,7 +52,7 @@
 //	webhook_ids/
 //	    <webhook_id>              -> <account_id>
 //	deliveries/
-//	    <delivery_id>             -> Delivery (JSON; every attempt)
+//	    <delivery_id>             -> Delivery (binary, deliverycodec.go; every attempt)
 //	deliveries_by_webhook/
 //	    <webhook_id>·<delivery_id> -> ""
 //	deliveries_by_status/

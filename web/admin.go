@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"mailbolt/app"
-	"mailbolt/storage"
 )
 
 // SocketName is the management socket's file name inside the data dir.
@@ -26,101 +25,10 @@ const maxSocketPath = 107
 // ErrSocketPathTooLong means the data dir is too deep for a unix socket.
 var ErrSocketPathTooLong = errors.New("management socket path too long")
 
-// Admin is what the management CLI does. LocalAdmin does it on a database
-// the CLI opened itself; DialAdmin does it through the socket of a running
-// server, which holds the database lock.
-type Admin interface {
-	CreateAccount(in app.AccountInput) (storage.Account, error)
-	ListAccounts() ([]storage.Account, error)
-	CreateKey(in app.KeyInput) (app.CreatedKey, error)
-	ListKeys(accountID string) ([]storage.APIKey, error)
-	RevokeKey(keyID string) (storage.APIKey, error)
-	Backup(out string) (int64, error)
-	AddIP(addr, hostname, pool, warmup string) (storage.IP, error)
-	AssignIP(addr, accountID string) (storage.IP, error) // accountID "" releases
-	RemoveIP(addr string) error
-	ListIPs() ([]app.IPStatus, error)
-	ListPools() ([]app.PoolSummary, error)
-}
-
-// LocalAdmin runs management commands directly on an App.
-type LocalAdmin struct{ App *app.App }
-
-func (l LocalAdmin) CreateAccount(in app.AccountInput) (storage.Account, error) {
-	a, e := l.App.CreateAccount(in)
-	return a, e
-}
-
-func (l LocalAdmin) ListAccounts() ([]storage.Account, error) {
-	var all []storage.Account
-	opts := storage.ListOptions{Limit: 500}
-	for {
-		page, res, _, e := l.App.ListAccounts(opts)
-		if e != nil {
-			return nil, e
-		}
-		all = append(all, page...)
-		if !res.HasMore {
-			return all, nil
-		}
-		opts.After = res.Next
-	}
-}
-
-func (l LocalAdmin) CreateKey(in app.KeyInput) (app.CreatedKey, error) {
-	k, e := l.App.CreateKey(in)
-	return k, e
-}
-
-func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
-	if _, e := l.App.Account(accountID); e != nil {
-		return nil, e
-	}
-	var all []storage.APIKey
-	opts := storage.ListOptions{Limit: 500}
-	for {
-		page, res, _, e := l.App.ListKeys(accountID, opts)
-		if e != nil {
-			return nil, e
-		}
-		all = append(all, page...)
-		if !res.HasMore {
-			return all, nil
-		}
-		opts.After = res.Next
-	}
-}
-
-func (l LocalAdmin) RevokeKey(keyID string) (storage.APIKey, error) {
-	k, e := l.App.RevokeKey(nil, keyID)
-	return k, e
-}
-
-func (l LocalAdmin) Backup(out string) (int64, error) { return l.App.DB().Backup(out) }
-
-func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (storage.IP, error) {
-	ip, e := l.App.AddIP(addr, hostname, pool, warmup)
-	return ip, e
-}
-
-func (l LocalAdmin) AssignIP(addr, accountID string) (storage.IP, error) {
-	ip, e := l.App.AssignIP(addr, accountID)
-	return ip, e
-}
-
-func (l LocalAdmin) RemoveIP(addr string) error { return l.App.RemoveIP(addr) }
-
-func (l LocalAdmin) ListIPs() ([]app.IPStatus, error) {
-	ips, e := l.App.ListIPs()
-	return ips, e
-}
-
-func (l LocalAdmin) ListPools() ([]app.PoolSummary, error) {
-	pools, e := l.App.ListPools()
-	return pools, e
-}
-
-// AdminServer serves Admin over a unix socket of mode 0600 in the data dir.
+// AdminServer serves an app.Admin over a unix socket of mode 0600 in the
+// data dir, for the management commands run while the server holds the
+// database. It speaks JSON, in app's admin views: no storage record goes
+// over it.
 type AdminServer struct {
 	srv  *http.Server
 	ln   net.Listener
@@ -129,7 +37,7 @@ type AdminServer struct {
 
 // ListenAdmin opens the management socket. A stale socket left by a crashed
 // server is replaced; a live one means another server owns the data dir.
-func ListenAdmin(dataDir string, admin Admin) (*AdminServer, error) {
+func ListenAdmin(dataDir string, admin app.Admin) (*AdminServer, error) {
 	path := filepath.Join(dataDir, SocketName)
 	if abs, err := filepath.Abs(path); err == nil && len(abs) > maxSocketPath {
 		return nil, fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrSocketPathTooLong, abs, len(abs), maxSocketPath)
@@ -177,7 +85,7 @@ type adminIP struct {
 	AccountID string `json:"account_id"`
 }
 
-func adminHandler(admin Admin) http.Handler {
+func adminHandler(admin app.Admin) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
 		if err != nil {
@@ -210,24 +118,19 @@ func adminHandler(admin Admin) http.Handler {
 		}
 	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
-		keys, err := admin.ListKeys(r.URL.Query().Get("account"))
-		for i := range keys {
-			keys[i].Hash = nil
-		}
-		reply(w, keys, err)
+		v, err := admin.ListKeys(r.URL.Query().Get("account"))
+		reply(w, v, err)
 	})
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var in adminCreateKey
 		if decode(w, r, &in) {
-			k, err := admin.CreateKey(app.KeyInput{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt})
-			k.Key.Hash = nil
-			reply(w, k, err)
+			v, err := admin.CreateKey(app.KeyInput{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt})
+			reply(w, v, err)
 		}
 	})
 	mux.HandleFunc("POST /keys/{id}/revoke", func(w http.ResponseWriter, r *http.Request) {
-		k, err := admin.RevokeKey(r.PathValue("id"))
-		k.Hash = nil
-		reply(w, k, err)
+		v, err := admin.RevokeKey(r.PathValue("id"))
+		reply(w, v, err)
 	})
 	mux.HandleFunc("GET /ips", func(w http.ResponseWriter, r *http.Request) {
 		v, err := admin.ListIPs()

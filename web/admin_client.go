@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"mailbolt/app"
-	"mailbolt/storage"
 )
 
-// AdminClient reaches a running server's management socket.
+// AdminClient does the management commands through a running server's
+// socket.
 type AdminClient struct {
 	http *http.Client
 }
+
+var _ app.Admin = (*AdminClient)(nil)
 
 // DialAdmin connects to the socket in dataDir. It fails when no server is
 // listening there, in which case the caller opens the database itself.
@@ -63,27 +65,27 @@ func (c *AdminClient) do(method, path string, in, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-func (c *AdminClient) CreateAccount(in app.AccountInput) (a storage.Account, err error) {
+func (c *AdminClient) CreateAccount(in app.AccountInput) (a app.AccountView, err error) {
 	err = c.do("POST", "/accounts", in, &a)
 	return a, err
 }
 
-func (c *AdminClient) ListAccounts() (list []storage.Account, err error) {
+func (c *AdminClient) ListAccounts() (list []app.AccountView, err error) {
 	err = c.do("GET", "/accounts", nil, &list)
 	return list, err
 }
 
-func (c *AdminClient) CreateKey(in app.KeyInput) (k app.CreatedKey, err error) {
+func (c *AdminClient) CreateKey(in app.KeyInput) (k app.NewKeyView, err error) {
 	err = c.do("POST", "/keys", adminCreateKey{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt}, &k)
 	return k, err
 }
 
-func (c *AdminClient) ListKeys(accountID string) (list []storage.APIKey, err error) {
+func (c *AdminClient) ListKeys(accountID string) (list []app.KeyView, err error) {
 	err = c.do("GET", "/keys?account="+url.QueryEscape(accountID), nil, &list)
 	return list, err
 }
 
-func (c *AdminClient) RevokeKey(keyID string) (k storage.APIKey, err error) {
+func (c *AdminClient) RevokeKey(keyID string) (k app.KeyView, err error) {
 	err = c.do("POST", "/keys/"+url.PathEscape(keyID)+"/revoke", nil, &k)
 	return k, err
 }
@@ -100,12 +102,12 @@ func (c *AdminClient) Backup(out string) (int64, error) {
 	return res["bytes"], err
 }
 
-func (c *AdminClient) AddIP(addr, hostname, pool, warmup string) (ip storage.IP, err error) {
+func (c *AdminClient) AddIP(addr, hostname, pool, warmup string) (ip app.IPView, err error) {
 	err = c.do("POST", "/ips", adminIP{Address: addr, Hostname: hostname, Pool: pool, Warmup: warmup}, &ip)
 	return ip, err
 }
 
-func (c *AdminClient) AssignIP(addr, accountID string) (ip storage.IP, err error) {
+func (c *AdminClient) AssignIP(addr, accountID string) (ip app.IPView, err error) {
 	err = c.do("POST", "/ips/assign", adminIP{Address: addr, AccountID: accountID}, &ip)
 	return ip, err
 }
@@ -115,7 +117,7 @@ func (c *AdminClient) RemoveIP(addr string) error {
 	return c.do("POST", "/ips/remove", adminIP{Address: addr}, &res)
 }
 
-func (c *AdminClient) ListIPs() (list []app.IPStatus, err error) {
+func (c *AdminClient) ListIPs() (list []app.IPStatusView, err error) {
 	err = c.do("GET", "/ips", nil, &list)
 	return list, err
 }

@@ -59,10 +59,12 @@ func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	}
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	zone := dnstest.Start(t)
+	dispatch := hooks.DefaultOptions()
+	dispatch.BaseDelay, dispatch.Timeout = time.Second, 2*time.Second
 	opts := app.Options{Now: clock.Now, Domains: app.DomainOptions{
 		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"},
 		Webhooks: app.WebhookOptions{Guard: hooks.Guard{AllowPrivate: true, AllowHTTP: true},
-			Dispatch: hooks.Options{BaseDelay: time.Second, Timeout: 2 * time.Second}}}
+			Dispatch: &dispatch}}
 	if tune != nil {
 		tune(&opts)
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"mailbolt/app"
-	"mailbolt/hooks"
 	"mailbolt/storage"
 )
 
@@ -55,11 +54,10 @@ type deliveryView struct {
 }
 
 func (s *Server) viewDelivery(d storage.Delivery) deliveryView {
-	// A placeholder attempt whose lease still runs is a request in flight,
-	// not an interrupted one: leave it out until its answer is recorded.
-	if n := len(d.Attempts); n > 0 && d.Status == storage.DeliveryPending && d.Attempts[n-1].Error == hooks.Interrupted &&
-		d.NextAttemptAt != nil && s.app.Now().Before(*d.NextAttemptAt) {
-		d.Attempts = d.Attempts[:n-1]
+	// A request in flight is not an attempt to show yet (nor an
+	// interrupted one): leave it out until its answer is recorded.
+	if s.app.DeliveryInFlight(d) {
+		d.Attempts = d.Attempts[:len(d.Attempts)-1]
 	}
 	v := deliveryView{ID: d.ID, WebhookID: d.WebhookID, EventID: d.EventID, Event: d.EventType, Status: d.Status,
 		Attempts: []attemptView{}, CreatedAt: d.CreatedAt.UTC(), DeliveredAt: utc(d.DeliveredAt), FailedAt: utc(d.FailedAt)}

@@ -854,9 +854,11 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 // against the document.
 func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	dispatch := hooks.DefaultOptions()
+	dispatch.BaseDelay, dispatch.Timeout = 10*time.Millisecond, time.Second
 	s, a := newOpenAPITestServer(t, app.Options{Now: clock.Now, Webhooks: app.WebhookOptions{
 		Guard:    hooks.Guard{AllowPrivate: true, AllowHTTP: true},
-		Dispatch: hooks.Options{BaseDelay: 10 * time.Millisecond, Timeout: time.Second}}})
+		Dispatch: &dispatch}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()

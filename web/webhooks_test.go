@@ -11,6 +11,7 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/hooks"
+	"mailbolt/storage"
 )
 
 // hookReceiver answers with the current code and keeps what it received.
@@ -175,4 +176,44 @@ func TestWebhookTargetsAreGuarded(t *testing.T) {
 		e.do("POST", "/v1/webhooks", e.key, `{"url":"`+url+`","events":["message.sent"]}`).want(t, 400, "VALIDATION_ERROR")
 	}
 	e.do("POST", "/v1/webhooks", e.key, `{"url":"https://93.184.216.34/hook","events":["message.sent"]}`).want(t, 201)
+}
+
+// The delivery log leaves out a request in flight (an attempt saved
+// Unanswered whose lease runs) and shows it once the lease is over, as
+// interrupted. It asks the typed mark, not the error text: a recorded
+// failure with the same text is shown at once.
+func TestDeliveryLogLeavesOutTheRequestInFlight(t *testing.T) {
+	e := newEnv(t, Config{})
+	hook := e.do("POST", "/v1/webhooks", e.key, `{"url":"https://hooks.example.test/in","events":["message.sent"]}`).want(t, 201).json(t)
+	const text = "interrupted: no answer was recorded (the server stopped during the request)"
+	now := e.clock.Now()
+	lease := now.Add(time.Minute)
+	answered := storage.DeliveryAttempt{At: now.Add(-time.Minute), StatusCode: 500, LatencyMS: 3}
+	inFlight, recorded := app.NewID(), app.NewID() // event ids
+	for _, d := range []storage.Delivery{
+		{ID: app.NewID(), EventID: inFlight, Attempts: []storage.DeliveryAttempt{answered, {At: now, Error: text, Unanswered: true}}},
+		{ID: app.NewID(), EventID: recorded, Attempts: []storage.DeliveryAttempt{answered, {At: now, Error: text}}},
+	} {
+		d.WebhookID, d.AccountID, d.EventType, d.Status = hook["id"].(string), e.acct.ID, "message.sent", storage.DeliveryPending
+		d.NextAttemptAt, d.CreatedAt = &lease, now
+		if err := e.app.DB().Update(func(tx *storage.Tx) error { return tx.InsertDelivery(d) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	attempts := func() map[string][]any {
+		out := map[string][]any{}
+		for _, d := range e.do("GET", "/v1/webhooks/"+hook["id"].(string)+"/deliveries", e.key, nil).want(t, 200).json(t)["data"].([]any) {
+			dm := d.(map[string]any)
+			out[dm["event_id"].(string)] = dm["attempts"].([]any)
+		}
+		return out
+	}
+	if got := attempts(); len(got[inFlight]) != 1 || len(got[recorded]) != 2 {
+		t.Fatalf("while the lease runs: %d attempts in flight (want 1 shown), %d recorded (want 2)", len(got[inFlight]), len(got[recorded]))
+	}
+	e.clock.Add(time.Minute)
+	got := attempts()[inFlight]
+	if len(got) != 2 || got[1].(map[string]any)["error"] != text {
+		t.Fatalf("after the lease: %v", got)
+	}
 }

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"time"
+
+	"mailbolt/storage"
+)
+
+// Admin is what the management commands do: accounts, keys, IPs and the
+// backup. LocalAdmin does it on an App over a database this process opened;
+// while `serve` runs, the server holds the database and the CLI reaches the
+// same calls through its management socket (web.DialAdmin), whose wire
+// format is the types below. They are views made for the commands, never
+// storage records: a field is shown only when it is written here, and the
+// only secret among them is the one a new key shows once.
+type Admin interface {
+	CreateAccount(in AccountInput) (AccountView, error)
+	ListAccounts() ([]AccountView, error)
+	CreateKey(in KeyInput) (NewKeyView, error)
+	ListKeys(accountID string) ([]KeyView, error)
+	RevokeKey(keyID string) (KeyView, error)
+	// Backup writes a checked copy of the database to the file out and
+	// returns its size.
+	Backup(out string) (int64, error)
+	AddIP(addr, hostname, pool, warmup string) (IPView, error)
+	AssignIP(addr, accountID string) (IPView, error) // accountID "" releases
+	RemoveIP(addr string) error
+	ListIPs() ([]IPStatusView, error)
+	ListPools() ([]PoolSummary, error)
+}
+
+// AccountView is an account with the limits it runs under.
+type AccountView struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Plan string `json:"plan"`
+	// RateLimit (requests per second per key) and BatchSize are the plan's,
+	// or the account's own where it overrides them.
+	RateLimit   int       `json:"rate_limit"`
+	BatchSize   int       `json:"batch_size"`
+	TrackOpens  bool      `json:"track_opens"`
+	TrackClicks bool      `json:"track_clicks"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func accountView(a storage.Account) AccountView {
+	l := Limits(a)
+	return AccountView{ID: a.ID, Name: a.Name, Plan: a.Plan, RateLimit: l.RateLimit, BatchSize: l.BatchSize,
+		TrackOpens: a.TrackOpens, TrackClicks: a.TrackClicks, CreatedAt: a.CreatedAt}
+}
+
+// KeyView is an API key without its secret or the secret's hash.
+type KeyView struct {
+	ID         string     `json:"id"`
+	AccountID  string     `json:"account_id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"` // the secret's first characters, to tell keys apart
+	Scopes     []string   `json:"scopes"`
+	Test       bool       `json:"test"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+func keyView(k storage.APIKey) KeyView {
+	return KeyView{ID: k.ID, AccountID: k.AccountID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes, Test: k.Test,
+		CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+}
+
+// NewKeyView is a key just created, with its secret: shown this once.
+type NewKeyView struct {
+	Key    KeyView `json:"key"`
+	Secret string  `json:"secret"`
+}
+
+// IPView is a sending IP address.
+type IPView struct {
+	Address  string `json:"address"`
+	Hostname string `json:"hostname"` // its EHLO name
+	Pool     string `json:"pool"`
+	Warmup   string `json:"warmup"` // the warm-up schedule
+	// AccountID is the account the IP is dedicated to; "" when shared.
+	AccountID  string     `json:"account_id"`
+	AssignedAt *time.Time `json:"assigned_at"`
+	AddedAt    time.Time  `json:"added_at"`
+}
+
+func ipView(ip storage.IP) IPView {
+	return IPView{Address: ip.Address, Hostname: ip.Hostname, Pool: ip.Pool, Warmup: ip.Warmup,
+		AccountID: ip.AccountID, AssignedAt: ip.AssignedAt, AddedAt: ip.AddedAt}
+}
+
+// IPStatusView is an IP with where it stands in its warm-up today.
+type IPStatusView struct {
+	IPView
+	WarmupDay  int  `json:"warmup_day"`  // 1 on the day it was added
+	WarmupDays int  `json:"warmup_days"` // capped days of its schedule; unlimited after
+	DailyCap   *int `json:"daily_cap"`   // today's cap; nil when unlimited
+	SentToday  int  `json:"sent_today"`  // messages sent from it today (UTC)
+}
+
+func ipStatusView(s IPStatus) IPStatusView {
+	return IPStatusView{IPView: ipView(s.IP), WarmupDay: s.WarmupDay, WarmupDays: s.WarmupDays, DailyCap: s.DailyCap,
+		SentToday: s.SentToday}
+}

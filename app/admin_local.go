@@ -1,0 +1,143 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"mailbolt/storage"
+)
+
+// LocalAdmin does the management commands on App directly: the CLI's when
+// no server runs on the data dir, and the server's behind its socket.
+type LocalAdmin struct{ App *App }
+
+var _ Admin = LocalAdmin{}
+
+func (l LocalAdmin) CreateAccount(in AccountInput) (AccountView, error) {
+	a, err := l.App.CreateAccount(in)
+	if err != nil {
+		return AccountView{}, err
+	}
+	return accountView(a), nil
+}
+
+// ListAccounts lists every account, in id order.
+func (l LocalAdmin) ListAccounts() ([]AccountView, error) {
+	all := []AccountView{}
+	opts := storage.ListOptions{Limit: 500}
+	for {
+		page, res, _, err := l.App.ListAccounts(opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range page {
+			all = append(all, accountView(a))
+		}
+		if !res.HasMore {
+			return all, nil
+		}
+		opts.After = res.Next
+	}
+}
+
+func (l LocalAdmin) CreateKey(in KeyInput) (NewKeyView, error) {
+	k, err := l.App.CreateKey(in)
+	if err != nil {
+		return NewKeyView{}, err
+	}
+	return NewKeyView{Key: keyView(k.Key), Secret: k.Secret}, nil
+}
+
+// ListKeys lists every key of an account, revoked ones included; an
+// unknown account is NOT_FOUND.
+func (l LocalAdmin) ListKeys(accountID string) ([]KeyView, error) {
+	if _, err := l.App.Account(accountID); err != nil {
+		return nil, err
+	}
+	all := []KeyView{}
+	opts := storage.ListOptions{Limit: 500}
+	for {
+		page, res, _, err := l.App.ListKeys(accountID, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range page {
+			all = append(all, keyView(k))
+		}
+		if !res.HasMore {
+			return all, nil
+		}
+		opts.After = res.Next
+	}
+}
+
+// RevokeKey revokes any key: the operator is not bound by a key's scopes.
+func (l LocalAdmin) RevokeKey(keyID string) (KeyView, error) {
+	k, err := l.App.RevokeKey(nil, keyID)
+	if err != nil {
+		return KeyView{}, err
+	}
+	return keyView(k), nil
+}
+
+// Backup checks where the copy goes before writing it, so that a
+// directory that is missing (or is a file) is named in a validation
+// error, not reported as an internal failure of the backup.
+func (l LocalAdmin) Backup(out string) (int64, error) {
+	if out == "" {
+		return 0, Validation("out", "a file to write the backup to is required")
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return 0, Validation("out", err.Error())
+	}
+	dir := filepath.Dir(abs)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, Validation("out", fmt.Sprintf("the directory %s does not exist", dir))
+	case err != nil:
+		return 0, Validation("out", fmt.Sprintf("the directory %s cannot be used: %v", dir, err))
+	case !fi.IsDir():
+		return 0, Validation("out", fmt.Sprintf("%s is not a directory", dir))
+	}
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		return 0, Validation("out", fmt.Sprintf("%s is a directory: name the file to write", abs))
+	}
+	return l.App.DB().Backup(abs)
+}
+
+func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (IPView, error) {
+	ip, err := l.App.AddIP(addr, hostname, pool, warmup)
+	if err != nil {
+		return IPView{}, err
+	}
+	return ipView(ip), nil
+}
+
+func (l LocalAdmin) AssignIP(addr, accountID string) (IPView, error) {
+	ip, err := l.App.AssignIP(addr, accountID)
+	if err != nil {
+		return IPView{}, err
+	}
+	return ipView(ip), nil
+}
+
+func (l LocalAdmin) RemoveIP(addr string) error { return l.App.RemoveIP(addr) }
+
+func (l LocalAdmin) ListIPs() ([]IPStatusView, error) {
+	ips, err := l.App.ListIPs()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]IPStatusView, 0, len(ips))
+	for _, s := range ips {
+		out = append(out, ipStatusView(s))
+	}
+	return out, nil
+}
+
+func (l LocalAdmin) ListPools() ([]PoolSummary, error) { return l.App.ListPools() }

@@ -1,0 +1,75 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mailbolt/storage"
+)
+
+// Where a backup cannot go is the caller's mistake, named in a validation
+// error: the missing directory, a file where a directory should be, a
+// directory where the file should be.
+func TestLocalAdminBackupChecksWhereItGoes(t *testing.T) {
+	a, _ := newTestApp(t)
+	admin := LocalAdmin{App: a}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing", "dir")
+	for _, c := range []struct{ out, want string }{
+		{filepath.Join(missing, "x.db"), "out: the directory " + missing + " does not exist"},
+		{filepath.Join(file, "x.db"), "out: " + file + " is not a directory"},
+		{dir, "out: " + dir + " is a directory: name the file to write"},
+		{"", "out: a file to write the backup to is required"},
+	} {
+		_, err := admin.Backup(c.out)
+		if !HasCode(err, CodeValidation) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("backup to %q: %v, want %q", c.out, err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+		t.Error("the backup created the missing directory")
+	}
+	out := filepath.Join(dir, "ok.db")
+	if n, err := admin.Backup(out); err != nil || n == 0 {
+		t.Fatalf("backup: %d bytes, %v", n, err)
+	}
+	if err := storage.Check(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLocalAdminViews(t *testing.T) {
+	a, _ := newTestApp(t)
+	admin := LocalAdmin{App: a}
+	acct, err := admin.CreateAccount(AccountInput{Name: "Big", Plan: "enterprise", RateLimit: 777})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acct.RateLimit != 777 || acct.BatchSize != Limits(storage.Account{Plan: "enterprise"}).BatchSize {
+		t.Errorf("account limits: %+v", acct)
+	}
+	all, err := admin.ListAccounts()
+	if err != nil || len(all) != 1 || all[0] != acct {
+		t.Errorf("accounts %+v, %v", all, err)
+	}
+	k, err := admin.CreateKey(KeyInput{AccountID: acct.ID, Name: "ci"})
+	if err != nil || k.Secret == "" || !strings.HasPrefix(k.Secret, k.Key.Prefix) || k.Key.Scopes[0] != ScopeAll {
+		t.Fatalf("key %+v, %v", k, err)
+	}
+	revoked, err := admin.RevokeKey(k.Key.ID)
+	if err != nil || revoked.RevokedAt == nil || revoked.ID != k.Key.ID {
+		t.Fatalf("revoked %+v, %v", revoked, err)
+	}
+	if keys, err := admin.ListKeys(acct.ID); err != nil || len(keys) != 1 || keys[0].RevokedAt == nil {
+		t.Errorf("keys %+v, %v", keys, err)
+	}
+	if _, err := admin.ListKeys("nobody"); !HasCode(err, CodeNotFound) {
+		t.Errorf("keys of an unknown account: %v", err)
+	}
+}

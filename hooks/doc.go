@@ -1,0 +1,91 @@
+// Package hooks is the webhook worker: it matches committed events to the
+// webhooks subscribed to them, sends each a signed POST (spec §6), keeps
+// the retry state machine of spec §3 and §6, and checks every address it
+// dials against the Guard. Its failure rules come first.
+//
+// # Answers, retries and retention
+//
+// An answer decides an attempt (Classify): any 2xx delivers; no answer (a
+// network or TLS error, or no status within Timeout) and 408, 429
+// or any 5xx are retried; anything else, 3xx included (redirects are not
+// followed), fails the delivery at once. An address the Guard refuses fails
+// it at once too: every retry would be refused. A panic while sending is
+// recovered, counted (Panics) and taken as an attempt with no answer.
+//
+// Retry n (from 0) waits BaseDelay doubled n times, at most MaxDelay,
+// counted from the end of the failed attempt; a Retry-After on a 429 or
+// 503 replaces that wait, still at most MaxDelay. At most MaxRetries
+// retries follow the first attempt (0: none); a retryable failure with
+// none left fails the delivery. A delivered delivery is kept
+// DeliveredRetention (30 days), a failed one FailedRetention (7 days, in
+// which it can be replayed with a fresh retry budget); then the sweeper
+// removes it. Delivery is at least once: a receiver may get an event twice
+// and deduplicates on its id.
+//
+// # The fresh path: straight from the outbox
+//
+// An event is committed with an outbox entry. When free workers can take
+// all its requests at once, its webhooks' hosts are below PerHost, its
+// envelope is in the history and every signing secret decodes, its
+// requests go out at once with nothing written first: the outbox entry is
+// the durable record that the event still has to be delivered. When its
+// last answer is back, one transaction saves a delivery per webhook, with
+// its one attempt, and removes the entry.
+//
+//   - A crash before that commit leaves the entry: the event is sent again
+//     after the restart, as a first attempt, and the lost requests leave no
+//     trace.
+//   - A webhook deleted while its request was out gets no delivery.
+//   - An event with more matching webhooks than free workers (but no more
+//     than Workers) waits for requests to come back. Any other event goes
+//     the queued path whole: a host at its cap, more matching webhooks than
+//     Workers, an envelope gone from the history, or a secret that cannot
+//     be read. An event no webhook matches just leaves the outbox.
+//   - One dispatcher at a time sends from the outbox: it holds a lease in
+//     storage (meta/outbox_lease) for Timeout plus a minute, renews it when
+//     half over and gives it up when Run returns. A lease Run could not
+//     give up (a failed write) holds the others' fresh sends back until it
+//     runs out; opening the database drops one left by a process that
+//     ended.
+//
+// # The queued path: claimed before sent
+//
+// Retries, replays and the events the fresh path hands over are pending
+// deliveries in the delivery queue, taken earliest due first; due work is
+// claimed before fresh events are taken, unless it waits on a host at its
+// cap. A claim saves an attempt marked Unanswered and moves the
+// delivery's next attempt to a lease of Timeout plus 30 s, all before the
+// request goes out; the answer then replaces that attempt.
+//
+//   - A crash mid-request leaves the attempt Unanswered, and InFlight
+//     reports it until the lease runs out, across the restart too. Then
+//     the next claim counts it as a retryable failure with the error
+//     "interrupted: …" and sends again at once, or fails the delivery when
+//     no retries are left.
+//   - A webhook secret that cannot be read fails the delivery at once, with
+//     an attempt that says why and no request sent; so does an event gone
+//     from the history.
+//   - Deleting a webhook deletes its deliveries; an answer that comes back
+//     for one is dropped.
+//
+// # Shutdown and storage failures
+//
+// When Run's context ends, the requests in flight are cut off and put
+// back, not counted as attempts: a claimed delivery loses its Unanswered
+// attempt and is due at once; a fresh event's cut-off request becomes a
+// pending delivery with no attempt. Answers already back are saved in the
+// same last write. If that write fails, Run returns the error, and what it
+// held is handled as after a crash.
+//
+// Answers are saved in the background, one write at a time holding every
+// answer since the previous one, so sending goes on while a commit waits
+// for its fsync. A write that fails is logged and tried again with the
+// same answers a second later; fresh sending pauses until then, and the
+// answered requests are not sent again unless the process stops before a
+// write succeeds. A failed read is logged, and the loop goes on with what
+// it read.
+//
+// Options.Now is the one clock: attempt times, signature timestamps,
+// latencies, leases, due times and retry delays are read from it. Waits
+// are real timers, set to durations computed on it.
+package hooks

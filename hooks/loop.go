@@ -1,0 +1,243 @@
+package hooks
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"mailbolt/storage"
+)
+
+// loop is one Run of the dispatcher: the requests in flight, the answers
+// waiting to be saved, and the one background write at a time. Its methods
+// run on Run's goroutine only, except the sends and the write they start.
+type loop struct {
+	d         *Dispatcher
+	sendCtx   context.Context // cancelled at shutdown: cuts requests off
+	stopSends context.CancelFunc
+	results   chan result   // answers of the requests in flight
+	wrote     chan writeOut // the end of the running write
+	wg        sync.WaitGroup
+	timer     *time.Timer
+
+	inflight int
+	perHost  map[string]int         // requests in flight per host
+	fresh    map[uint64]*freshEvent // fresh events with requests still out
+	cursor   uint64                 // outbox entries up to here are taken
+	outbox   outboxLease
+
+	batch   []result              // queued deliveries' answers to save
+	ready   []*freshEvent         // fresh events to save
+	toQueue []storage.OutboxEntry // outbox entries to queue or drop
+
+	writing    bool      // a write is running
+	claiming   bool      // ... and it claims from the queue
+	kicked     bool      // a kick came while a write was running
+	canClaim   bool      // false while due work waits on busy hosts
+	writeAfter time.Time // after a failed write
+}
+
+func (d *Dispatcher) newLoop() *loop {
+	sendCtx, stopSends := context.WithCancel(context.Background())
+	return &loop{
+		d: d, sendCtx: sendCtx, stopSends: stopSends,
+		results:  make(chan result, d.opts.Workers),
+		wrote:    make(chan writeOut, 1),
+		timer:    time.NewTimer(time.Hour),
+		perHost:  map[string]int{},
+		fresh:    map[uint64]*freshEvent{},
+		outbox:   newOutboxLease(d),
+		canClaim: true,
+	}
+}
+
+// run is Run's loop: start the next write when none runs, send fresh
+// events while workers are free, then wait for whatever comes first.
+func (l *loop) run(ctx context.Context) error {
+	for {
+		wait := l.maybeWrite(l.d.opts.Poll)
+		wait = l.sendFresh(wait)
+		if len(l.toQueue) > 0 && !l.writing && l.d.now().After(l.writeAfter) {
+			wait = 0
+		}
+		l.timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return l.shutdown()
+		case <-l.d.kick:
+			l.canClaim, l.kicked = true, true
+		case <-l.timer.C:
+			l.canClaim = true
+		case w := <-l.wrote:
+			l.finishWrite(w, true)
+		case r := <-l.results:
+			l.settle(r)
+			l.drainResults()
+			l.canClaim = true
+		}
+	}
+}
+
+// maybeWrite starts a write when none runs and there is something to save
+// or due work to claim (queued work goes before fresh events). It returns
+// wait, shortened to when the next queued delivery falls due or the next
+// write may be tried after a failed one.
+func (l *loop) maybeWrite(wait time.Duration) time.Duration {
+	if l.writing {
+		return wait
+	}
+	if now := l.d.now(); !now.After(l.writeAfter) {
+		return min(wait, l.writeAfter.Sub(now))
+	}
+	in := writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}
+	var due time.Time
+	var queued bool
+	if err := l.d.db.View(func(tx *storage.Tx) error { due, queued = tx.NextDeliveryDue(); return nil }); err != nil {
+		// Nothing is claimed this time; what waits to be saved still is.
+		l.d.opts.Logger.Error("webhook queue", "err", err)
+		queued = false
+	}
+	now := l.d.now()
+	if l.inflight == 0 {
+		l.canClaim = true // no busy host can hold anything back
+	}
+	if free := l.d.opts.Workers - l.inflight; free > 0 && queued {
+		if due.After(now) {
+			wait = min(wait, max(time.Millisecond, due.Sub(now)))
+		} else if l.canClaim {
+			in.claim, in.perHost = free, maps.Clone(l.perHost)
+		}
+	}
+	if in.claim > 0 || len(in.results)+len(in.fresh)+len(in.queue) > 0 {
+		l.batch, l.ready, l.toQueue = nil, nil, nil
+		l.startWrite(in)
+	}
+	return wait
+}
+
+// sendFresh takes events from the outbox and sends them while workers are
+// free, no write claims from the queue, what waits to be saved or queued
+// is within its bounds, and no write failed in the last writeRetry.
+func (l *loop) sendFresh(wait time.Duration) time.Duration {
+	free := l.d.opts.Workers - l.inflight
+	unsaved := len(l.batch) + len(l.ready)
+	if free <= 0 || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
+		l.d.now().Before(l.writeAfter) || !l.outbox.own() {
+		return wait
+	}
+	jobs, events, queue, last, more, err := l.d.take(l.cursor, free, l.perHost)
+	if err != nil {
+		l.d.opts.Logger.Error("webhook outbox", "err", err)
+		more = false
+	}
+	l.cursor = last
+	for _, ev := range events {
+		l.fresh[ev.seq] = ev
+	}
+	l.toQueue = append(l.toQueue, queue...)
+	l.launch(jobs)
+	if more && l.inflight < l.d.opts.Workers && len(l.toQueue) < queueBatch {
+		wait = 0
+	}
+	return wait
+}
+
+// shutdown cuts the requests in flight off, waits for them and for the
+// running write, and saves what is left: answers, and cut-off requests put
+// back in the queue.
+func (l *loop) shutdown() error {
+	l.stopSends()
+	if l.writing {
+		l.finishWrite(<-l.wrote, false)
+	}
+	go func() { l.wg.Wait(); close(l.results) }()
+	for r := range l.results {
+		l.settle(r)
+	}
+	if len(l.batch)+len(l.ready)+len(l.toQueue) == 0 {
+		return nil
+	}
+	if _, err := l.d.write(writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}); err != nil {
+		return fmt.Errorf("save the answers at shutdown: %w", err)
+	}
+	return nil
+}
+
+func (l *loop) launch(jobs []job) {
+	for _, j := range jobs {
+		l.inflight++
+		l.perHost[j.host]++
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			l.results <- l.d.safeSend(l.sendCtx, j)
+		}()
+	}
+}
+
+// settle takes an answer off the books and files it for saving.
+func (l *loop) settle(r result) {
+	l.inflight--
+	if l.perHost[r.job.host]--; l.perHost[r.job.host] <= 0 {
+		delete(l.perHost, r.job.host)
+	}
+	if !r.job.fresh {
+		l.batch = append(l.batch, r)
+		return
+	}
+	ev := l.fresh[r.job.seq]
+	ev.results = append(ev.results, r)
+	if ev.left--; ev.left == 0 {
+		delete(l.fresh, ev.seq)
+		l.ready = append(l.ready, ev)
+	}
+}
+
+// drainResults settles every answer already waiting.
+func (l *loop) drainResults() {
+	for {
+		select {
+		case r := <-l.results:
+			l.settle(r)
+		default:
+			return
+		}
+	}
+}
+
+func (l *loop) startWrite(in writeIn) {
+	l.writing, l.claiming, l.kicked = true, in.claim > 0, false
+	go func() {
+		jobs, err := l.d.write(in)
+		l.wrote <- writeOut{in: in, jobs: jobs, err: err}
+	}()
+}
+
+// finishWrite handles the end of a write; launchJobs is false at shutdown,
+// when claimed jobs are put back instead of sent.
+func (l *loop) finishWrite(w writeOut, launchJobs bool) {
+	l.writing, l.claiming = false, false
+	if w.err != nil {
+		l.d.opts.Logger.Error("webhook delivery write", "err", w.err)
+		l.batch = append(w.in.results, l.batch...)
+		l.ready = append(w.in.fresh, l.ready...)
+		l.toQueue = append(w.in.queue, l.toQueue...)
+		l.writeAfter = l.d.now().Add(writeRetry)
+		return
+	}
+	if w.in.claim > 0 && len(w.jobs) < w.in.claim && !l.kicked {
+		// What is due now waits on busy hosts: the next answer, not
+		// a timer, frees them. (A kick meanwhile may have queued
+		// work the claim did not see.)
+		l.canClaim = false
+	}
+	if launchJobs {
+		l.launch(w.jobs)
+		return
+	}
+	for _, j := range w.jobs {
+		l.batch = append(l.batch, result{job: j, aborted: true})
+	}
+}
