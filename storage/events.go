@@ -266,14 +266,14 @@ func (tx *Tx) LeaseOutbox(holder string, now, until time.Time) bool {
 // released its lease leaves none, and costs no commit here.
 func voidOutboxLease(db *bolt.DB) error {
 	var found bool
-	db.View(func(btx *bolt.Tx) error {
+	err := db.View(func(btx *bolt.Tx) error {
 		if b := btx.Bucket(bucketMeta); b != nil {
 			_, _, found = outboxLease(b)
 		}
 		return nil
 	})
-	if !found {
-		return nil
+	if err != nil || !found {
+		return err
 	}
 	return db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Delete(keyOutboxLease) })
 }
