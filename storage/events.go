@@ -47,6 +47,7 @@ func (tx *Tx) AppendEvent(ev Event) error {
 		if err := out.Put(putU64(seq), key); err != nil {
 			return err
 		}
+		tx.changed |= OutboxWritten
 	}
 	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
 		return err

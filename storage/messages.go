@@ -159,7 +159,7 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
 		}
 	}
 	if m.QueueAt != nil {
-		if err := q.Put(queueKey(*m.QueueAt, m.ID), []byte(m.AccountID)); err != nil {
+		if err := tx.fileQueued(bucketMessageQueue, MessageQueueWritten, *m.QueueAt, oldQueue, m.ID, []byte(m.AccountID)); err != nil {
 			return err
 		}
 	}
