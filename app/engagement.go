@@ -154,9 +154,6 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 		a.log.Error("recording an open failed", "err", err)
 		return false
 	}
-	if recorded {
-		a.EventsCommitted()
-	}
 	return recorded
 }
 
@@ -209,7 +206,6 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, err e
 	if url == "" {
 		return "", NotFound("link")
 	}
-	a.EventsCommitted()
 	return url, nil
 }
 
@@ -248,9 +244,8 @@ func (a *App) Unsubscribe(token, method string) (email string, err error) {
 
 func (a *App) unsubscribe(t linkToken, method string) (email string, err error) {
 	now := a.Now()
-	emitted := false
 	err = a.db.Update(func(tx *storage.Tx) error {
-		email, emitted = "", false
+		email = ""
 		m, found := tokenMessage(tx, t)
 		if !found || t.index >= len(m.Recipients) {
 			return nil
@@ -272,7 +267,6 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, err error) 
 		if m.CampaignID != "" {
 			lists = append(lists, m.CampaignID)
 		}
-		emitted = true
 		return a.appendMessageEvent(tx, m, EventUnsubscribed, r.Email, now, unsubscribedData{Email: r.Email,
 			UnsubscribedAt: now.Format(time.RFC3339Nano), Reason: "unsubscribe", Method: method, ListIDs: lists},
 			storage.StatUnsubscribed)
@@ -282,9 +276,6 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, err error) 
 	}
 	if email == "" {
 		return "", NotFound("unsubscribe link")
-	}
-	if emitted {
-		a.EventsCommitted()
 	}
 	return email, nil
 }
