@@ -41,12 +41,12 @@ func TestDomainIndexesAndSchedule(t *testing.T) {
 	})
 	// Moving a check moves its schedule entry; deleting removes everything.
 	db.Update(func(tx *Tx) error {
-		d, _ := tx.Domain("d1")
+		d, _ := tx.Domain("a", "d1")
 		d.NextCheckAt = at(10)
 		if err := tx.UpdateDomain(d); err != nil {
 			return err
 		}
-		return tx.DeleteDomain("d2")
+		return tx.DeleteDomain("a", "d2")
 	})
 	db.View(func(tx *Tx) error {
 		if got := tx.DueDomainChecks(*at(5), 10); len(got) != 1 || got[0] != "d3" {
