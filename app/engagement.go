@@ -131,7 +131,10 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 		if !ok {
 			return nil
 		}
-		e := tx.Engagement(m.ID)
+		e, err := tx.Engagement(m.AccountID, m.ID)
+		if err != nil {
+			return err
+		}
 		e.Opens++
 		first := e.FirstOpenAt == nil
 		if first {
@@ -173,11 +176,14 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, err e
 		if !ok {
 			return nil
 		}
-		target, err := tx.Link(m.ID, t.index)
+		target, err := tx.Link(m.AccountID, m.ID, t.index)
 		if err != nil {
 			return nil
 		}
-		e := tx.Engagement(m.ID)
+		e, err := tx.Engagement(m.AccountID, m.ID)
+		if err != nil {
+			return err
+		}
 		e.Clicks++
 		for len(e.LinkClicks) <= t.index {
 			e.LinkClicks = append(e.LinkClicks, 0)
@@ -290,7 +296,7 @@ func (a *App) LinkTarget(token string) (string, error) {
 	var url string
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		url, err = tx.Link(t.messageID, t.index)
+		url, err = tx.Link(t.accountID, t.messageID, t.index)
 		return err
 	})
 	return url, storageErr(err, "link")

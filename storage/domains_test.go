@@ -82,8 +82,8 @@ func TestTemplateVersionsAreImmutable(t *testing.T) {
 		return tx.PutTemplate(tpl, TemplateVersion{TemplateID: "t1", Version: 2, Subject: "two"})
 	})
 	db.View(func(tx *Tx) error {
-		v, _ := tx.TemplateVersion("t1", 1)
-		list, _, _ := tx.TemplateVersions("t1", ListOptions{Limit: 10})
+		v, _ := tx.TemplateVersion("a", "t1", 1)
+		list, _, _ := tx.TemplateVersions("a", "t1", ListOptions{Limit: 10})
 		if v.Subject != "one" || len(list) != 2 || list[0].Version != 2 || tx.TemplateCount("a") != 1 {
 			t.Errorf("v1=%q versions=%v count=%d", v.Subject, list, tx.TemplateCount("a"))
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // TestTenantGettersKeepAccountsApart: every getter of a tenant's record
@@ -15,7 +16,20 @@ func TestTenantGettersKeepAccountsApart(t *testing.T) {
 		if err := tx.InsertAPIKey(APIKey{ID: "k1", AccountID: "a1", Name: "ci", Hash: []byte("h1")}); err != nil {
 			return err
 		}
-		return tx.InsertDomain(Domain{ID: "d1", AccountID: "a1", Name: "one.test", Status: DomainPending})
+		if err := tx.InsertDomain(Domain{ID: "d1", AccountID: "a1", Name: "one.test", Status: DomainPending}); err != nil {
+			return err
+		}
+		if err := tx.PutTemplate(Template{ID: "t1", AccountID: "a1", Version: 1}, TemplateVersion{TemplateID: "t1", Version: 1}); err != nil {
+			return err
+		}
+		m := Message{ID: "m1", AccountID: "a1", Status: "delivered", ExpiresAt: time.Now().Add(time.Hour)}
+		if err := tx.InsertMessage(m, MessageContent{Subject: "hi"}, []byte("Subject: hi\r\n\r\nhello")); err != nil {
+			return err
+		}
+		if err := tx.PutLinks("m1", []string{"https://one.test/"}); err != nil {
+			return err
+		}
+		return tx.PutEngagement("m1", Engagement{Opens: 1})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +42,11 @@ func TestTenantGettersKeepAccountsApart(t *testing.T) {
 		}{
 			{"APIKey", second(tx.APIKey("a2", "k1"))},
 			{"Domain", second(tx.Domain("a2", "d1"))},
+			{"TemplateVersion", second(tx.TemplateVersion("a2", "t1", 1))},
+			{"TemplateVersions", third(tx.TemplateVersions("a2", "t1", ListOptions{Limit: 10}))},
+			{"MessageContent", second(tx.MessageContent("a2", "m1"))},
+			{"Link", second(tx.Link("a2", "m1", 0))},
+			{"Engagement", second(tx.Engagement("a2", "m1"))},
 		} {
 			if !errors.Is(c.err, ErrNotFound) {
 				t.Errorf("%s of another account: %v, want ErrNotFound", c.what, c.err)
@@ -42,10 +61,25 @@ func TestTenantGettersKeepAccountsApart(t *testing.T) {
 			{"APIKeyByHash", first(tx.APIKeyByHash([]byte("h1"))).ID, nil},
 			{"Domain", first(tx.Domain("a1", "d1")).ID, nil},
 			{"DomainByID", first(tx.DomainByID("d1")).ID, nil},
+			{"TemplateVersion", first(tx.TemplateVersion("a1", "t1", 1)).TemplateID, nil},
+			{"MessageContent", first(tx.MessageContent("a1", "m1")).Subject, nil},
+			{"Link", first(tx.Link("a1", "m1", 0)), nil},
 		} {
 			if c.id == "" {
 				t.Errorf("%s of the owner found nothing", c.what)
 			}
+		}
+		if raw := tx.MessageRaw("a2", "m1"); raw != nil {
+			t.Errorf("MessageRaw of another account: %q", raw)
+		}
+		if raw := tx.MessageRaw("a1", "m1"); raw == nil {
+			t.Error("MessageRaw of the owner found nothing")
+		}
+		if list, _, err := tx.TemplateVersions("a1", "t1", ListOptions{Limit: 10}); err != nil || len(list) != 1 {
+			t.Errorf("TemplateVersions of the owner: %v, %v", list, err)
+		}
+		if e, err := tx.Engagement("a1", "m1"); err != nil || e.Opens != 1 {
+			t.Errorf("Engagement of the owner: %+v, %v", e, err)
 		}
 		return nil
 	})
@@ -79,5 +113,6 @@ func TestTenantGettersKeepAccountsApart(t *testing.T) {
 	})
 }
 
-func first[T any](v T, _ error) T        { return v }
-func second[T any](_ T, err error) error { return err }
+func first[T any](v T, _ error) T               { return v }
+func second[T any](_ T, err error) error        { return err }
+func third[T, U any](_ T, _ U, err error) error { return err }
