@@ -522,7 +522,7 @@ func benchSetup(a *app.App, db *storage.DB, alg string) (string, storage.Domain,
 	// Verified as applyVerdict would after a complete DNS check: the key
 	// is activated and the domain may send.
 	err := db.Update(func(tx *storage.Tx) error {
-		cur, err := tx.Domain(d.ID)
+		cur, err := tx.Domain(d.AccountID, d.ID)
 		if err != nil {
 			return err
 		}

@@ -172,7 +172,20 @@ func New(db *storage.DB, opts Options) (*App, error) {
 	if a.queue, err = queue.New(db, qo); err != nil {
 		return nil, err
 	}
+	db.AfterCommit(a.wake)
 	return a, nil
+}
+
+// wake is the one after-commit hook: it wakes the worker that waits for
+// what a commit filed, whichever use case or worker wrote it. The App lives
+// as long as its database, so the hook is never removed.
+func (a *App) wake(c storage.Change) {
+	if c&(storage.OutboxWritten|storage.WebhookQueueWritten) != 0 {
+		a.hooks.Kick()
+	}
+	if c&storage.MessageQueueWritten != 0 {
+		a.queue.Kick()
+	}
 }
 
 // minServerSecret is the shortest server secret accepted: migration 7

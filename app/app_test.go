@@ -302,7 +302,7 @@ func TestWorkersStopAndDoNotPanic(t *testing.T) {
 	for {
 		var used *time.Time
 		a.db.View(func(tx *storage.Tx) error {
-			got, _ := tx.APIKey(k.Key.ID)
+			got, _ := tx.APIKey(acct.ID, k.Key.ID)
 			used = got.LastUsedAt
 			return nil
 		})

@@ -19,7 +19,7 @@ func (a *App) CheckDueDomains(ctx context.Context) (int, error) {
 		err := a.db.Update(func(tx *storage.Tx) error {
 			claimed = claimed[:0]
 			for _, id := range tx.DueDomainChecks(now, 20) {
-				d, err := tx.Domain(id)
+				d, err := tx.DomainByID(id)
 				if err != nil {
 					continue
 				}

@@ -106,10 +106,7 @@ func (a *App) Domain(accountID, id string) (storage.Domain, error) {
 	var d storage.Domain
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		d, err = tx.Domain(id)
-		if err == nil && d.AccountID != accountID {
-			return storage.ErrNotFound
-		}
+		d, err = tx.Domain(accountID, id)
 		return err
 	})
 	return d, storageErr(err, "domain")
@@ -128,13 +125,7 @@ func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []st
 
 // DeleteDomain removes a domain; its DKIM keys are destroyed with it.
 func (a *App) DeleteDomain(accountID, id string) error {
-	err := a.db.Update(func(tx *storage.Tx) error {
-		d, err := tx.Domain(id)
-		if err != nil || d.AccountID != accountID {
-			return storage.ErrNotFound
-		}
-		return tx.DeleteDomain(id)
-	})
+	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteDomain(accountID, id) })
 	return storageErr(err, "domain")
 }
 
@@ -155,7 +146,7 @@ func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, error) {
 	}
 	err := a.db.Update(func(tx *storage.Tx) error {
 		var err error
-		if d, err = tx.Domain(id); err != nil {
+		if d, err = tx.Domain(accountID, id); err != nil {
 			return err
 		}
 		now := a.Now()
@@ -280,7 +271,7 @@ func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, err
 
 	var result storage.Domain
 	err := a.db.Update(func(tx *storage.Tx) error {
-		cur, err := tx.Domain(d.ID)
+		cur, err := tx.Domain(d.AccountID, d.ID)
 		if err != nil {
 			return err
 		}

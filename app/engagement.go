@@ -131,7 +131,10 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 		if !ok {
 			return nil
 		}
-		e := tx.Engagement(m.ID)
+		e, err := tx.Engagement(m.AccountID, m.ID)
+		if err != nil {
+			return err
+		}
 		e.Opens++
 		first := e.FirstOpenAt == nil
 		if first {
@@ -154,9 +157,6 @@ func (a *App) RecordOpen(token string, client ClientContext) bool {
 		a.log.Error("recording an open failed", "err", err)
 		return false
 	}
-	if recorded {
-		a.EventsCommitted()
-	}
 	return recorded
 }
 
@@ -176,11 +176,14 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, err e
 		if !ok {
 			return nil
 		}
-		target, err := tx.Link(m.ID, t.index)
+		target, err := tx.Link(m.AccountID, m.ID, t.index)
 		if err != nil {
 			return nil
 		}
-		e := tx.Engagement(m.ID)
+		e, err := tx.Engagement(m.AccountID, m.ID)
+		if err != nil {
+			return err
+		}
 		e.Clicks++
 		for len(e.LinkClicks) <= t.index {
 			e.LinkClicks = append(e.LinkClicks, 0)
@@ -209,7 +212,6 @@ func (a *App) RecordClick(token string, client ClientContext) (url string, err e
 	if url == "" {
 		return "", NotFound("link")
 	}
-	a.EventsCommitted()
 	return url, nil
 }
 
@@ -248,9 +250,8 @@ func (a *App) Unsubscribe(token, method string) (email string, err error) {
 
 func (a *App) unsubscribe(t linkToken, method string) (email string, err error) {
 	now := a.Now()
-	emitted := false
 	err = a.db.Update(func(tx *storage.Tx) error {
-		email, emitted = "", false
+		email = ""
 		m, found := tokenMessage(tx, t)
 		if !found || t.index >= len(m.Recipients) {
 			return nil
@@ -272,7 +273,6 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, err error) 
 		if m.CampaignID != "" {
 			lists = append(lists, m.CampaignID)
 		}
-		emitted = true
 		return a.appendMessageEvent(tx, m, EventUnsubscribed, r.Email, now, unsubscribedData{Email: r.Email,
 			UnsubscribedAt: now.Format(time.RFC3339Nano), Reason: "unsubscribe", Method: method, ListIDs: lists},
 			storage.StatUnsubscribed)
@@ -282,9 +282,6 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, err error) 
 	}
 	if email == "" {
 		return "", NotFound("unsubscribe link")
-	}
-	if emitted {
-		a.EventsCommitted()
 	}
 	return email, nil
 }
@@ -299,7 +296,7 @@ func (a *App) LinkTarget(token string) (string, error) {
 	var url string
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		url, err = tx.Link(t.messageID, t.index)
+		url, err = tx.Link(t.accountID, t.messageID, t.index)
 		return err
 	})
 	return url, storageErr(err, "link")

@@ -39,15 +39,7 @@ func (a *App) RecordEvent(accountID string, test bool, typ string, data any) (st
 	if err := a.db.Update(func(tx *storage.Tx) error { return tx.AppendEvent(ev) }); err != nil {
 		return ev, err
 	}
-	a.EventsCommitted()
 	return ev, nil
-}
-
-// EventsCommitted tells webhook delivery that new events are in the store.
-func (a *App) EventsCommitted() {
-	if a.hooks != nil {
-		a.hooks.Kick()
-	}
 }
 
 // appendMessageEvent records one event about message m (and recipient

@@ -154,9 +154,7 @@ func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
 func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error)) error {
 	a := in.a
 	now := a.Now()
-	changed := false
-	err := a.db.Update(func(tx *storage.Tx) error {
-		changed = false
+	return a.db.Update(func(tx *storage.Tx) error {
 		if id == "" {
 			return errUnmatched
 		}
@@ -168,15 +166,11 @@ func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Mess
 		if err != nil {
 			return errUnmatched
 		}
-		if changed, err = fn(tx, &m, now); err != nil || !changed {
+		if changed, err := fn(tx, &m, now); err != nil || !changed {
 			return err
 		}
 		return tx.UpdateMessage(m)
 	})
-	if err == nil && changed {
-		a.EventsCommitted()
-	}
-	return err
 }
 
 // bounces records the failed recipients of a DSN. Delayed, delivered and

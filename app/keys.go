@@ -112,10 +112,7 @@ func (a *App) Key(accountID, keyID string) (storage.APIKey, error) {
 	var k storage.APIKey
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		k, err = tx.APIKey(keyID)
-		if err == nil && k.AccountID != accountID {
-			return storage.ErrNotFound
-		}
+		k, err = tx.APIKey(accountID, keyID)
 		return err
 	})
 	return k, storageErr(err, "api key")
@@ -129,8 +126,12 @@ func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, error) {
 	var k storage.APIKey
 	err := a.db.Update(func(tx *storage.Tx) error {
 		var err error
-		k, err = tx.APIKey(keyID)
-		if err != nil || (by != nil && k.AccountID != by.Account.ID) {
+		if by != nil {
+			k, err = tx.APIKey(by.Account.ID, keyID)
+		} else {
+			k, err = tx.APIKeyByID(keyID)
+		}
+		if err != nil {
 			return NotFound("api key")
 		}
 		if by != nil && by.Key.Test && !k.Test {
@@ -226,7 +227,7 @@ func (a *App) runKeyUsage(ctx context.Context) {
 		case id := <-a.usage:
 			now := a.Now()
 			err := a.db.Update(func(tx *storage.Tx) error {
-				k, err := tx.APIKey(id)
+				k, err := tx.APIKeyByID(id)
 				if err != nil {
 					return nil
 				}

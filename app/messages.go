@@ -466,7 +466,5 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 	if err != nil {
 		return nil, storageErr(err, "message")
 	}
-	a.EventsCommitted()
-	a.queue.Kick()
 	return out, nil
 }

@@ -24,7 +24,7 @@ func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageC
 		if m.Test != p.Key.Test {
 			return storage.ErrNotFound
 		}
-		c, err = tx.MessageContent(id)
+		c, err = tx.MessageContent(p.Account.ID, id)
 		return err
 	})
 	if e := storageErr(err, "message"); e != nil {

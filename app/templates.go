@@ -148,7 +148,7 @@ func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Te
 		if t, err = tx.Template(accountID, id); err != nil {
 			return err
 		}
-		if v, err = tx.TemplateVersion(id, t.Version); err != nil {
+		if v, err = tx.TemplateVersion(accountID, id, t.Version); err != nil {
 			return err
 		}
 		applyInput(&v, in)
@@ -177,7 +177,7 @@ func (a *App) Template(accountID, id string, version int) (storage.Template, sto
 		if version == 0 {
 			version = t.Version
 		}
-		if v, err = tx.TemplateVersion(id, version); err != nil {
+		if v, err = tx.TemplateVersion(accountID, id, version); err != nil {
 			return NotFound(fmt.Sprintf("version %d of the template", version))
 		}
 		return nil
@@ -203,7 +203,7 @@ func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (
 		if err != nil {
 			return err
 		}
-		list, res, err = tx.TemplateVersions(id, opts)
+		list, res, err = tx.TemplateVersions(accountID, id, opts)
 		total = t.Version
 		return err
 	})

@@ -218,11 +218,7 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 		d.NextAttemptAt = &now
 		return tx.UpdateDelivery(d)
 	})
-	if e := storageErr(err, "delivery"); e != nil {
-		return d, e
-	}
-	a.EventsCommitted()
-	return d, nil
+	return d, storageErr(err, "delivery")
 }
 
 // DeliveryInFlight reports whether d's last attempt is a request still

@@ -40,38 +40,51 @@ func (tx *Tx) InsertAPIKey(k APIKey) error {
 	return tx.addCount(collectionAPIKeys, k.AccountID, 1)
 }
 
-// UpdateAPIKey replaces the mutable fields of an existing key (name, last
-// use, revocation). The hash and account never change.
+// UpdateAPIKey replaces the mutable fields of an existing key of
+// k.AccountID (name, last use, revocation); ErrNotFound when that account
+// has no such key. The hash never changes.
 func (tx *Tx) UpdateAPIKey(k APIKey) error {
-	old, err := tx.APIKey(k.ID)
+	old, err := tx.APIKey(k.AccountID, k.ID)
 	if err != nil {
 		return err
 	}
-	k.Hash, k.AccountID = old.Hash, old.AccountID
+	k.Hash = old.Hash
 	return putJSON(tx.bucket(bucketAPIKeys), []byte(k.ID), k)
 }
 
-// APIKey reads a key by id.
-func (tx *Tx) APIKey(id string) (APIKey, error) {
+// APIKey reads one of an account's keys; another account's is ErrNotFound.
+func (tx *Tx) APIKey(accountID, id string) (APIKey, error) {
+	k, err := tx.APIKeyByID(id)
+	if err == nil && k.AccountID != accountID {
+		return APIKey{}, ErrNotFound
+	}
+	return k, err
+}
+
+// APIKeyByID reads a key of any account: for the operator (keys revoke
+// KEY_ID) and for bookkeeping on a key already authenticated, never for a
+// request made on behalf of a tenant.
+func (tx *Tx) APIKeyByID(id string) (APIKey, error) {
 	var k APIKey
 	err := getJSON(tx.bucket(bucketAPIKeys), []byte(id), &k)
 	return k, err
 }
 
-// APIKeyByHash finds the key whose secret hashes to hash.
+// APIKeyByHash finds the key whose secret hashes to hash, of whichever
+// account: this is how a request's account is found (authentication).
 func (tx *Tx) APIKeyByHash(hash []byte) (APIKey, error) {
 	id := tx.bucket(bucketAPIKeyHashes).Get(hash)
 	if id == nil {
 		return APIKey{}, ErrNotFound
 	}
-	return tx.APIKey(string(id))
+	return tx.APIKeyByID(string(id))
 }
 
 // APIKeys lists an account's keys, oldest first.
 func (tx *Tx) APIKeys(accountID string, opts ListOptions) ([]APIKey, ListResult, error) {
 	var out []APIKey
 	res, err := scan(tx.bucket(bucketAPIKeysByAccount), prefix(accountID), opts, func(k, _ []byte) error {
-		key, err := tx.APIKey(string(k))
+		key, err := tx.APIKeyByID(string(k))
 		if err != nil {
 			return err
 		}

@@ -67,6 +67,7 @@ func (db *DB) commitLoop() {
 func (db *DB) commitBatch(batch []*op) {
 	for len(batch) > 0 {
 		failed, failErr := -1, error(nil)
+		var changed Change
 		err := db.bolt.Update(func(btx *bolt.Tx) error {
 			tx := &Tx{btx: btx}
 			for i, o := range batch {
@@ -75,6 +76,7 @@ func (db *DB) commitBatch(batch []*op) {
 					return errRollback
 				}
 			}
+			changed = tx.changed
 			return nil
 		})
 		if failed >= 0 {
@@ -84,6 +86,9 @@ func (db *DB) commitBatch(batch []*op) {
 		}
 		if err == nil {
 			db.commits.Add(1)
+			// On disk now: wake whoever waits for what the batch filed,
+			// before its callers hear that it is done.
+			db.runAfterCommit(changed)
 		}
 		for _, o := range batch {
 			o.done <- err

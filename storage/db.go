@@ -45,6 +45,9 @@ type DB struct {
 	closed   bool
 	finished chan struct{}
 	commits  atomic.Int64 // transactions committed by the committer
+
+	hookMu sync.Mutex
+	hooks  []*afterCommit // replaced, never changed in place (see AfterCommit)
 }
 
 // Open opens (creating if needed) the database in dataDir and brings its

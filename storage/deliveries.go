@@ -141,7 +141,11 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery, counts deliveryCounts) er
 		counts.add(collectionDeliveries+"_"+d.Status, d.WebhookID, 1)
 	}
 	if d.NextAttemptAt != nil {
-		if err := queue.Put(queueKey(*d.NextAttemptAt, d.ID), []byte(d.WebhookID)); err != nil {
+		var was *time.Time
+		if old != nil {
+			was = old.NextAttemptAt
+		}
+		if err := tx.fileQueued(bucketDeliveryQueue, WebhookQueueWritten, *d.NextAttemptAt, was, d.ID, []byte(d.WebhookID)); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,7 @@
 //	template_versions/
 //	    <template_id>·<u64 version> -> TemplateVersion (JSON; immutable)
 //	events/                                        (schema v4)
-//	    <account_id>·<event_id>   -> Event (JSON; event ids are UUIDv7: time order)
+//	    <account_id>·<event_id>   -> Event (JSON, without its envelope; event ids are UUIDv7: time order)
 //	event_bodies/
 //	    <account_id>·<event_id>   -> the envelope bytes webhooks deliver, exactly as signed
 //	event_outbox/
@@ -95,4 +95,21 @@
 // record they describe. Writes go through DB.Update, which groups concurrent
 // callers into one bbolt commit (group commit) and returns only after that
 // commit is on disk.
+//
+// After-commit hooks (DB.AfterCommit) are told what each commit filed for
+// the workers, as a Change derived from the writes: an event in
+// event_outbox, or an entry in delivery_queue or message_queue that is new
+// or due sooner than before (a claim, which moves an entry later, is not).
+// They run once the commit's fsync has returned and before its callers'
+// Update returns, and never for a unit of work that was rolled back; the
+// server's one hook wakes the webhook sender and the delivery queue.
+//
+// Every getter of a tenant's record takes (accountID, id) and reports
+// ErrNotFound for another account's record. Records kept by their own id
+// alone are checked against their owner first: api_keys and domains against
+// the record's account, message_content, message_raw, message_links and
+// engagement against message_owner, template_versions against templates.
+// Lookups that cross tenants have their own names (APIKeyByHash, APIKeyByID,
+// DomainByID, WebhookByID, MessageOwner) and serve authentication, the
+// operator and the workers, never a request made for a tenant.
 package storage

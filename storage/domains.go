@@ -64,14 +64,15 @@ func (tx *Tx) InsertDomain(d Domain) error {
 	return tx.addCount(collectionDomains, d.AccountID, 1)
 }
 
-// UpdateDomain replaces a stored domain and moves its place in the re-check
-// schedule.
+// UpdateDomain replaces a stored domain of d.AccountID and moves its place
+// in the re-check schedule; ErrNotFound when that account has no such
+// domain. The name never changes.
 func (tx *Tx) UpdateDomain(d Domain) error {
-	old, err := tx.Domain(d.ID)
+	old, err := tx.Domain(d.AccountID, d.ID)
 	if err != nil {
 		return err
 	}
-	d.AccountID, d.Name = old.AccountID, old.Name
+	d.Name = old.Name
 	return tx.putDomain(d, old.NextCheckAt)
 }
 
@@ -107,8 +108,20 @@ func scheduleKey(at time.Time, id string) []byte {
 	return append(putU64(uint64(at.UnixNano())), id...)
 }
 
-// Domain reads a domain by id.
-func (tx *Tx) Domain(id string) (Domain, error) {
+// Domain reads one of an account's domains; another account's is
+// ErrNotFound.
+func (tx *Tx) Domain(accountID, id string) (Domain, error) {
+	d, err := tx.DomainByID(id)
+	if err == nil && d.AccountID != accountID {
+		return Domain{}, ErrNotFound
+	}
+	return d, err
+}
+
+// DomainByID reads a domain of any account: for the re-check scheduler,
+// which finds domains by their place in domain_schedule, never for a
+// request made on behalf of a tenant.
+func (tx *Tx) DomainByID(id string) (Domain, error) {
 	var d Domain
 	err := getJSON(tx.bucket(bucketDomains), []byte(id), &d)
 	return d, err
@@ -120,14 +133,14 @@ func (tx *Tx) DomainByName(accountID, name string) (Domain, error) {
 	if id == nil {
 		return Domain{}, ErrNotFound
 	}
-	return tx.Domain(string(id))
+	return tx.DomainByID(string(id))
 }
 
 // Domains lists an account's domains, oldest first.
 func (tx *Tx) Domains(accountID string, opts ListOptions) ([]Domain, ListResult, error) {
 	var out []Domain
 	res, err := scan(tx.bucket(bucketDomainsByAccount), prefix(accountID), opts, func(k, _ []byte) error {
-		d, err := tx.Domain(string(k))
+		d, err := tx.DomainByID(string(k))
 		if err != nil {
 			return err
 		}
@@ -140,9 +153,10 @@ func (tx *Tx) Domains(accountID string, opts ListOptions) ([]Domain, ListResult,
 // DomainCount is the number of domains of an account.
 func (tx *Tx) DomainCount(accountID string) int { return tx.count(collectionDomains, accountID) }
 
-// DeleteDomain removes a domain, its keys and its indexes.
-func (tx *Tx) DeleteDomain(id string) error {
-	d, err := tx.Domain(id)
+// DeleteDomain removes one of an account's domains, its keys and its
+// indexes; another account's is ErrNotFound.
+func (tx *Tx) DeleteDomain(accountID, id string) error {
+	d, err := tx.Domain(accountID, id)
 	if err != nil {
 		return err
 	}

@@ -41,12 +41,12 @@ func TestDomainIndexesAndSchedule(t *testing.T) {
 	})
 	// Moving a check moves its schedule entry; deleting removes everything.
 	db.Update(func(tx *Tx) error {
-		d, _ := tx.Domain("d1")
+		d, _ := tx.Domain("a", "d1")
 		d.NextCheckAt = at(10)
 		if err := tx.UpdateDomain(d); err != nil {
 			return err
 		}
-		return tx.DeleteDomain("d2")
+		return tx.DeleteDomain("a", "d2")
 	})
 	db.View(func(tx *Tx) error {
 		if got := tx.DueDomainChecks(*at(5), 10); len(got) != 1 || got[0] != "d3" {
@@ -82,8 +82,8 @@ func TestTemplateVersionsAreImmutable(t *testing.T) {
 		return tx.PutTemplate(tpl, TemplateVersion{TemplateID: "t1", Version: 2, Subject: "two"})
 	})
 	db.View(func(tx *Tx) error {
-		v, _ := tx.TemplateVersion("t1", 1)
-		list, _, _ := tx.TemplateVersions("t1", ListOptions{Limit: 10})
+		v, _ := tx.TemplateVersion("a", "t1", 1)
+		list, _, _ := tx.TemplateVersions("a", "t1", ListOptions{Limit: 10})
 		if v.Subject != "one" || len(list) != 2 || list[0].Version != 2 || tx.TemplateCount("a") != 1 {
 			t.Errorf("v1=%q versions=%v count=%d", v.Subject, list, tx.TemplateCount("a"))
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"time"
 )
 
@@ -39,8 +40,12 @@ func (tx *Tx) PutLinks(messageID string, urls []string) error {
 	return nil
 }
 
-// Link reads one tracked link's original URL.
-func (tx *Tx) Link(messageID string, index int) (string, error) {
+// Link reads the original URL of one tracked link of an account's
+// message; another account's is ErrNotFound.
+func (tx *Tx) Link(accountID, messageID string, index int) (string, error) {
+	if !tx.ownsMessage(accountID, messageID) {
+		return "", ErrNotFound
+	}
 	v := tx.bucket(bucketMessageLinks).Get(linkKey(messageID, index))
 	if v == nil {
 		return "", ErrNotFound
@@ -73,11 +78,20 @@ type Engagement struct {
 	LinkClicks   []int      `json:"link_clicks,omitempty"` // by link index
 }
 
-// Engagement reads a message's engagement; the zero value when it has none.
-func (tx *Tx) Engagement(messageID string) Engagement {
+// Engagement reads the engagement of one of an account's messages: the
+// zero value when it has none yet, ErrNotFound for another account's
+// message, and an error for a damaged record (which a caller adding to the
+// counts must not overwrite with counts starting from zero).
+func (tx *Tx) Engagement(accountID, messageID string) (Engagement, error) {
 	var e Engagement
-	getJSON(tx.bucket(bucketEngagement), []byte(messageID), &e)
-	return e
+	if !tx.ownsMessage(accountID, messageID) {
+		return e, ErrNotFound
+	}
+	err := getJSON(tx.bucket(bucketEngagement), []byte(messageID), &e)
+	if errors.Is(err, ErrNotFound) {
+		err = nil
+	}
+	return e, err
 }
 
 // PutEngagement stores a message's engagement.

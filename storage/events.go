@@ -47,6 +47,7 @@ func (tx *Tx) AppendEvent(ev Event) error {
 		if err := out.Put(putU64(seq), key); err != nil {
 			return err
 		}
+		tx.changed |= OutboxWritten
 	}
 	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
 		return err
@@ -266,14 +267,14 @@ func (tx *Tx) LeaseOutbox(holder string, now, until time.Time) bool {
 // released its lease leaves none, and costs no commit here.
 func voidOutboxLease(db *bolt.DB) error {
 	var found bool
-	db.View(func(btx *bolt.Tx) error {
+	err := db.View(func(btx *bolt.Tx) error {
 		if b := btx.Bucket(bucketMeta); b != nil {
 			_, _, found = outboxLease(b)
 		}
 		return nil
 	})
-	if !found {
-		return nil
+	if err != nil || !found {
+		return err
 	}
 	return db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Delete(keyOutboxLease) })
 }

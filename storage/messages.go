@@ -159,7 +159,7 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
 		}
 	}
 	if m.QueueAt != nil {
-		if err := q.Put(queueKey(*m.QueueAt, m.ID), []byte(m.AccountID)); err != nil {
+		if err := tx.fileQueued(bucketMessageQueue, MessageQueueWritten, *m.QueueAt, oldQueue, m.ID, []byte(m.AccountID)); err != nil {
 			return err
 		}
 	}
@@ -189,21 +189,37 @@ func (tx *Tx) Message(accountID, id string) (Message, error) {
 	return m, err
 }
 
-// MessageContent reads what a message says.
-func (tx *Tx) MessageContent(id string) (MessageContent, error) {
+// MessageContent reads what one of an account's messages says; another
+// account's is ErrNotFound.
+func (tx *Tx) MessageContent(accountID, id string) (MessageContent, error) {
 	var c MessageContent
+	if !tx.ownsMessage(accountID, id) {
+		return c, ErrNotFound
+	}
 	err := getJSON(tx.bucket(bucketMessageContent), []byte(id), &c)
 	return c, err
 }
 
-// MessageRaw reads the built message; nil for messages stored before built
-// messages were kept.
-func (tx *Tx) MessageRaw(id string) []byte {
+// MessageRaw reads one of an account's messages as built; nil for another
+// account's, and for messages stored before built messages were kept.
+func (tx *Tx) MessageRaw(accountID, id string) []byte {
+	if !tx.ownsMessage(accountID, id) {
+		return nil
+	}
 	v := tx.bucket(bucketMessageRaw).Get([]byte(id))
 	if v == nil {
 		return nil
 	}
 	return append([]byte(nil), v...)
+}
+
+// ownsMessage reports whether message id is accountID's. The records kept
+// by message id alone (content, built message, tracked links, engagement)
+// are read through it; message_owner holds every stored message's owner
+// (migration 7 filled it for older ones).
+func (tx *Tx) ownsMessage(accountID, id string) bool {
+	v := tx.bucket(bucketMessageOwner).Get([]byte(id))
+	return v != nil && string(v) == accountID
 }
 
 // QueuedMessage is a queue entry: a message whose next step is due at At.

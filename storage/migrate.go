@@ -40,7 +40,9 @@ func schemaVersion(tx *bolt.Tx) int {
 
 func migrate(db *bolt.DB, list []migration) error {
 	var current int
-	db.View(func(tx *bolt.Tx) error { current = schemaVersion(tx); return nil })
+	if err := db.View(func(tx *bolt.Tx) error { current = schemaVersion(tx); return nil }); err != nil {
+		return fmt.Errorf("read the schema version: %w", err)
+	}
 	if latest := list[len(list)-1].version; current > latest {
 		return fmt.Errorf("database schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
 	}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,15 +20,7 @@ func openAt(t *testing.T, v int) (*bolt.DB, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var upTo []migration
-	for _, m := range migrations {
-		if m.version <= v {
-			upTo = append(upTo, m)
-		}
-	}
-	if err := migrate(b, upTo); err != nil {
-		t.Fatal(err)
-	}
+	migrateTo(t, b, v)
 	return b, path
 }
 
@@ -219,4 +212,168 @@ func TestMigration8AddsGraderResults(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// migrateTo runs the migrations up to version v on b.
+func migrateTo(t *testing.T, b *bolt.DB, v int) {
+	t.Helper()
+	var upTo []migration
+	for _, m := range migrations {
+		if m.version <= v {
+			upTo = append(upTo, m)
+		}
+	}
+	if err := migrate(b, upTo); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMigration4AddsEventAndWebhookBuckets(t *testing.T) {
+	b, path := openAt(t, 3)
+	added := [][]byte{bucketEvents, bucketEventBodies, bucketEventOutbox, bucketWebhooks, bucketWebhookIDs,
+		bucketDeliveries, bucketDeliveriesByWebhook, bucketDeliveriesByStatus, bucketDeliveryByEvent, bucketDeliveryQueue}
+	b.View(func(tx *bolt.Tx) error {
+		for _, name := range added {
+			if tx.Bucket(name) != nil {
+				t.Fatalf("bucket %s exists at version 3", name)
+			}
+		}
+		return nil
+	})
+	// A version-3 file with a domain in it.
+	if err := b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDomains).Put([]byte("d1"), []byte(`{"id":"d1","account_id":"a1","name":"x.test"}`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	migrateTo(t, b, 4)
+	b.View(func(tx *bolt.Tx) error {
+		if v := schemaVersion(tx); v != 4 {
+			t.Errorf("version %d, want 4", v)
+		}
+		for _, name := range added {
+			if tx.Bucket(name) == nil {
+				t.Errorf("bucket %s missing at version 4", name)
+			}
+		}
+		return nil
+	})
+	b.Close()
+
+	// The buckets hold what the event and webhook code writes.
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *Tx) error {
+		if err := tx.PutWebhook(Webhook{ID: "w1", AccountID: "a1"}); err != nil {
+			return err
+		}
+		if err := tx.AppendEvent(Event{ID: "e1", AccountID: "a1", Type: "message.sent", Envelope: []byte(`{}`)}); err != nil {
+			return err
+		}
+		return tx.InsertDelivery(Delivery{ID: "dl1", WebhookID: "w1", AccountID: "a1", EventID: "e1", Status: DeliveryPending, NextAttemptAt: minuteAt(0)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if out, err := tx.Outbox(10); err != nil || len(out) != 1 || out[0].Event.ID != "e1" {
+			t.Errorf("outbox %v, %v", out, err)
+		}
+		if due, ok := tx.NextDeliveryDue(); !ok || !due.Equal(*minuteAt(0)) {
+			t.Errorf("next delivery due %v, %v", due, ok)
+		}
+		if _, err := tx.Domain("a1", "d1"); err != nil {
+			t.Error("older data lost:", err)
+		}
+		return nil
+	})
+}
+
+func TestMigration7AddsSecretAndBackfillsMessageOwners(t *testing.T) {
+	secretOf := func(b *bolt.DB) []byte {
+		var s []byte
+		b.View(func(tx *bolt.Tx) error {
+			s = append(s, tx.Bucket(bucketMeta).Get(keyServerSecret)...)
+			return nil
+		})
+		return s
+	}
+	b, path := openAt(t, 6)
+	if s := secretOf(b); s != nil {
+		t.Fatalf("a version-6 file has a server secret: %x", s)
+	}
+	// Messages stored by a version-6 binary, which kept no owner index.
+	if err := b.Update(func(tx *bolt.Tx) error {
+		for _, k := range [][2]string{{"a1", "m1"}, {"a1", "m2"}, {"a2", "m3"}} {
+			m := Message{ID: k[1], AccountID: k[0], Status: "delivered"}
+			if err := tx.Bucket(bucketMessages).Put(join(k[0], k[1]), encodeMessage(&m)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketMessageContent).Put([]byte(k[1]), []byte(`{"subject":"s-`+k[1]+`"}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	migrateTo(t, b, 7)
+	secret := secretOf(b)
+	b.View(func(tx *bolt.Tx) error {
+		if v := schemaVersion(tx); v != 7 {
+			t.Errorf("version %d, want 7", v)
+		}
+		for _, name := range [][]byte{bucketMessageOwner, bucketMessageLinks, bucketEngagement, bucketStats} {
+			if tx.Bucket(name) == nil {
+				t.Errorf("bucket %s missing at version 7", name)
+			}
+		}
+		return nil
+	})
+	if len(secret) != 32 || bytes.Equal(secret, make([]byte, 32)) {
+		t.Fatalf("server secret %x, want 32 random bytes", secret)
+	}
+	b.Close()
+
+	db, err := OpenFile(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *Tx) error {
+		if got := tx.ServerSecret(); !bytes.Equal(got, secret) {
+			t.Errorf("secret changed by a later open: %x, want %x", got, secret)
+		}
+		for id, acct := range map[string]string{"m1": "a1", "m2": "a1", "m3": "a2"} {
+			if owner, err := tx.MessageOwner(id); err != nil || owner != acct {
+				t.Errorf("owner of %s = %q, %v; want %s", id, owner, err, acct)
+			}
+			// Older messages are read through the scoped getters too.
+			if c, err := tx.MessageContent(acct, id); err != nil || c.Subject != "s-"+id {
+				t.Errorf("content of %s: %+v, %v", id, c, err)
+			}
+		}
+		return nil
+	})
+
+	// Another installation gets its own secret; a file that already has
+	// one keeps it.
+	other, _ := openAt(t, 7)
+	defer other.Close()
+	if bytes.Equal(secretOf(other), secret) {
+		t.Error("two installations share a server secret")
+	}
+	kept, _ := openAt(t, 6)
+	defer kept.Close()
+	mine := bytes.Repeat([]byte{7}, 32)
+	if err := kept.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyServerSecret, mine) }); err != nil {
+		t.Fatal(err)
+	}
+	migrateTo(t, kept, 7)
+	if got := secretOf(kept); !bytes.Equal(got, mine) {
+		t.Errorf("migration 7 replaced an existing secret: %x", got)
+	}
 }

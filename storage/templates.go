@@ -55,11 +55,21 @@ func (tx *Tx) Template(accountID, id string) (Template, error) {
 	return t, err
 }
 
-// TemplateVersion reads one version of a template.
-func (tx *Tx) TemplateVersion(templateID string, version int) (TemplateVersion, error) {
+// TemplateVersion reads one version of an account's template; another
+// account's is ErrNotFound.
+func (tx *Tx) TemplateVersion(accountID, templateID string, version int) (TemplateVersion, error) {
 	var v TemplateVersion
+	if !tx.ownsTemplate(accountID, templateID) {
+		return v, ErrNotFound
+	}
 	err := getJSON(tx.bucket(bucketTemplateVersions), append(prefix(templateID), putU64(uint64(version))...), &v)
 	return v, err
+}
+
+// ownsTemplate reports whether template id is accountID's: its versions
+// are kept by template id alone.
+func (tx *Tx) ownsTemplate(accountID, id string) bool {
+	return tx.bucket(bucketTemplates).Get(join(accountID, id)) != nil
 }
 
 // Templates lists an account's templates, oldest first.
@@ -70,8 +80,12 @@ func (tx *Tx) Templates(accountID string, opts ListOptions) ([]Template, ListRes
 // TemplateCount is the number of templates of an account.
 func (tx *Tx) TemplateCount(accountID string) int { return tx.count(collectionTemplates, accountID) }
 
-// TemplateVersions lists a template's versions, newest first.
-func (tx *Tx) TemplateVersions(templateID string, opts ListOptions) ([]TemplateVersion, ListResult, error) {
+// TemplateVersions lists the versions of an account's template, newest
+// first; another account's template is ErrNotFound.
+func (tx *Tx) TemplateVersions(accountID, templateID string, opts ListOptions) ([]TemplateVersion, ListResult, error) {
+	if !tx.ownsTemplate(accountID, templateID) {
+		return nil, ListResult{}, ErrNotFound
+	}
 	opts.Reverse = true
 	return scanJSON[TemplateVersion](tx.bucket(bucketTemplateVersions), prefix(templateID), opts)
 }

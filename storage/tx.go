@@ -13,7 +13,8 @@ import (
 // read-write one inside DB.Update. Values it returns are copies, safe to keep
 // after the transaction ends.
 type Tx struct {
-	btx *bolt.Tx
+	btx     *bolt.Tx
+	changed Change // what this write transaction filed for the workers
 }
 
 // Bucket names. Every bucket is created by a migration.

@@ -322,7 +322,7 @@ func TestTrackingInTestModeAndOverTheLimit(t *testing.T) {
 		"from": "news@unverified.test", "to": []string{"ann@dest.test"}, "subject": "s", "html": trackedHTML,
 		"tracking": map[string]bool{"opens": true, "clicks": true}}).want(t, 202).json(t)["id"].(string)
 	var raw []byte
-	if err := e.app.DB().View(func(tx *storage.Tx) error { raw = tx.MessageRaw(id); return nil }); err != nil || raw == nil {
+	if err := e.app.DB().View(func(tx *storage.Tx) error { raw = tx.MessageRaw(e.acct.ID, id); return nil }); err != nil || raw == nil {
 		t.Fatalf("no stored message: %v", err)
 	}
 	html := htmlOf(t, raw)

@@ -42,7 +42,7 @@ func TestAPIKeys(t *testing.T) {
 		t.Fatal("list shows a secret")
 	}
 	e.app.DB().View(func(tx *storage.Tx) error {
-		stored, _ := tx.APIKey(k["id"].(string))
+		stored, _ := tx.APIKey(e.acct.ID, k["id"].(string))
 		if string(stored.Hash) != string(hashOf(secret)) {
 			t.Error("stored hash is not SHA-256 of the secret")
 		}

@@ -140,8 +140,8 @@ func (q *Queue) claim(tx *storage.Tx, e storage.QueuedMessage, now time.Time) (j
 		j.src = src
 	}
 	if !m.Test { // the sandbox needs no content
-		if j.raw = tx.MessageRaw(m.ID); j.raw == nil {
-			if j.content, err = tx.MessageContent(m.ID); err != nil {
+		if j.raw = tx.MessageRaw(m.AccountID, m.ID); j.raw == nil {
+			if j.content, err = tx.MessageContent(m.AccountID, m.ID); err != nil {
 				return j, false, err
 			}
 		}
