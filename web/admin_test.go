@@ -98,7 +98,7 @@ func TestAdminSocketCarriesNoKeyHash(t *testing.T) {
 	for _, id := range []string{created.Key.ID, rawSecret.Key.ID} {
 		var hash []byte
 		if err := a.DB().View(func(tx *storage.Tx) error {
-			k, err := tx.APIKey(id)
+			k, err := tx.APIKeyByID(id)
 			hash = k.Hash
 			return err
 		}); err != nil || len(hash) == 0 {
