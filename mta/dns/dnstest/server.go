@@ -18,6 +18,8 @@ import (
 type Server struct {
 	Addr string
 
+	udp, tcp *dns.Server
+
 	mu       sync.Mutex
 	records  map[string][]dns.RR // by lower-case FQDN
 	servfail map[string]bool
@@ -28,6 +30,17 @@ type Server struct {
 // Start runs a server until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	s, err := Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Listen runs a server until Close, for code outside tests (the bench
+// command) that needs a zone of its own.
+func Listen() (*Server, error) {
 	s := &Server{records: map[string][]dns.RR{}, servfail: map[string]bool{}, silent: map[string]bool{}}
 	// UDP and TCP must share a port; the TCP side of a free UDP port may be
 	// taken, so try a few.
@@ -36,26 +49,28 @@ func Start(t testing.TB) *Server {
 	for attempt := 0; ; attempt++ {
 		var err error
 		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
 			break
 		}
 		pc.Close()
 		if attempt == 20 {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	s.Addr = pc.LocalAddr().String()
-	udp := &dns.Server{PacketConn: pc, Handler: s}
-	tcp := &dns.Server{Listener: ln, Handler: s}
-	go udp.ActivateAndServe()
-	go tcp.ActivateAndServe()
-	t.Cleanup(func() {
-		udp.Shutdown()
-		tcp.Shutdown()
-	})
-	return s
+	s.udp = &dns.Server{PacketConn: pc, Handler: s}
+	s.tcp = &dns.Server{Listener: ln, Handler: s}
+	go s.udp.ActivateAndServe()
+	go s.tcp.ActivateAndServe()
+	return s, nil
+}
+
+// Close stops the server.
+func (s *Server) Close() {
+	s.udp.Shutdown()
+	s.tcp.Shutdown()
 }
 
 func key(name string) string { return strings.ToLower(dns.Fqdn(name)) }
