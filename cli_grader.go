@@ -31,7 +31,9 @@ type graderSettings struct {
 // error naming it.
 func readGraderSettings(lookupEnv func(string) (string, bool)) (graderSettings, error) {
 	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
-	g := graderSettings{rateLimit: 10, rateWindow: time.Hour, maxBody: 256 << 10, cacheTTL: 5 * time.Minute}
+	wd := web.DefaultConfig()
+	g := graderSettings{rateLimit: wd.GraderRateLimit, rateWindow: wd.GraderRateWindow, maxBody: wd.GraderMaxBody,
+		cacheTTL: 5 * time.Minute}
 	var err error
 	num := func(name string, dst *int) {
 		if v := getenv(name); v != "" && err == nil {

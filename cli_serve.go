@@ -83,12 +83,12 @@ type serveConfig struct {
 // flags take their defaults from it and bench starts from it.
 func defaultServeConfig() serveConfig {
 	host, _ := os.Hostname()
-	hookDefaults := hooks.DefaultOptions()
+	hookDefaults, webDefaults := hooks.DefaultOptions(), web.DefaultConfig()
 	return serveConfig{
 		dataDir:           "./data",
 		httpAddr:          "127.0.0.1:8080",
-		maxBodySize:       10 << 20,
-		ipRateLimit:       20,
+		maxBodySize:       webDefaults.MaxBodyBytes,
+		ipRateLimit:       webDefaults.IPRateLimit,
 		sweepInterval:     time.Minute,
 		logLevel:          "info",
 		logFormat:         "json",
@@ -274,7 +274,8 @@ func (cfg serveConfig) deliveryOptions(sender queue.Sender) queue.Options {
 }
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
-	wc := web.Config{MaxBodyBytes: cfg.maxBodySize, IPRateLimit: cfg.ipRateLimit, Logger: log}
+	wc := web.DefaultConfig()
+	wc.MaxBodyBytes, wc.IPRateLimit, wc.Logger = cfg.maxBodySize, cfg.ipRateLimit, log
 	switch cfg.deprecate {
 	case "":
 		if cfg.sunset != "" {

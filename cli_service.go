@@ -131,7 +131,11 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err != nil {
 		return nil, err
 	}
-	s.http = &http.Server{Handler: web.New(s.app, wc), ReadHeaderTimeout: 10 * time.Second,
+	api, err := web.New(s.app, wc)
+	if err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return s, nil

@@ -32,7 +32,7 @@ func BenchmarkHTTP(b *testing.B) {
 	}
 	acct, _ := a.CreateAccount(app.AccountInput{Name: "bench", Plan: "enterprise", RateLimit: 1 << 30})
 	key, _ := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "bench"})
-	srv := httptest.NewServer(New(a, Config{}))
+	srv := httptest.NewServer(mustNew(b, a, DefaultConfig()))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 

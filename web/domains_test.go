@@ -28,7 +28,7 @@ func unsplit(v string) string {
 }
 
 func TestDomainLifecycleOverHTTP(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	created := e.do("POST", "/v1/domains", e.key, `{"name":"Mail.Example.TEST"}`).want(t, 201)
 	d := created.json(t)
 	id := d["id"].(string)
@@ -95,7 +95,7 @@ func TestDomainLifecycleOverHTTP(t *testing.T) {
 }
 
 func TestDomainVerifyReportsDNSFailure(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	d := e.do("POST", "/v1/domains", e.key, `{"name":"flaky.test"}`).want(t, 201).json(t)
 	e.zone.ServFail("flaky.test", true)
 	v := e.do("POST", "/v1/domains/"+d["id"].(string)+"/verify", e.key, nil).want(t, 200).json(t)

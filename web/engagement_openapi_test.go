@@ -146,7 +146,7 @@ const (
 
 func TestEngagementRoutesAgainstOpenAPI(t *testing.T) {
 	sink := &captureSender{}
-	e := newEnvWith(t, Config{IPRateLimit: 100000}, func(o *app.Options) {
+	e := newEnvWith(t, configWith(func(c *Config) { c.IPRateLimit = 100000 }), func(o *app.Options) {
 		o.PublicURL = "https://mail.acme.test"
 		o.Delivery.Sender = sink
 	})
@@ -316,7 +316,7 @@ func TestEngagementRoutesAgainstOpenAPI(t *testing.T) {
 // one request per second: tracking is still answered over the limit but
 // records nothing, and unsubscribe pages get 429.
 func TestTrackingInTestModeAndOverTheLimit(t *testing.T) {
-	e := newEnv(t, Config{IPRateLimit: 1})
+	e := newEnv(t, configWith(func(c *Config) { c.IPRateLimit = 1 }))
 	sandbox := e.newKey(e.acct.ID, nil, true, nil)
 	id := e.do("POST", "/v1/messages", sandbox, map[string]any{
 		"from": "news@unverified.test", "to": []string{"ann@dest.test"}, "subject": "s", "html": trackedHTML,

@@ -44,6 +44,23 @@ type env struct {
 	key   string
 }
 
+// configWith is DefaultConfig changed by tune.
+func configWith(tune func(*Config)) Config {
+	c := DefaultConfig()
+	tune(&c)
+	return c
+}
+
+// mustNew is New for tests.
+func mustNew(t testing.TB, a *app.App, cfg Config) *Server {
+	t.Helper()
+	s, err := New(a, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func newEnv(t *testing.T, cfg Config) *env {
 	t.Helper()
 	return newEnvWith(t, cfg, nil)
@@ -72,7 +89,7 @@ func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(New(a, cfg))
+	srv := httptest.NewServer(mustNew(t, a, cfg))
 	t.Cleanup(func() {
 		srv.Close()
 		db.Close()

@@ -34,7 +34,7 @@ func graderBenchServer(b *testing.B, cacheTTL time.Duration) *httptest.Server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(New(a, Config{IPRateLimit: 1 << 30, GraderRateLimit: 1 << 30}))
+	srv := httptest.NewServer(mustNew(b, a, configWith(func(c *Config) { c.IPRateLimit, c.GraderRateLimit = 1<<30, 1<<30 })))
 	b.Cleanup(srv.Close)
 	return srv
 }

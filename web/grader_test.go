@@ -87,7 +87,7 @@ func (e *env) doHost(host, method, path, key string, body any) reply {
 }
 
 func TestGraderCheckPublic(t *testing.T) {
-	e := newGraderEnv(t, Config{}, nil)
+	e := newGraderEnv(t, DefaultConfig(), nil)
 	m := e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200).json(t)
 	if m["domain"] != "good.test" {
 		t.Errorf("domain = %v", m["domain"])
@@ -121,7 +121,7 @@ func TestGraderCheckPublic(t *testing.T) {
 }
 
 func TestGraderCheckRateLimited(t *testing.T) {
-	e := newGraderEnv(t, Config{GraderRateLimit: 2}, nil)
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit = 2 }), nil)
 	for i := 0; i < 2; i++ {
 		e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
 	}
@@ -138,18 +138,18 @@ func TestGraderCheckRateLimited(t *testing.T) {
 
 func TestGraderForwardedFor(t *testing.T) {
 	// Untrusted: X-Forwarded-For does not buy a fresh budget.
-	e := newGraderEnv(t, Config{GraderRateLimit: 1}, nil)
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit = 1 }), nil)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 200)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.2").want(t, 429, "RATE_LIMITED")
 	// Trusted: each forwarded address has its own budget.
-	e = newGraderEnv(t, Config{GraderRateLimit: 1, TrustForwardedFor: true}, nil)
+	e = newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit, c.TrustForwardedFor = 1, true }), nil)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 200)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.2, 10.0.0.1").want(t, 200)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 429, "RATE_LIMITED")
 }
 
 func TestGraderInvalidInput(t *testing.T) {
-	e := newGraderEnv(t, Config{GraderRateLimit: 100}, nil)
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit = 100 }), nil)
 	for _, body := range []string{
 		`{"domain":`,
 		`not json`,
@@ -188,7 +188,7 @@ func TestGraderInvalidInput(t *testing.T) {
 }
 
 func TestGraderBodyTooLarge(t *testing.T) {
-	e := newGraderEnv(t, Config{GraderMaxBody: 100}, nil)
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderMaxBody = 100 }), nil)
 	big := map[string]any{"domain": "good.test", "selectors": []string{strings.Repeat("s", 120)}}
 	r := e.do("POST", "/v1/grader/check", "", big).want(t, 413, "BODY_TOO_LARGE")
 	if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["limit"] != 100.0 {
@@ -200,7 +200,7 @@ func TestGraderBodyTooLarge(t *testing.T) {
 }
 
 func TestGraderSubmitAndRead(t *testing.T) {
-	e := newGraderEnv(t, Config{}, nil)
+	e := newGraderEnv(t, DefaultConfig(), nil)
 	r := e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 201)
 	m := r.json(t)
 	id, _ := m["id"].(string)
@@ -274,7 +274,7 @@ func TestGraderSubmitAndRead(t *testing.T) {
 }
 
 func TestGraderSubmitAuthenticationResults(t *testing.T) {
-	e := newGraderEnv(t, Config{}, nil)
+	e := newGraderEnv(t, DefaultConfig(), nil)
 	s := goodSubmission()
 	s["sender_ip"] = "127.0.0.1"
 	s["helo_hostname"] = "mx.good.test"
@@ -299,7 +299,7 @@ func TestGraderSubmitAuthenticationResults(t *testing.T) {
 }
 
 func TestGraderScopes(t *testing.T) {
-	e := newGraderEnv(t, Config{}, nil)
+	e := newGraderEnv(t, DefaultConfig(), nil)
 	id := e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 201).json(t)["id"].(string)
 	read := e.newKey(e.acct.ID, []string{"grader:read"}, false, nil)
 	write := e.newKey(e.acct.ID, []string{"grader:write"}, false, nil)
@@ -326,7 +326,7 @@ func TestGraderScopes(t *testing.T) {
 }
 
 func TestGraderDisabled(t *testing.T) {
-	e := newGraderEnv(t, Config{}, func(o *app.Options) { o.Grader.Disabled = true })
+	e := newGraderEnv(t, DefaultConfig(), func(o *app.Options) { o.Grader.Disabled = true })
 	for _, key := range []string{e.key, ""} {
 		e.do("POST", "/v1/grader/check", key, map[string]any{"domain": "good.test"}).want(t, 503, "GRADER_DISABLED")
 		e.do("POST", "/v1/grader/submit", key, goodSubmission()).want(t, 503, "GRADER_DISABLED")
@@ -338,7 +338,7 @@ func TestGraderDisabled(t *testing.T) {
 }
 
 func TestGraderAuthHostname(t *testing.T) {
-	e := newGraderEnv(t, Config{GraderAuthHostname: "grader.example"}, nil)
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderAuthHostname = "grader.example" }), nil)
 	// Requests for another host name (here 127.0.0.1:port) do not reach
 	// the authenticated routes.
 	e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 404, "NOT_FOUND")
@@ -355,7 +355,7 @@ func TestGraderAuthHostname(t *testing.T) {
 }
 
 func TestGraderSubmitIdempotent(t *testing.T) {
-	e := newGraderEnv(t, Config{}, nil)
+	e := newGraderEnv(t, DefaultConfig(), nil)
 	a := e.do("POST", "/v1/grader/submit", e.key, goodSubmission(), "Idempotency-Key", "g1").want(t, 201)
 	b := e.do("POST", "/v1/grader/submit", e.key, goodSubmission(), "Idempotency-Key", "g1").want(t, 201)
 	if b.Header.Get("Idempotent-Replayed") != "true" || a.json(t)["id"] != b.json(t)["id"] {

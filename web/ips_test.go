@@ -62,7 +62,7 @@ func summarise(t *testing.T, r reply, fields ...string) []string {
 }
 
 func TestIPsAndPoolsPerAccount(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	other, otherKey := e.account("other", "growth", 1000)
 	_, noneKey := e.account("none", "free", 1000)
 	e.addIP("192.0.2.1", "default", "none", "")

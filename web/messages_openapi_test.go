@@ -15,7 +15,7 @@ import (
 // deliver through the sandbox), through their answers and main errors;
 // e.do checks each answer against the OpenAPI document.
 func TestMessagesAPIAgainstOpenAPI(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	e.runWorkers()
 	live := e.key
 	sandbox := e.newKey(e.acct.ID, nil, true, nil)

@@ -8,7 +8,7 @@ import (
 // The static /v1/messages/batch sits beside the parameter routes of
 // /v1/messages/:id; each must still answer 405 with its own Allow.
 func TestMessagesBatchPathMethods(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	for _, c := range []struct{ method, path, allow string }{
 		{"GET", "/v1/messages/batch", "POST"},
 		{"PUT", "/v1/messages/batch", "POST"},
@@ -34,7 +34,7 @@ func TestMessagesBatchPathMethods(t *testing.T) {
 }
 
 func TestNullAddressListsMeanNone(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	test := e.newKey(e.acct.ID, nil, true, nil)
 	e.do("POST", "/v1/messages", test, map[string]any{"from": "a@b.test", "to": "x@y.test", "cc": nil, "bcc": nil,
 		"reply_to": nil, "subject": "s", "text": "t"}).want(t, http.StatusAccepted)

@@ -408,7 +408,7 @@ func newOpenAPITestServer(t *testing.T, opts app.Options) (*Server, *app.App) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(a, Config{}), a
+	return mustNew(t, a, DefaultConfig()), a
 }
 
 func TestOpenAPICoversRoutes(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 func hashOf(s string) []byte { h := sha256.Sum256([]byte(s)); return h[:] }
 
 func TestAccount(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	_, key := e.account("growing", "growth", 0)
 	got := e.do("GET", "/v1/account", key, nil).want(t, 200).json(t)
 	limits := got["limits"].(map[string]any)
@@ -25,7 +25,7 @@ func TestAccount(t *testing.T) {
 }
 
 func TestAPIKeys(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	r := e.do("POST", "/v1/api-keys", e.key, `{"name":"ci","scopes":["messages:write","events:read"],"expires_at":"2027-01-01T00:00:00Z"}`).want(t, 201)
 	k := r.json(t)
 	secret := k["key"].(string)
@@ -83,7 +83,7 @@ func TestAPIKeys(t *testing.T) {
 }
 
 func TestSuppressions(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	s := e.do("POST", "/v1/suppressions", e.key, `{"recipient":"Bob@Example.COM","reason":"complaint"}`).want(t, 201).json(t)
 	if s["recipient"] != "bob@example.com" || s["reason"] != "complaint" {
 		t.Errorf("created %v", s)
@@ -110,7 +110,7 @@ func TestSuppressions(t *testing.T) {
 }
 
 func TestTeam(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	m := e.do("POST", "/v1/team/invite", e.key, `{"email":"Ann@Example.com","role":"developer"}`).want(t, 201).json(t)
 	if m["status"] != "invited" || m["email"] != "ann@example.com" || m["role"] != "developer" || len(m["accept_token"].(string)) < 40 {
 		t.Errorf("invite = %v", m)
@@ -125,7 +125,7 @@ func TestTeam(t *testing.T) {
 }
 
 func TestIdempotencyOverHTTP(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	body := `{"name":"once"}`
 	first := e.do("POST", "/v1/api-keys", e.key, body, "Idempotency-Key", "abc").want(t, 201)
 	again := e.do("POST", "/v1/api-keys", e.key, body, "Idempotency-Key", "abc").want(t, 201)
@@ -156,7 +156,7 @@ func (e *env) keyCount() int {
 }
 
 func TestIdempotentConcurrentDuplicatesRunOnce(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	const n = 24
 	var wg sync.WaitGroup
 	replies := make([]reply, n)
@@ -187,7 +187,7 @@ func TestIdempotentConcurrentDuplicatesRunOnce(t *testing.T) {
 }
 
 func TestPaginationModes(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	const total = 250
 	e.app.DB().Update(func(tx *storage.Tx) error {
 		for i := range total {

@@ -6,6 +6,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,12 +20,13 @@ import (
 	"mailbolt/app"
 )
 
-// Config configures the HTTP API.
+// Config configures the HTTP API. Start from DefaultConfig: every field
+// is used as given.
 type Config struct {
-	// MaxBodyBytes caps request bodies (413 BODY_TOO_LARGE); 10 MiB by default.
+	// MaxBodyBytes caps request bodies (413 BODY_TOO_LARGE).
 	MaxBodyBytes int64
 	// IPRateLimit is how many unauthenticated requests one source IP may
-	// make per second; 20 by default.
+	// make per second.
 	IPRateLimit int
 	// Deprecated marks v1 deprecated: every response carries Deprecation,
 	// Sunset and Warning headers.
@@ -34,11 +36,10 @@ type Config struct {
 	Logger *slog.Logger
 
 	// GraderRateLimit public checks per source IP per GraderRateWindow
-	// (GRADER_RATE_LIMIT, GRADER_RATE_WINDOW): 10 per hour by default.
+	// (GRADER_RATE_LIMIT, GRADER_RATE_WINDOW).
 	GraderRateLimit  int
 	GraderRateWindow time.Duration
-	// GraderMaxBody caps grader request bodies (GRADER_MAX_BODY_SIZE);
-	// 256 KB by default.
+	// GraderMaxBody caps grader request bodies (GRADER_MAX_BODY_SIZE).
 	GraderMaxBody int64
 	// GraderAuthHostname, when set, is the only host name the
 	// authenticated grader routes answer to (GRADER_AUTH_HOSTNAME).
@@ -60,29 +61,35 @@ type Server struct {
 	graderIPs *limiter // public grader checks per source IP
 }
 
-// New builds the API over a.
-func New(a *app.App, cfg Config) *Server {
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = 10 << 20
+// DefaultConfig is the documented configuration (docs/configuration.md,
+// docs/grader.md): request bodies up to 10 MiB, 20 requests per second per
+// source IP without a key, 10 public grader checks per source IP per hour
+// with bodies up to 256 KB, no access log, v1 not deprecated.
+func DefaultConfig() Config {
+	return Config{MaxBodyBytes: 10 << 20, IPRateLimit: 20, Logger: slog.New(slog.DiscardHandler),
+		GraderRateLimit: 10, GraderRateWindow: time.Hour, GraderMaxBody: 256 << 10}
+}
+
+func (cfg Config) check() error {
+	switch {
+	case cfg.MaxBodyBytes < 1 || cfg.GraderMaxBody < 1:
+		return errors.New("web: body limits must be positive")
+	case cfg.IPRateLimit < 1 || cfg.GraderRateLimit < 1 || cfg.GraderRateWindow <= 0:
+		return errors.New("web: rate limits must be positive")
+	case cfg.Logger == nil:
+		return errors.New("web: a logger is needed (slog.DiscardHandler for none)")
 	}
-	if cfg.IPRateLimit == 0 {
-		cfg.IPRateLimit = 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.GraderRateLimit == 0 {
-		cfg.GraderRateLimit = 10
-	}
-	if cfg.GraderRateWindow == 0 {
-		cfg.GraderRateWindow = time.Hour
-	}
-	if cfg.GraderMaxBody == 0 {
-		cfg.GraderMaxBody = 256 << 10
+	return nil
+}
+
+// New builds the API over a, refusing a configuration it cannot use.
+func New(a *app.App, cfg Config) (*Server, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter()}
 	s.router = s.buildRouter()
-	return s
+	return s, nil
 }
 
 type ctxKey struct{}

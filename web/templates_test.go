@@ -6,7 +6,7 @@ import (
 )
 
 func TestTemplatesOverHTTP(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	created := e.do("POST", "/v1/templates", e.key, `{"name":"Welcome","subject":"Hi {{name}}","html":"<p>{{name}}</p>","text":"Hi {{name}}"}`).want(t, 201)
 	tpl := created.json(t)
 	id := tpl["id"].(string)

@@ -60,7 +60,7 @@ func (e *env) waitDelivery(key, hookID, eventID, want string) map[string]any {
 }
 
 func TestWebhooksOverHTTP(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	e.runWorkers()
 	rec := newHookReceiver(t, 200)
 	created := e.do("POST", "/v1/webhooks", e.key, `{"url":"`+rec.URL+`/hook","events":["message.accepted","message.bounced"],"description":"ops"}`).want(t, 201)
@@ -158,7 +158,7 @@ func TestWebhooksOverHTTP(t *testing.T) {
 }
 
 func TestReplayWindow(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	e.runWorkers()
 	rec := newHookReceiver(t, 410)
 	id := e.do("POST", "/v1/webhooks", e.key, `{"url":"`+rec.URL+`","events":["message.sent"]}`).want(t, 201).json(t)["id"].(string)
@@ -169,7 +169,7 @@ func TestReplayWindow(t *testing.T) {
 }
 
 func TestWebhookTargetsAreGuarded(t *testing.T) {
-	e := newEnvWith(t, Config{}, func(o *app.Options) { o.Webhooks.Guard = hooks.Guard{} })
+	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) { o.Webhooks.Guard = hooks.Guard{} })
 	for _, url := range []string{"http://93.184.216.34/hook", "https://127.0.0.1/hook", "https://10.0.0.8/hook",
 		"https://[::1]/hook", "https://169.254.169.254/latest", "https://localhost:8443/x"} {
 		e.do("POST", "/v1/webhooks", e.key, `{"url":"`+url+`","events":["message.sent"]}`).want(t, 400, "VALIDATION_ERROR")
@@ -182,7 +182,7 @@ func TestWebhookTargetsAreGuarded(t *testing.T) {
 // interrupted. It asks the typed mark, not the error text: a recorded
 // failure with the same text is shown at once.
 func TestDeliveryLogLeavesOutTheRequestInFlight(t *testing.T) {
-	e := newEnv(t, Config{})
+	e := newEnv(t, DefaultConfig())
 	hook := e.do("POST", "/v1/webhooks", e.key, `{"url":"https://hooks.example.test/in","events":["message.sent"]}`).want(t, 201).json(t)
 	const text = "interrupted: no answer was recorded (the server stopped during the request)"
 	now := e.clock.Now()
