@@ -120,7 +120,7 @@ func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, error) {
 	}
 	var days map[uint32]storage.Stats
 	err := a.db.View(func(tx *storage.Tx) error {
-		days = tx.StatsRange(p.Account.ID, p.Key.Test, dim, from, to)
+		days = tx.StatsRange(p.Account.ID, p.Test, dim, from, to)
 		return nil
 	})
 	if err != nil {

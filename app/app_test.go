@@ -58,7 +58,7 @@ func TestBootstrapOnce(t *testing.T) {
 	}
 	for _, k := range []string{b.LiveKey, b.TestKey} {
 		p, e := a.Authenticate(k)
-		if e != nil || p.Account.ID != b.Account.ID || !HasScope(p.Key.Scopes, "grader:write") {
+		if e != nil || p.Account.ID != b.Account.ID || !HasScope(p.Scopes, "grader:write") {
 			t.Fatalf("bootstrap key %s: %v", k[:12], e)
 		}
 	}
@@ -202,7 +202,7 @@ func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
 	}
 }
 
-func pk(id string) Principal { return Principal{Key: storage.APIKey{ID: id}} }
+func pk(id string) Principal { return Principal{Kind: KindAPIKey, KeyID: id} }
 
 func TestIdempotentAnswersAreSealed(t *testing.T) {
 	a, _ := newTestApp(t)

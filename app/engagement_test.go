@@ -340,7 +340,7 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 func TestAccountTrackingDefaults(t *testing.T) {
 	e := newSendEnv(t, mta.AlgEd25519, nil)
 	acct, _ := e.app.CreateAccount(AccountInput{Name: "Tracker", TrackOpens: true, TrackClicks: true})
-	p := Principal{Account: acct, Key: storage.APIKey{AccountID: acct.ID, Test: true}}
+	p := KeyPrincipal(storage.APIKey{AccountID: acct.ID, Scopes: []string{ScopeAll}, Test: true}, acct)
 	m := e.send(p, MessageInput{From: "a@x.test", To: []string{"a@y.test"}, Subject: text("s"), HTML: text("<p>x</p>")})
 	if !m.Tracking.Opens || !m.Tracking.Clicks {
 		t.Fatalf("account defaults not applied: %+v", m.Tracking)

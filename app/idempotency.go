@@ -46,7 +46,7 @@ func Fingerprint(method, path string, body []byte) []byte {
 // 429 or any 5xx are not stored, so a retry can succeed. The stored answer is
 // sealed with a key derived from the API key's secret (see seal).
 func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e error) {
-	apiKeyID := p.Key.ID
+	apiKeyID := p.KeyID
 	slot := apiKeyID + "\x00" + key
 	for {
 		a.idemMu.Lock()

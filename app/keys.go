@@ -133,13 +133,13 @@ func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, error) {
 		if err != nil || (by != nil && k.AccountID != by.Account.ID) {
 			return NotFound("api key")
 		}
-		if by != nil && by.Key.Test && !k.Test {
+		if by != nil && by.Test && !k.Test {
 			return &Error{Code: CodeForbidden, Message: "a test key cannot revoke a live key"}
 		}
-		if by != nil && !CoversScopes(by.Key.Scopes, k.Scopes) {
+		if by != nil && !CoversScopes(by.Scopes, k.Scopes) {
 			return &Error{Code: CodeInsufficientScopes,
 				Message: "a key cannot revoke a key with scopes it does not hold itself",
-				Details: map[string]any{"held": by.Key.Scopes, "target": k.Scopes}}
+				Details: map[string]any{"held": by.Scopes, "target": k.Scopes}}
 		}
 		if k.RevokedAt == nil {
 			now := a.Now()
@@ -149,12 +149,6 @@ func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, error) {
 		return nil
 	})
 	return k, storageErr(err, "api key")
-}
-
-// Principal is who a request acts as: a key and the account it belongs to.
-type Principal struct {
-	Key     storage.APIKey
-	Account storage.Account
 }
 
 // Authenticate resolves a key secret. Revocation and expiry take effect on
@@ -169,35 +163,35 @@ func (a *App) Authenticate(secret string) (Principal, error) {
 		return Principal{}, invalid
 	}
 	hash := HashSecret(secret)
-	var p Principal
+	var k storage.APIKey
+	var acct storage.Account
 	err := a.db.View(func(tx *storage.Tx) error {
-		k, err := tx.APIKeyByHash(hash)
-		if err != nil {
+		var err error
+		if k, err = tx.APIKeyByHash(hash); err != nil {
 			return err
 		}
-		p.Key = k
 		if _, perr := uuid.Parse(k.AccountID); perr != nil {
 			return nil // reported below as INVALID_TENANT
 		}
-		p.Account, err = tx.Account(k.AccountID)
+		acct, err = tx.Account(k.AccountID)
 		return err
 	})
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return Principal{}, Internal(fmt.Errorf("authenticate: %w", err))
 	}
-	if err != nil || subtle.ConstantTimeCompare(p.Key.Hash, hash) != 1 || p.Key.RevokedAt != nil {
+	if err != nil || subtle.ConstantTimeCompare(k.Hash, hash) != 1 || k.RevokedAt != nil {
 		return Principal{}, invalid
 	}
-	if p.Key.ExpiresAt != nil && !a.Now().Before(*p.Key.ExpiresAt) {
+	if k.ExpiresAt != nil && !a.Now().Before(*k.ExpiresAt) {
 		return Principal{}, &Error{Code: CodeTokenExpired,
-			Message: "API key expired at " + p.Key.ExpiresAt.UTC().Format(time.RFC3339)}
+			Message: "API key expired at " + k.ExpiresAt.UTC().Format(time.RFC3339)}
 	}
-	if _, perr := uuid.Parse(p.Key.AccountID); perr != nil {
+	if _, perr := uuid.Parse(k.AccountID); perr != nil {
 		return Principal{}, &Error{Code: CodeInvalidTenant,
 			Message: "the API key's account id is not a valid tenant UUID"}
 	}
-	a.noteKeyUse(p.Key.ID)
-	return p, nil
+	a.noteKeyUse(k.ID)
+	return KeyPrincipal(k, acct), nil
 }
 
 // noteKeyUse queues a last_used_at update, at most once per KeyUsageEvery

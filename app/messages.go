@@ -99,7 +99,7 @@ type prepared struct {
 // store (domain, template, pool) but writes nothing.
 func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, error) {
 	var out prepared
-	test := p.Key.Test
+	test := p.Test
 	from, fromDomain, e := parseSender(in.From)
 	if e != nil {
 		return out, e

@@ -21,7 +21,7 @@ func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageC
 		if m, err = tx.Message(p.Account.ID, id); err != nil {
 			return err
 		}
-		if m.Test != p.Key.Test {
+		if m.Test != p.Test {
 			return storage.ErrNotFound
 		}
 		c, err = tx.MessageContent(id)
@@ -51,7 +51,7 @@ func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
 		if m, err = tx.Message(p.Account.ID, id); err != nil {
 			return err
 		}
-		if m.Test != p.Key.Test {
+		if m.Test != p.Test {
 			return storage.ErrNotFound
 		}
 		switch err := queue.Cancel(&m, now); {
@@ -76,7 +76,7 @@ type MessageQuery struct {
 
 // ListMessages lists the caller's messages of its key's mode, newest first.
 func (a *App) ListMessages(p Principal, q MessageQuery, opts storage.ListOptions, withTotal bool) (list []storage.Message, res storage.ListResult, total int, e error) {
-	f := storage.MessageFilter{Test: p.Key.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
+	f := storage.MessageFilter{Test: p.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
 		Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
 	opts.Reverse = true
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -97,7 +97,7 @@ type EventQuery struct {
 
 // ListEvents lists the caller's events of its key's mode, newest first.
 func (a *App) ListEvents(p Principal, q EventQuery, opts storage.ListOptions, withTotal bool) (list []storage.Event, res storage.ListResult, total int, e error) {
-	f := storage.EventFilter{Test: p.Key.Test, MessageID: q.MessageID, Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
+	f := storage.EventFilter{Test: p.Test, MessageID: q.MessageID, Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
 	for _, t := range q.Types {
 		if canon, _ := NormalizeEventType(t); canon != "" {
 			f.Types = append(f.Types, canon)

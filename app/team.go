@@ -137,7 +137,9 @@ func (a *App) AcceptInvitation(token string) (storage.TeamMember, error) {
 }
 
 // sendInvitation mails an invitation from the system sender, through the
-// account that has the sender's domain verified.
+// account that has the sender's domain verified. The server sends it on
+// the operator's authority, not the inviter's: inviting needs team:write,
+// not messages:write.
 func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, messageID string) {
 	if a.opts.SystemFrom == "" {
 		return "not_configured", ""
@@ -172,7 +174,7 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 	body := "You have been invited to join the team of " + name + " on Mailbolt as " + inv.Member.Role + ".\n\n" +
 		"Accept the invitation here:\n" + inv.AcceptURL + "\n\nIf you did not expect this invitation, ignore this email.\n"
 	off := false
-	m, e := a.SendMessage(Principal{Account: owner, Key: storage.APIKey{AccountID: owner.ID}}, MessageInput{
+	m, e := a.SendMessage(operatorIn(owner), MessageInput{
 		From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body, Unsubscribe: &off,
 		Tags: []string{"team-invitation"}})
 	if e != nil {

@@ -72,7 +72,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	}
 	secret := newWebhookSecret()
 	w := storage.Webhook{ID: NewID(), AccountID: p.Account.ID, URL: in.URL, Events: events,
-		Description: strings.TrimSpace(in.Description), Test: p.Key.Test, Secret: secret, CreatedAt: a.Now()}
+		Description: strings.TrimSpace(in.Description), Test: p.Test, Secret: secret, CreatedAt: a.Now()}
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if tx.WebhookCount(p.Account.ID) >= MaxWebhooks {
 			return &Error{Code: CodeQuotaExceeded,
@@ -90,7 +90,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 // its key's mode.
 func webhookOf(tx *storage.Tx, p Principal, id string) (storage.Webhook, error) {
 	w, err := tx.Webhook(p.Account.ID, id)
-	if err == nil && w.Test != p.Key.Test {
+	if err == nil && w.Test != p.Test {
 		return w, storage.ErrNotFound
 	}
 	return w, err
@@ -118,7 +118,7 @@ func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storag
 		}
 		var mine []storage.Webhook
 		for _, w := range all {
-			if w.Test == p.Key.Test {
+			if w.Test == p.Test {
 				mine = append(mine, w)
 			}
 		}

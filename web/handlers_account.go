@@ -59,7 +59,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	test := c.Key.Test
+	test := c.Test
 	switch req.Mode {
 	case "":
 	case "live":
@@ -70,24 +70,24 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.Validation("mode", "must be live or test"))
 		return
 	}
-	if c.Key.Test && !test {
+	if c.Test && !test {
 		s.writeError(w, r, &app.Error{Code: app.CodeForbidden,
 			Message: "a test key can only create test keys"})
 		return
 	}
 	scopes := req.Scopes
 	if scopes == nil {
-		scopes = c.Key.Scopes // a new key gets at most what its creator holds
+		scopes = c.Scopes // a new key gets at most what its creator holds
 	}
 	parsed, err := app.ParseScopes(scopes)
 	if err != nil {
 		s.writeError(w, r, app.Validation("scopes", err.Error()))
 		return
 	}
-	if !app.CoversScopes(c.Key.Scopes, parsed) {
+	if !app.CoversScopes(c.Scopes, parsed) {
 		s.writeError(w, r, &app.Error{Code: app.CodeInsufficientScopes,
 			Message: "a key cannot grant scopes it does not hold itself",
-			Details: map[string]any{"requested": parsed, "held": c.Key.Scopes}})
+			Details: map[string]any{"requested": parsed, "held": c.Scopes}})
 		return
 	}
 	created, e := s.app.CreateKey(app.KeyInput{AccountID: c.Account.ID, Name: req.Name, Scopes: parsed,

@@ -191,7 +191,7 @@ func (s *Server) guard(rt route) httprouter.Handle {
 			return
 		}
 		c.Principal = id.principal
-		if !app.HasScope(c.Key.Scopes, rt.Scope) {
+		if !app.HasScope(c.Scopes, rt.Scope) {
 			code := app.CodeInsufficientScopes
 			if rt.Grader {
 				code = app.CodeInsufficientScope
