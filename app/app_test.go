@@ -226,14 +226,22 @@ func TestIdempotentAnswersAreSealed(t *testing.T) {
 	}
 }
 
-func Test5xxIsNotStored(t *testing.T) {
+// Answers that may change on a retry are not stored: a refused caller
+// (401, 403), a rate limit, a server failure.
+func TestRefusalsAndFailuresAreNotStored(t *testing.T) {
 	a, _ := newTestApp(t)
-	for _, status := range []int{500, 503, 429} {
+	for _, status := range []int{500, 503, 429, 401, 403} {
 		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
 		runs := 0
 		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { runs++; return Response{Status: 200} })
 		if runs != 1 {
 			t.Errorf("a %d answer was stored", status)
+		}
+	}
+	for _, status := range []int{400, 404, 409, 422} {
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
+		if _, replayed, _ := a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), nil); !replayed {
+			t.Errorf("a %d answer was not stored", status)
 		}
 	}
 }
