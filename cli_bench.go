@@ -519,11 +519,15 @@ func benchSetup(a *app.App, db *storage.DB, alg string) (string, storage.Domain,
 	if e != nil {
 		return "", storage.Domain{}, e
 	}
-	k, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "bench", Scopes: []string{app.ScopeAll}})
+	op, e := a.OperatorIn(acct.ID)
 	if e != nil {
 		return "", storage.Domain{}, e
 	}
-	d, e := a.CreateDomain(acct.ID, "bench.test", alg)
+	k, e := a.CreateKey(op, app.KeyInput{Name: "bench", Scopes: []string{app.ScopeAll}})
+	if e != nil {
+		return "", storage.Domain{}, e
+	}
+	d, e := a.CreateDomain(op, "bench.test", alg)
 	if e != nil {
 		return "", storage.Domain{}, e
 	}

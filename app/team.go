@@ -35,7 +35,11 @@ const AcceptPath = "/v1/team/accept/"
 // system sender (--system-from) on a verified domain, sends the
 // invitation by mail. Inviting an address that is already on the team is
 // a conflict.
-func (a *App) Invite(accountID, email, role string) (Invitation, error) {
+func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
+	if err := a.authorize(p, ScopeTeamWrite); err != nil {
+		return Invitation{}, err
+	}
+	accountID := p.Account.ID
 	addr, e := NormalizeAddress("email", email)
 	if e != nil {
 		return Invitation{}, e
@@ -185,7 +189,11 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 }
 
 // Team lists an account's members.
-func (a *App) Team(accountID string, opts storage.ListOptions) (list []storage.TeamMember, res storage.ListResult, total int, e error) {
+func (a *App) Team(p Principal, opts storage.ListOptions) (list []storage.TeamMember, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeTeamRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.TeamMembers(accountID, opts)

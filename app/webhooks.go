@@ -40,6 +40,9 @@ func newWebhookSecret() string {
 // CreateWebhook subscribes a URL to events. A webhook made with a test key
 // receives test-mode events; one made with a live key, live events.
 func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (CreatedWebhook, error) {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return CreatedWebhook{}, err
+	}
 	if len(in.URL) > 2048 {
 		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
 	}
@@ -98,6 +101,9 @@ func webhookOf(tx *storage.Tx, p Principal, id string) (storage.Webhook, error) 
 
 // Webhook reads one webhook.
 func (a *App) Webhook(p Principal, id string) (storage.Webhook, error) {
+	if err := a.authorize(p, ScopeWebhooksRead); err != nil {
+		return storage.Webhook{}, err
+	}
 	var w storage.Webhook
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -109,6 +115,9 @@ func (a *App) Webhook(p Principal, id string) (storage.Webhook, error) {
 
 // ListWebhooks lists the webhooks of the principal's account and mode.
 func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storage.Webhook, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeWebhooksRead); err != nil {
+		return nil, res, 0, err
+	}
 	// Live and test webhooks share one list; filtering keeps the page
 	// short but exact, as accounts have few webhooks.
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -146,6 +155,9 @@ func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storag
 
 // DeleteWebhook removes a webhook; its pending deliveries stop.
 func (a *App) DeleteWebhook(p Principal, id string) error {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return err
+	}
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, id); err != nil {
 			return err
@@ -158,6 +170,9 @@ func (a *App) DeleteWebhook(p Principal, id string) error {
 // RotateWebhookSecret gives a webhook a new secret. The previous one keeps
 // signing (a second v1 in the header) for RotationWindow.
 func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error) {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return CreatedWebhook{}, err
+	}
 	var out CreatedWebhook
 	err := a.db.Update(func(tx *storage.Tx) error {
 		w, err := webhookOf(tx, p, id)
@@ -176,6 +191,9 @@ func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error
 // Deliveries lists a webhook's deliveries, newest first, optionally only
 // those of one status.
 func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOptions) (list []storage.Delivery, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeWebhooksRead); err != nil {
+		return nil, res, 0, err
+	}
 	if status != "" && status != storage.DeliveryPending && status != storage.DeliveryDelivered && status != storage.DeliveryFailed {
 		return nil, res, 0, Validation("status", "must be pending, delivered or failed")
 	}
@@ -195,6 +213,9 @@ func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOption
 // delivery that failed within the failed-event retention can be replayed:
 // a pending or delivered one is 409, an older or unknown one 404.
 func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, error) {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return storage.Delivery{}, err
+	}
 	var d storage.Delivery
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, webhookID); err != nil {

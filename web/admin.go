@@ -32,7 +32,7 @@ var ErrSocketPathTooLong = errors.New("management socket path too long")
 type Admin interface {
 	CreateAccount(in app.AccountInput) (storage.Account, error)
 	ListAccounts() ([]storage.Account, error)
-	CreateKey(in app.KeyInput) (app.CreatedKey, error)
+	CreateKey(accountID string, in app.KeyInput) (app.CreatedKey, error)
 	ListKeys(accountID string) ([]storage.APIKey, error)
 	RevokeKey(keyID string) (storage.APIKey, error)
 	Backup(out string) (int64, error)
@@ -43,7 +43,8 @@ type Admin interface {
 	ListPools() ([]app.PoolSummary, error)
 }
 
-// LocalAdmin runs management commands directly on an App.
+// LocalAdmin runs management commands directly on an App, as its operator
+// (app.Operator, or app.OperatorIn the account a command names).
 type LocalAdmin struct{ App *app.App }
 
 func (l LocalAdmin) CreateAccount(in app.AccountInput) (storage.Account, error) {
@@ -67,19 +68,23 @@ func (l LocalAdmin) ListAccounts() ([]storage.Account, error) {
 	}
 }
 
-func (l LocalAdmin) CreateKey(in app.KeyInput) (app.CreatedKey, error) {
-	k, e := l.App.CreateKey(in)
-	return k, e
+func (l LocalAdmin) CreateKey(accountID string, in app.KeyInput) (app.CreatedKey, error) {
+	p, e := l.App.OperatorIn(accountID)
+	if e != nil {
+		return app.CreatedKey{}, e
+	}
+	return l.App.CreateKey(p, in)
 }
 
 func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
-	if _, e := l.App.Account(accountID); e != nil {
+	p, e := l.App.OperatorIn(accountID)
+	if e != nil {
 		return nil, e
 	}
 	var all []storage.APIKey
 	opts := storage.ListOptions{Limit: 500}
 	for {
-		page, res, _, e := l.App.ListKeys(accountID, opts)
+		page, res, _, e := l.App.ListKeys(p, opts)
 		if e != nil {
 			return nil, e
 		}
@@ -92,7 +97,7 @@ func (l LocalAdmin) ListKeys(accountID string) ([]storage.APIKey, error) {
 }
 
 func (l LocalAdmin) RevokeKey(keyID string) (storage.APIKey, error) {
-	k, e := l.App.RevokeKey(nil, keyID)
+	k, e := l.App.RevokeKey(app.Operator(), keyID)
 	return k, e
 }
 
@@ -219,7 +224,11 @@ func adminHandler(admin Admin) http.Handler {
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var in adminCreateKey
 		if decode(w, r, &in) {
-			k, err := admin.CreateKey(app.KeyInput{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt})
+			mode := app.ModeLive
+			if in.Test {
+				mode = app.ModeTest
+			}
+			k, err := admin.CreateKey(in.AccountID, app.KeyInput{Name: in.Name, Scopes: in.Scopes, Mode: mode, ExpiresAt: in.ExpiresAt})
 			k.Key.Hash = nil
 			reply(w, k, err)
 		}

@@ -73,8 +73,8 @@ func (c *AdminClient) ListAccounts() (list []storage.Account, err error) {
 	return list, err
 }
 
-func (c *AdminClient) CreateKey(in app.KeyInput) (k app.CreatedKey, err error) {
-	err = c.do("POST", "/keys", adminCreateKey{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt}, &k)
+func (c *AdminClient) CreateKey(accountID string, in app.KeyInput) (k app.CreatedKey, err error) {
+	err = c.do("POST", "/keys", adminCreateKey{AccountID: accountID, Name: in.Name, Scopes: in.Scopes, Test: in.Mode == app.ModeTest, ExpiresAt: in.ExpiresAt}, &k)
 	return k, err
 }
 
