@@ -53,12 +53,12 @@ const (
 )
 
 // KeyInput is a request for a new API key in the creator's account. What
-// is left out is the creator's own: its scopes, its mode.
+// is left out is the creator's own: its scopes, its mode, its expiry.
 type KeyInput struct {
 	Name      string
 	Scopes    []string   // nil: the creator's scopes
 	Mode      string     // ModeLive, ModeTest, or "": the creator's mode
-	ExpiresAt *time.Time // nil: never
+	ExpiresAt *time.Time // nil: the creator's expiry (never, for a creator without one)
 }
 
 // CreatedKey is a new key with its secret, which is never shown again.
@@ -68,9 +68,11 @@ type CreatedKey struct {
 }
 
 // CreateKey issues a key in p's account. A key never gets more than its
-// creator has: scopes it does not hold are 403 INSUFFICIENT_SCOPES, and a
-// test-mode creator makes test keys only (403 FORBIDDEN). The operator
-// holds every scope and is not in test mode, so it may make any key.
+// creator has: scopes it does not hold are 403 INSUFFICIENT_SCOPES, a
+// test-mode creator makes test keys only (403 FORBIDDEN), and a key does
+// not outlive an expiring creator (403 FORBIDDEN naming expires_at and
+// max_expires_at). The operator holds every scope, is not in test mode and
+// does not expire, so it may make any key.
 func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 	if err := a.authorize(p, ScopeAPIKeysWrite); err != nil {
 		return CreatedKey{}, err
@@ -108,12 +110,23 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 		return CreatedKey{}, NewError(CodeInsufficientScopes, "a key cannot grant scopes it does not hold itself").
 			With("requested", scopes).With("held", p.Scopes)
 	}
+	expires := in.ExpiresAt
+	if p.ExpiresAt != nil {
+		limit := p.ExpiresAt.UTC()
+		if expires == nil {
+			expires = &limit
+		} else if expires.After(limit) {
+			return CreatedKey{}, NewError(CodeForbidden, "a key cannot outlive the key that creates it: it expires at "+
+				limit.Format(time.RFC3339)).
+				With("expires_at", expires.UTC().Format(time.RFC3339Nano)).With("max_expires_at", limit.Format(time.RFC3339Nano))
+		}
+	}
 	accountID := p.Account.ID
 	secret := newSecret(test)
 	k := storage.APIKey{
 		ID: NewID(), AccountID: accountID, Name: name,
 		Prefix: secret[:len(LivePrefix)+8], Hash: HashSecret(secret),
-		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: in.ExpiresAt,
+		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: expires,
 	}
 	err = a.db.Update(func(tx *storage.Tx) error {
 		if _, err := tx.Account(accountID); err != nil {

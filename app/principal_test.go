@@ -271,3 +271,54 @@ func TestRevokeKeyRules(t *testing.T) {
 		}
 	}
 }
+
+// A key does not outlive the key that creates it: a later expiry is 403
+// FORBIDDEN naming both times, none means the creator's. The operator and
+// keys that never expire are not limited.
+func TestCreateKeyDoesNotOutliveItsCreator(t *testing.T) {
+	a, c := newTestApp(t)
+	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
+	now := c.now()
+	in := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
+	expiring := keyIn(acct.ID)
+	expiring.ExpiresAt = in(24 * time.Hour)
+	sandbox := expiring
+	sandbox.Test = true
+	for _, tc := range []struct {
+		name    string
+		by      Principal
+		expires *time.Time
+		want    *time.Time // the new key's expiry; nil: never
+		code    string
+	}{
+		{"earlier", expiring, in(time.Hour), in(time.Hour), ""},
+		{"the same instant", expiring, in(24 * time.Hour), in(24 * time.Hour), ""},
+		{"none: the creator's", expiring, nil, in(24 * time.Hour), ""},
+		{"none, by a test key: the creator's", sandbox, nil, in(24 * time.Hour), ""},
+		{"later", expiring, in(25 * time.Hour), nil, CodeForbidden},
+		{"later, by a test key", sandbox, in(48 * time.Hour), nil, CodeForbidden},
+		{"in the past", expiring, in(-time.Hour), nil, CodeValidation},
+		{"a key that never expires, any time", keyIn(acct.ID), in(24 * 365 * time.Hour), in(24 * 365 * time.Hour), ""},
+		{"a key that never expires, none", keyIn(acct.ID), nil, nil, ""},
+		{"operator, any time", operatorOf(t, a, acct.ID), in(24 * 365 * time.Hour), in(24 * 365 * time.Hour), ""},
+		{"operator, none", operatorOf(t, a, acct.ID), nil, nil, ""},
+	} {
+		k, err := a.CreateKey(tc.by, KeyInput{Name: "k", ExpiresAt: tc.expires})
+		if tc.code != "" {
+			if !HasCode(err, tc.code) {
+				t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+			}
+			if tc.code == CodeForbidden {
+				d := AsError(err).Details
+				if d["expires_at"] != tc.expires.UTC().Format(time.RFC3339Nano) || d["max_expires_at"] != tc.by.ExpiresAt.UTC().Format(time.RFC3339Nano) {
+					t.Errorf("%s: details %v", tc.name, d)
+				}
+			}
+			continue
+		}
+		got := k.Key.ExpiresAt
+		if err != nil || (got == nil) != (tc.want == nil) || (got != nil && !got.Equal(*tc.want)) {
+			t.Errorf("%s: expires %v, want %v (%v)", tc.name, got, tc.want, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"mailbolt/app"
 )
@@ -127,5 +128,25 @@ func TestRouteScopesAreEnforcedAndDocumented(t *testing.T) {
 		if !slices.Contains(slices.Collect(maps.Values(table)), s) {
 			t.Errorf("docs/authentication.md lists no route for %s", s)
 		}
+	}
+}
+
+func TestKeyCannotOutliveItsCreator(t *testing.T) {
+	e := newEnv(t, Config{})
+	exp := e.clock.Now().Add(24 * time.Hour)
+	creator := e.newKey(e.acct.ID, nil, false, &exp)
+	r := e.do("POST", "/v1/api-keys", creator, `{"name":"later","expires_at":"2026-11-24T12:00:00Z"}`).want(t, 403, "FORBIDDEN")
+	details := r.json(t)["error"].(map[string]any)["details"].(map[string]any)
+	if details["expires_at"] != "2026-11-24T12:00:00Z" || details["max_expires_at"] != "2026-11-23T12:00:00Z" {
+		t.Errorf("details = %v", details)
+	}
+	if got := e.do("POST", "/v1/api-keys", creator, `{"name":"default"}`).want(t, 201).json(t); got["expires_at"] != "2026-11-23T12:00:00Z" {
+		t.Errorf("default expiry = %v, want the creator's", got["expires_at"])
+	}
+	e.do("POST", "/v1/api-keys", creator, `{"name":"sooner","expires_at":"2026-11-23T00:00:00Z"}`).want(t, 201)
+	// A key that never expires may make one that does, or does not.
+	e.do("POST", "/v1/api-keys", e.key, `{"name":"far","expires_at":"2030-01-01T00:00:00Z"}`).want(t, 201)
+	if got := e.do("POST", "/v1/api-keys", e.key, `{"name":"forever"}`).want(t, 201).json(t); got["expires_at"] != nil {
+		t.Errorf("expires_at = %v, want null", got["expires_at"])
 	}
 }
