@@ -211,6 +211,17 @@ func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
 
 func pk(id string) Principal { return Principal{Kind: KindAPIKey, KeyID: id} }
 
+// Idempotency records are kept per API key: a caller without one (the
+// operator) would share one slot with every other such caller.
+func TestIdempotentNeedsAKey(t *testing.T) {
+	a, _ := newTestApp(t)
+	ran := false
+	_, _, e := a.Idempotent(context.Background(), Operator(), "", "k", []byte("A"), func() Response { ran = true; return Response{Status: 200} })
+	if !HasCode(e, CodeForbidden) || ran {
+		t.Fatalf("operator: %v (ran: %v)", e, ran)
+	}
+}
+
 func TestIdempotentAnswersAreSealed(t *testing.T) {
 	a, _ := newTestApp(t)
 	secretBody := []byte(`{"key":"svc_live_TOPSECRET"}`)

@@ -39,7 +39,7 @@ func Fingerprint(method, path string, body []byte) []byte {
 }
 
 // Idempotent runs a write request at most once per (API key, idempotency
-// key) within IdempotencyTTL. A repeat with the same fingerprint gets the
+// key) within IdempotencyTTL; a caller without an API key is 403 FORBIDDEN. A repeat with the same fingerprint gets the
 // stored answer and replayed=true; a different fingerprint is 409
 // IDEMPOTENCY_CONFLICT. A repeat that arrives while the first is still
 // running waits for it, so the request never runs twice. Answers that say
@@ -49,6 +49,11 @@ func Fingerprint(method, path string, body []byte) []byte {
 // secret (see seal).
 func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e error) {
 	apiKeyID := p.KeyID
+	if apiKeyID == "" {
+		// Records are kept per key; callers without one would share a slot.
+		return Response{}, false, NewError(CodeForbidden, "idempotency keys are kept per API key, and this "+
+			p.Kind.noun()+" has none")
+	}
 	slot := apiKeyID + "\x00" + key
 	for {
 		a.idemMu.Lock()
