@@ -110,7 +110,11 @@ func newKeysCommand() *cobra.Command {
 				return err
 			}
 			return withAdmin(cmd, true, func(a app.Admin) error {
-				k, err := a.CreateKey(app.KeyInput{AccountID: account, Name: name, Scopes: scopes, Test: test, ExpiresAt: expires})
+				mode := app.ModeLive
+				if test {
+					mode = app.ModeTest
+				}
+				k, err := a.CreateKey(account, app.KeyInput{Name: name, Scopes: scopes, Mode: mode, ExpiresAt: expires})
 				if err != nil {
 					return err
 				}

@@ -520,11 +520,15 @@ func benchSetup(ctx context.Context, a *app.App, zone *dnstest.Server, alg strin
 	if e != nil {
 		return "", storage.Domain{}, e
 	}
-	k, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "bench", Scopes: []string{app.ScopeAll}})
+	op, e := a.OperatorIn(acct.ID)
 	if e != nil {
 		return "", storage.Domain{}, e
 	}
-	d, e := a.CreateDomain(acct.ID, "bench.test", alg)
+	k, e := a.CreateKey(op, app.KeyInput{Name: "bench", Scopes: []string{app.ScopeAll}})
+	if e != nil {
+		return "", storage.Domain{}, e
+	}
+	d, e := a.CreateDomain(op, "bench.test", alg)
 	if e != nil {
 		return "", storage.Domain{}, e
 	}
@@ -536,7 +540,7 @@ func benchSetup(ctx context.Context, a *app.App, zone *dnstest.Server, alg strin
 			zone.CNAME(r.Name, r.Value)
 		}
 	}
-	if d, e = a.VerifyDomain(ctx, acct.ID, d.ID); e != nil {
+	if d, e = a.VerifyDomain(ctx, op, d.ID); e != nil {
 		return "", d, fmt.Errorf("verify the bench domain: %w", e)
 	}
 	if d.Status != app.DomainVerified {

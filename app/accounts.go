@@ -56,8 +56,12 @@ func (a *App) ListAccounts(opts storage.ListOptions) (accts []storage.Account, r
 	return accts, res, total, storageErr(err, "account")
 }
 
-// Account reads one account.
-func (a *App) Account(id string) (storage.Account, error) {
+// Account reads the caller's account as it is stored now.
+func (a *App) Account(p Principal) (storage.Account, error) {
+	if err := a.authorize(p, ScopeAccountRead); err != nil {
+		return storage.Account{}, err
+	}
+	id := p.Account.ID
 	var acct storage.Account
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error

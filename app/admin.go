@@ -16,7 +16,7 @@ import (
 type Admin interface {
 	CreateAccount(in AccountInput) (AccountView, error)
 	ListAccounts() ([]AccountView, error)
-	CreateKey(in KeyInput) (NewKeyView, error)
+	CreateKey(accountID string, in KeyInput) (NewKeyView, error)
 	ListKeys(accountID string) ([]KeyView, error)
 	RevokeKey(keyID string) (KeyView, error)
 	// Backup writes a checked copy of the database to the file out and

@@ -43,8 +43,14 @@ func (l LocalAdmin) ListAccounts() ([]AccountView, error) {
 	}
 }
 
-func (l LocalAdmin) CreateKey(in KeyInput) (NewKeyView, error) {
-	k, err := l.App.CreateKey(in)
+// CreateKey creates a key in the account as its operator, who may grant
+// any scope and any expiry.
+func (l LocalAdmin) CreateKey(accountID string, in KeyInput) (NewKeyView, error) {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
+		return NewKeyView{}, err
+	}
+	k, err := l.App.CreateKey(p, in)
 	if err != nil {
 		return NewKeyView{}, err
 	}
@@ -54,13 +60,14 @@ func (l LocalAdmin) CreateKey(in KeyInput) (NewKeyView, error) {
 // ListKeys lists every key of an account, revoked ones included; an
 // unknown account is NOT_FOUND.
 func (l LocalAdmin) ListKeys(accountID string) ([]KeyView, error) {
-	if _, err := l.App.Account(accountID); err != nil {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
 		return nil, err
 	}
 	all := []KeyView{}
 	opts := storage.ListOptions{Limit: 500}
 	for {
-		page, res, _, err := l.App.ListKeys(accountID, opts)
+		page, res, _, err := l.App.ListKeys(p, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +83,7 @@ func (l LocalAdmin) ListKeys(accountID string) ([]KeyView, error) {
 
 // RevokeKey revokes any key: the operator is not bound by a key's scopes.
 func (l LocalAdmin) RevokeKey(keyID string) (KeyView, error) {
-	k, err := l.App.RevokeKey(nil, keyID)
+	k, err := l.App.RevokeKey(Operator(), keyID)
 	if err != nil {
 		return KeyView{}, err
 	}

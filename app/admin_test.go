@@ -58,7 +58,7 @@ func TestLocalAdminViews(t *testing.T) {
 	if err != nil || len(all) != 1 || all[0] != acct {
 		t.Errorf("accounts %+v, %v", all, err)
 	}
-	k, err := admin.CreateKey(KeyInput{AccountID: acct.ID, Name: "ci"})
+	k, err := admin.CreateKey(acct.ID, KeyInput{Name: "ci"})
 	if err != nil || k.Secret == "" || !strings.HasPrefix(k.Secret, k.Key.Prefix) || k.Key.Scopes[0] != ScopeAll {
 		t.Fatalf("key %+v, %v", k, err)
 	}

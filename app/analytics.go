@@ -98,6 +98,9 @@ func ratio(n, d uint64) float64 {
 // AnalyticsSummary reads the caller's counters (of its key's mode) for a
 // window: a walk over its days, never over events.
 func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, error) {
+	if err := a.authorize(p, ScopeAnalyticsRead); err != nil {
+		return Summary{}, err
+	}
 	from, to := storage.StatDay(q.From), storage.StatDay(q.To)
 	if to < from {
 		return Summary{}, Validation("to", "must not be before from")
@@ -120,7 +123,7 @@ func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, error) {
 	}
 	var days map[uint32]storage.Stats
 	err := a.db.View(func(tx *storage.Tx) error {
-		days = tx.StatsRange(p.Account.ID, p.Key.Test, dim, from, to)
+		days = tx.StatsRange(p.Account.ID, p.Test, dim, from, to)
 		return nil
 	})
 	if err != nil {

@@ -58,7 +58,7 @@ func TestBootstrapOnce(t *testing.T) {
 	}
 	for _, k := range []string{b.LiveKey, b.TestKey} {
 		p, e := a.Authenticate(k)
-		if e != nil || p.Account.ID != b.Account.ID || !HasScope(p.Key.Scopes, "grader:write") {
+		if e != nil || p.Account.ID != b.Account.ID || !HasScope(p.Scopes, "grader:write") {
 			t.Fatalf("bootstrap key %s: %v", k[:12], e)
 		}
 	}
@@ -72,10 +72,11 @@ func TestAuthenticateCodes(t *testing.T) {
 	a, c := newTestApp(t)
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
 	exp := c.now().Add(time.Hour)
-	good, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "k"})
-	expiring, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "e", ExpiresAt: &exp})
-	revoked, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "r"})
-	a.RevokeKey(nil, revoked.Key.ID)
+	op := operatorOf(t, a, acct.ID)
+	good, _ := a.CreateKey(op, KeyInput{Name: "k"})
+	expiring, _ := a.CreateKey(op, KeyInput{Name: "e", ExpiresAt: &exp})
+	revoked, _ := a.CreateKey(op, KeyInput{Name: "r"})
+	a.RevokeKey(Operator(), revoked.Key.ID)
 
 	c.add(2 * time.Hour)
 	for _, tc := range []struct {
@@ -103,17 +104,23 @@ func TestCreateKeyValidation(t *testing.T) {
 	a, c := newTestApp(t)
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
 	past := c.now().Add(-time.Minute)
+	op := operatorOf(t, a, acct.ID)
 	for _, in := range []KeyInput{
-		{AccountID: acct.ID, Name: ""},
-		{AccountID: acct.ID, Name: "x", Scopes: []string{"messages:fly"}},
-		{AccountID: acct.ID, Name: "x", ExpiresAt: &past},
-		{AccountID: acct.ID, Name: "bad\nname"},
+		{Name: ""},
+		{Name: "x", Scopes: []string{"messages:fly"}},
+		{Name: "x", Scopes: []string{}},
+		{Name: "x", ExpiresAt: &past},
+		{Name: "bad\nname"},
+		{Name: "x", Mode: "prod"},
 	} {
-		if _, e := a.CreateKey(in); e == nil || AsError(e).Code != CodeValidation {
+		if _, e := a.CreateKey(op, in); e == nil || AsError(e).Code != CodeValidation {
 			t.Errorf("CreateKey(%+v) = %v, want VALIDATION_ERROR", in, e)
 		}
 	}
-	if _, e := a.CreateKey(KeyInput{AccountID: NewID(), Name: "x"}); e == nil || AsError(e).Status() != http.StatusNotFound {
+	if _, e := a.OperatorIn(NewID()); e == nil || AsError(e).Status() != http.StatusNotFound {
+		t.Errorf("operator in a missing account: %v", e)
+	}
+	if _, e := a.CreateKey(keyIn(NewID()), KeyInput{Name: "x"}); e == nil || AsError(e).Status() != http.StatusNotFound {
 		t.Errorf("key for missing account: %v", e)
 	}
 }
@@ -202,7 +209,18 @@ func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
 	}
 }
 
-func pk(id string) Principal { return Principal{Key: storage.APIKey{ID: id}} }
+func pk(id string) Principal { return Principal{Kind: KindAPIKey, KeyID: id} }
+
+// Idempotency records are kept per API key: a caller without one (the
+// operator) would share one slot with every other such caller.
+func TestIdempotentNeedsAKey(t *testing.T) {
+	a, _ := newTestApp(t)
+	ran := false
+	_, _, e := a.Idempotent(context.Background(), Operator(), "", "k", []byte("A"), func() Response { ran = true; return Response{Status: 200} })
+	if !HasCode(e, CodeForbidden) || ran {
+		t.Fatalf("operator: %v (ran: %v)", e, ran)
+	}
+}
 
 func TestIdempotentAnswersAreSealed(t *testing.T) {
 	a, _ := newTestApp(t)
@@ -226,14 +244,22 @@ func TestIdempotentAnswersAreSealed(t *testing.T) {
 	}
 }
 
-func Test5xxIsNotStored(t *testing.T) {
+// Answers that may change on a retry are not stored: a refused caller
+// (401, 403), a rate limit, a server failure.
+func TestRefusalsAndFailuresAreNotStored(t *testing.T) {
 	a, _ := newTestApp(t)
-	for _, status := range []int{500, 503, 429} {
+	for _, status := range []int{500, 503, 429, 401, 403} {
 		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
 		runs := 0
 		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { runs++; return Response{Status: 200} })
 		if runs != 1 {
 			t.Errorf("a %d answer was stored", status)
+		}
+	}
+	for _, status := range []int{400, 404, 409, 422} {
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
+		if _, replayed, _ := a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), nil); !replayed {
+			t.Errorf("a %d answer was not stored", status)
 		}
 	}
 }
@@ -257,35 +283,35 @@ func TestSweepRemovesExpiredIdempotency(t *testing.T) {
 func TestSuppressionsAndTeam(t *testing.T) {
 	a, _ := newTestApp(t)
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
-	s, created, e := a.AddSuppression(acct.ID, "User@Example.COM", "")
+	s, created, e := a.AddSuppression(keyIn(acct.ID), "User@Example.COM", "")
 	if e != nil || !created || s.Recipient != "user@example.com" || s.Reason != "manual" {
 		t.Fatalf("%+v %v %v", s, created, e)
 	}
-	if _, created, _ := a.AddSuppression(acct.ID, "user@example.com", "complaint"); created {
+	if _, created, _ := a.AddSuppression(keyIn(acct.ID), "user@example.com", "complaint"); created {
 		t.Error("duplicate created")
 	}
 	for _, bad := range []string{"", "nope", "Name <a@b.test>", "a@b.test, c@d.test"} {
-		if _, _, e := a.AddSuppression(acct.ID, bad, ""); e == nil {
+		if _, _, e := a.AddSuppression(keyIn(acct.ID), bad, ""); e == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}
-	if _, _, e := a.AddSuppression(acct.ID, "x@y.test", "bored"); e == nil {
+	if _, _, e := a.AddSuppression(keyIn(acct.ID), "x@y.test", "bored"); e == nil {
 		t.Error("unknown reason accepted")
 	}
-	if e := a.DeleteSuppression(acct.ID, "USER@example.com"); e != nil {
+	if e := a.DeleteSuppression(keyIn(acct.ID), "USER@example.com"); e != nil {
 		t.Fatal(e)
 	}
-	if e := a.DeleteSuppression(acct.ID, "user@example.com"); e == nil || AsError(e).Status() != 404 {
+	if e := a.DeleteSuppression(keyIn(acct.ID), "user@example.com"); e == nil || AsError(e).Status() != 404 {
 		t.Errorf("second delete: %v", e)
 	}
-	inv, e := a.Invite(acct.ID, "Dev@Example.com", "developer")
+	inv, e := a.Invite(keyIn(acct.ID), "Dev@Example.com", "developer")
 	if e != nil || inv.Token == "" || inv.Member.Status != "invited" || inv.Member.Email != "dev@example.com" {
 		t.Fatalf("%+v %v", inv, e)
 	}
-	if _, e := a.Invite(acct.ID, "dev@example.com", "admin"); e == nil || AsError(e).Code != CodeConflict {
+	if _, e := a.Invite(keyIn(acct.ID), "dev@example.com", "admin"); e == nil || AsError(e).Code != CodeConflict {
 		t.Errorf("duplicate invite: %v", e)
 	}
-	if _, e := a.Invite(acct.ID, "x@example.com", "god"); e == nil || AsError(e).Code != CodeValidation {
+	if _, e := a.Invite(keyIn(acct.ID), "x@example.com", "god"); e == nil || AsError(e).Code != CodeValidation {
 		t.Errorf("bad role: %v", e)
 	}
 }
@@ -296,7 +322,7 @@ func TestWorkersStopAndDoNotPanic(t *testing.T) {
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
-	k, _ := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "k"})
+	k, _ := a.CreateKey(operatorOf(t, a, acct.ID), KeyInput{Name: "k"})
 	a.Authenticate(k.Secret)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -355,7 +381,7 @@ func TestTokenLookupsReportStorageFailure(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	inv, e := a.Invite(acct.ID, "dev@example.com", "admin")
+	inv, e := a.Invite(keyIn(acct.ID), "dev@example.com", "admin")
 	if e != nil {
 		t.Fatal(e)
 	}

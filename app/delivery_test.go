@@ -70,7 +70,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 		t.Fatal(ae)
 	}
 	e := &sendEnv{domainEnv: &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}, sink: sink}
-	dom, ae := a.CreateDomain(acct.ID, "acme.test", alg)
+	dom, ae := a.CreateDomain(keyIn(acct.ID), "acme.test", alg)
 	if ae != nil {
 		t.Fatal(ae)
 	}
@@ -84,7 +84,11 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 }
 
 func (e *sendEnv) principal(test bool) Principal {
-	k, ae := e.app.CreateKey(KeyInput{AccountID: e.acct, Name: "k", Test: test})
+	mode := ModeLive
+	if test {
+		mode = ModeTest
+	}
+	k, ae := e.app.CreateKey(operatorOf(e.t, e.app, e.acct), KeyInput{Name: "k", Mode: mode})
 	if ae != nil {
 		e.t.Fatal(ae)
 	}

@@ -81,7 +81,11 @@ func (a *App) newKey(alg string) (storage.DomainKey, error) {
 }
 
 // CreateDomain adds a sending domain with a fresh DKIM key, status pending.
-func (a *App) CreateDomain(accountID, name, alg string) (storage.Domain, error) {
+func (a *App) CreateDomain(p Principal, name, alg string) (storage.Domain, error) {
+	if err := a.authorize(p, ScopeDomainsWrite); err != nil {
+		return storage.Domain{}, err
+	}
+	accountID := p.Account.ID
 	name, e := NormalizeDomain("name", name)
 	if e != nil {
 		return storage.Domain{}, e
@@ -101,8 +105,17 @@ func (a *App) CreateDomain(accountID, name, alg string) (storage.Domain, error) 
 	return d, storageErr(err, "domain")
 }
 
-// Domain reads one of an account's domains.
-func (a *App) Domain(accountID, id string) (storage.Domain, error) {
+// Domain reads one of the account's domains.
+func (a *App) Domain(p Principal, id string) (storage.Domain, error) {
+	if err := a.authorize(p, ScopeDomainsRead); err != nil {
+		return storage.Domain{}, err
+	}
+	return a.domain(p.Account.ID, id)
+}
+
+// domain reads one of an account's domains, for use cases that have
+// authorized their caller.
+func (a *App) domain(accountID, id string) (storage.Domain, error) {
 	var d storage.Domain
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -113,7 +126,11 @@ func (a *App) Domain(accountID, id string) (storage.Domain, error) {
 }
 
 // ListDomains lists an account's domains.
-func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []storage.Domain, res storage.ListResult, total int, e error) {
+func (a *App) ListDomains(p Principal, opts storage.ListOptions) (list []storage.Domain, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeDomainsRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.Domains(accountID, opts)
@@ -124,16 +141,23 @@ func (a *App) ListDomains(accountID string, opts storage.ListOptions) (list []st
 }
 
 // DeleteDomain removes a domain; its DKIM keys are destroyed with it.
-func (a *App) DeleteDomain(accountID, id string) error {
-	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteDomain(accountID, id) })
+func (a *App) DeleteDomain(p Principal, id string) error {
+	if err := a.authorize(p, ScopeDomainsWrite); err != nil {
+		return err
+	}
+	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteDomain(p.Account.ID, id) })
 	return storageErr(err, "domain")
 }
 
 // RotateDKIM adds a new DKIM key to a domain. Signing keeps using the
 // current key until the new key's record verifies; then the old key is
 // retired and reported removable after RotationGrace.
-func (a *App) RotateDKIM(accountID, id, alg string) (storage.Domain, error) {
-	d, e := a.Domain(accountID, id)
+func (a *App) RotateDKIM(p Principal, id, alg string) (storage.Domain, error) {
+	if err := a.authorize(p, ScopeDomainsWrite); err != nil {
+		return storage.Domain{}, err
+	}
+	accountID := p.Account.ID
+	d, e := a.domain(accountID, id)
 	if e != nil {
 		return d, e
 	}
@@ -211,8 +235,12 @@ type lookup struct {
 // found. It never mistakes a failed lookup for a missing record: when a
 // required record cannot be looked up the domain keeps its status and the
 // failure is reported in CheckError.
-func (a *App) VerifyDomain(ctx context.Context, accountID, id string) (storage.Domain, error) {
-	d, e := a.Domain(accountID, id)
+func (a *App) VerifyDomain(ctx context.Context, p Principal, id string) (storage.Domain, error) {
+	if err := a.authorize(p, ScopeDomainsWrite); err != nil {
+		return storage.Domain{}, err
+	}
+	accountID := p.Account.ID
+	d, e := a.domain(accountID, id)
 	if e != nil {
 		return d, e
 	}

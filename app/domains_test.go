@@ -41,7 +41,7 @@ func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 
 func (e *domainEnv) create(name string) storage.Domain {
 	e.t.Helper()
-	d, ae := e.app.CreateDomain(e.acct, name, "")
+	d, ae := e.app.CreateDomain(keyIn(e.acct), name, "")
 	if ae != nil {
 		e.t.Fatal(ae)
 	}
@@ -69,7 +69,7 @@ func (e *domainEnv) publish(d storage.Domain) {
 
 func (e *domainEnv) verify(d storage.Domain) storage.Domain {
 	e.t.Helper()
-	got, ae := e.app.VerifyDomain(context.Background(), e.acct, d.ID)
+	got, ae := e.app.VerifyDomain(context.Background(), keyIn(e.acct), d.ID)
 	if ae != nil {
 		e.t.Fatal(ae)
 	}
@@ -131,14 +131,14 @@ func TestDomainRecordsToPublish(t *testing.T) {
 	if v := e.record(d, PurposeSPF).Value; v != "v=spf1 include:_spf.mailbolt.test ~all" {
 		t.Errorf("SPF value %q", v)
 	}
-	if _, ae := e.app.CreateDomain(e.acct, "EXAMPLE.test", ""); ae == nil || AsError(ae).Code != CodeConflict {
+	if _, ae := e.app.CreateDomain(keyIn(e.acct), "EXAMPLE.test", ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Errorf("same name twice: %v", ae)
 	}
-	ed, ae := e.app.CreateDomain(e.acct, "ed.test", dkim.AlgEd25519)
+	ed, ae := e.app.CreateDomain(keyIn(e.acct), "ed.test", dkim.AlgEd25519)
 	if ae != nil || !strings.HasPrefix(e.record(ed, PurposeDKIM).Value, "v=DKIM1; k=ed25519; p=") {
 		t.Errorf("ed25519 domain: %v", ae)
 	}
-	if _, ae := e.app.CreateDomain(e.acct, "x.test", "dsa"); ae == nil || AsError(ae).Code != CodeValidation {
+	if _, ae := e.app.CreateDomain(keyIn(e.acct), "x.test", "dsa"); ae == nil || AsError(ae).Code != CodeValidation {
 		t.Errorf("unknown algorithm: %v", ae)
 	}
 }
@@ -256,10 +256,10 @@ func TestVerifyOutcomes(t *testing.T) {
 		d := e.create("mine.test")
 		other, _ := e.app.CreateAccount(AccountInput{Name: "other"})
 		for _, err := range []error{
-			func() error { _, ae := e.app.VerifyDomain(context.Background(), other.ID, d.ID); return ae }(),
-			func() error { _, ae := e.app.Domain(other.ID, d.ID); return ae }(),
-			func() error { _, ae := e.app.RotateDKIM(other.ID, d.ID, ""); return ae }(),
-			e.app.DeleteDomain(other.ID, d.ID),
+			func() error { _, ae := e.app.VerifyDomain(context.Background(), keyIn(other.ID), d.ID); return ae }(),
+			func() error { _, ae := e.app.Domain(keyIn(other.ID), d.ID); return ae }(),
+			func() error { _, ae := e.app.RotateDKIM(keyIn(other.ID), d.ID, ""); return ae }(),
+			e.app.DeleteDomain(keyIn(other.ID), d.ID),
 		} {
 			if err == nil || !HasCode(err, CodeNotFound) {
 				t.Errorf("cross-tenant: %v", err)
@@ -284,7 +284,7 @@ func TestScheduledRecheckFailsAndRecovers(t *testing.T) {
 	if n, err := e.app.CheckDueDomains(context.Background()); n != 1 || err != nil {
 		t.Fatalf("checked %d, %v", n, err)
 	}
-	d, _ = e.app.Domain(e.acct, d.ID)
+	d, _ = e.app.Domain(keyIn(e.acct), d.ID)
 	if d.Status != DomainFailed || !strings.Contains(d.StatusReason, "DKIM") {
 		t.Fatalf("after records vanished: %s (%s)", d.Status, d.StatusReason)
 	}
@@ -300,18 +300,18 @@ func TestScheduledRecheckFailsAndRecovers(t *testing.T) {
 func TestDKIMRotation(t *testing.T) {
 	e := newDomainEnv(t, DomainOptions{RotationGrace: 48 * time.Hour})
 	d := e.create("rotate.test")
-	if _, ae := e.app.RotateDKIM(e.acct, d.ID, ""); ae == nil || AsError(ae).Code != CodeConflict {
+	if _, ae := e.app.RotateDKIM(keyIn(e.acct), d.ID, ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Fatalf("rotation before the first key verified: %v", ae)
 	}
 	e.publish(d)
 	d = e.verify(d)
 	oldSel, _, _ := SigningKey(d)
 
-	d, ae := e.app.RotateDKIM(e.acct, d.ID, "")
+	d, ae := e.app.RotateDKIM(keyIn(e.acct), d.ID, "")
 	if ae != nil || len(d.DKIMKeys) != 2 {
 		t.Fatalf("rotate: %v %d keys", ae, len(d.DKIMKeys))
 	}
-	if _, ae := e.app.RotateDKIM(e.acct, d.ID, ""); ae == nil || AsError(ae).Code != CodeConflict {
+	if _, ae := e.app.RotateDKIM(keyIn(e.acct), d.ID, ""); ae == nil || AsError(ae).Code != CodeConflict {
 		t.Errorf("second rotation while one is pending: %v", ae)
 	}
 	newSel := d.DKIMKeys[1].Selector
@@ -366,7 +366,7 @@ func TestDKIMRotation(t *testing.T) {
 		t.Fatalf("removing the retired record failed the domain: %s", d.StatusReason)
 	}
 	// A further rotation forgets keys past their grace period.
-	d, _ = e.app.RotateDKIM(e.acct, d.ID, dkim.AlgEd25519)
+	d, _ = e.app.RotateDKIM(keyIn(e.acct), d.ID, dkim.AlgEd25519)
 	if len(d.DKIMKeys) != 2 || d.DKIMKeys[0].Selector != newSel || d.DKIMKeys[1].Algorithm != dkim.AlgEd25519 {
 		t.Fatalf("keys after second rotation: %+v", d.DKIMKeys)
 	}
@@ -375,10 +375,10 @@ func TestDKIMRotation(t *testing.T) {
 func TestDeleteDomain(t *testing.T) {
 	e := newDomainEnv(t, DomainOptions{})
 	d := e.create("gone.test")
-	if ae := e.app.DeleteDomain(e.acct, d.ID); ae != nil {
+	if ae := e.app.DeleteDomain(keyIn(e.acct), d.ID); ae != nil {
 		t.Fatal(ae)
 	}
-	if _, ae := e.app.Domain(e.acct, d.ID); ae == nil || AsError(ae).Status() != 404 {
+	if _, ae := e.app.Domain(keyIn(e.acct), d.ID); ae == nil || AsError(ae).Status() != 404 {
 		t.Fatal("domain still there")
 	}
 	e.app.db.View(func(tx *storage.Tx) error {

@@ -120,6 +120,9 @@ func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission
 	if a.opts.Grader.Disabled {
 		return StoredResult{}, ErrGraderDisabled
 	}
+	if err := a.authorize(p, ScopeGraderWrite); err != nil {
+		return StoredResult{}, err
+	}
 	r, err := grader.Submit(ctx, a.opts.Grader.Config, s)
 	if err != nil {
 		return StoredResult{}, graderInputError(err)
@@ -148,6 +151,9 @@ func (a *App) GraderResult(p Principal, id string) (storage.GraderResult, error)
 	if a.opts.Grader.Disabled {
 		return storage.GraderResult{}, ErrGraderDisabled
 	}
+	if err := a.authorize(p, ScopeGraderRead); err != nil {
+		return storage.GraderResult{}, err
+	}
 	var r storage.GraderResult
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -168,6 +174,9 @@ func (a *App) GraderResult(p Principal, id string) (storage.GraderResult, error)
 func (a *App) GraderHistory(p Principal, page, perPage int) (list []storage.GraderResult, total int, e error) {
 	if a.opts.Grader.Disabled {
 		return nil, 0, ErrGraderDisabled
+	}
+	if err := a.authorize(p, ScopeGraderRead); err != nil {
+		return nil, 0, err
 	}
 	perPage = min(max(perPage, 1), 100)
 	page = max(page, 1)

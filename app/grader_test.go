@@ -41,7 +41,7 @@ func newGraderApp(t *testing.T, fault *atomic.Bool, readFault ...*atomic.Bool) (
 		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
 	principal := func(name string) Principal {
 		acct, _ := a.CreateAccount(AccountInput{Name: name})
-		return Principal{Account: acct, Key: storage.APIKey{AccountID: acct.ID}}
+		return KeyPrincipal(storage.APIKey{AccountID: acct.ID, Scopes: []string{ScopeAll}}, acct)
 	}
 	return a, zone, principal("one"), principal("two")
 }

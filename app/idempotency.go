@@ -39,14 +39,21 @@ func Fingerprint(method, path string, body []byte) []byte {
 }
 
 // Idempotent runs a write request at most once per (API key, idempotency
-// key) within IdempotencyTTL. A repeat with the same fingerprint gets the
+// key) within IdempotencyTTL; a caller without an API key is 403 FORBIDDEN. A repeat with the same fingerprint gets the
 // stored answer and replayed=true; a different fingerprint is 409
 // IDEMPOTENCY_CONFLICT. A repeat that arrives while the first is still
-// running waits for it, so the request never runs twice. Answers with status
-// 429 or any 5xx are not stored, so a retry can succeed. The stored answer is
-// sealed with a key derived from the API key's secret (see seal).
+// running waits for it, so the request never runs twice. Answers that say
+// the request may succeed later are not stored, so a retry with the same key
+// runs again: 401 and 403 (the caller was refused: nothing ran), 429 and any
+// 5xx. The stored answer is sealed with a key derived from the API key's
+// secret (see seal).
 func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e error) {
-	apiKeyID := p.Key.ID
+	apiKeyID := p.KeyID
+	if apiKeyID == "" {
+		// Records are kept per key; callers without one would share a slot.
+		return Response{}, false, NewError(CodeForbidden, "idempotency keys are kept per API key, and this "+
+			p.Kind.noun()+" has none")
+	}
 	slot := apiKeyID + "\x00" + key
 	for {
 		a.idemMu.Lock()
@@ -93,7 +100,7 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 	}
 
 	resp = run()
-	if resp.Status == http.StatusTooManyRequests || resp.Status >= 500 {
+	if !storable(resp.Status) {
 		return resp, false, nil
 	}
 	sealed, err := seal(secret, resp)
@@ -110,6 +117,15 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 		a.log.Error("store idempotent answer", "api_key_id", apiKeyID, "err", err)
 	}
 	return resp, false, nil
+}
+
+// storable reports whether an answer with this status is kept for replay.
+func storable(status int) bool {
+	switch {
+	case status == http.StatusUnauthorized, status == http.StatusForbidden, status == http.StatusTooManyRequests:
+		return false
+	}
+	return status < 500
 }
 
 // sealKey derives the AES-256 key that protects stored answers from the API

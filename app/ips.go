@@ -216,7 +216,11 @@ func (a *App) ListIPs() ([]IPStatus, error) {
 
 // AccountIPs lists the IPs dedicated to one account. Shared IPs are not
 // listed: their counts tell of other tenants' mail.
-func (a *App) AccountIPs(accountID string) ([]IPStatus, error) {
+func (a *App) AccountIPs(p Principal) ([]IPStatus, error) {
+	if err := a.authorize(p, ScopeIPsRead); err != nil {
+		return nil, err
+	}
+	accountID := p.Account.ID
 	return a.ipStatuses(func(ip storage.IP) bool { return ip.AccountID == accountID })
 }
 
@@ -272,7 +276,11 @@ type AccountPool struct {
 
 // AccountPools lists the pools usable by an account, by name: every pool
 // holding an IP dedicated to it, and every pool with shared IPs.
-func (a *App) AccountPools(accountID string) ([]AccountPool, error) {
+func (a *App) AccountPools(p Principal) ([]AccountPool, error) {
+	if err := a.authorize(p, ScopeIPsRead); err != nil {
+		return nil, err
+	}
+	accountID := p.Account.ID
 	var out []AccountPool
 	err := a.db.View(func(tx *storage.Tx) error {
 		all, err := sortedIPs(tx)

@@ -140,7 +140,7 @@ func TestAssignIPEntitlement(t *testing.T) {
 			t.Errorf("plan %s: assigning IP %d: %+v, want 409 entitled=%d", tc.plan, tc.entitled+1, e, tc.entitled)
 		}
 		next-- // the refused address is still free
-		if got, _ := a.AccountIPs(acct.ID); len(got) != tc.entitled {
+		if got, _ := a.AccountIPs(keyIn(acct.ID)); len(got) != tc.entitled {
 			t.Errorf("plan %s: account holds %d IPs, want %d", tc.plan, len(got), tc.entitled)
 		}
 	}
@@ -188,7 +188,7 @@ func TestAssignIPRules(t *testing.T) {
 	if e := a.RemoveIP("192.0.2.2"); e != nil {
 		t.Fatal(e)
 	}
-	if got, _ := a.AccountIPs(growth.ID); len(got) != 0 {
+	if got, _ := a.AccountIPs(keyIn(growth.ID)); len(got) != 0 {
 		t.Errorf("removed IP still listed: %+v", got)
 	}
 	if e := a.RemoveIP("192.0.2.2"); e == nil || AsError(e).Status() != http.StatusNotFound {
@@ -274,7 +274,7 @@ func TestPoolEligibility(t *testing.T) {
 
 	// The pools each account may name, with the addresses it would use.
 	view := func(acct storage.Account) string {
-		pools, e := a.AccountPools(acct.ID)
+		pools, e := a.AccountPools(keyIn(acct.ID))
 		if e != nil {
 			t.Fatal(e)
 		}
@@ -343,7 +343,7 @@ func TestPickSourceIPWarmup(t *testing.T) {
 	}
 	status := func() []IPStatus {
 		t.Helper()
-		st, e := a.AccountIPs(acct.ID)
+		st, e := a.AccountIPs(keyIn(acct.ID))
 		if e != nil || len(st) != 2 {
 			t.Fatalf("AccountIPs: %+v %v", st, e)
 		}

@@ -46,13 +46,19 @@ func HashSecret(secret string) []byte {
 	return h[:]
 }
 
-// KeyInput is a request for a new API key.
+// Key modes: a live key sends real mail, a test key is a sandbox.
+const (
+	ModeLive = "live"
+	ModeTest = "test"
+)
+
+// KeyInput is a request for a new API key in the creator's account. What
+// is left out is the creator's own: its scopes, its mode, its expiry.
 type KeyInput struct {
-	AccountID string
 	Name      string
-	Scopes    []string // nil: every scope ("*")
-	Test      bool
-	ExpiresAt *time.Time
+	Scopes    []string   // nil: the creator's scopes
+	Mode      string     // ModeLive, ModeTest, or "": the creator's mode
+	ExpiresAt *time.Time // nil: the creator's expiry (never, for a creator without one)
 }
 
 // CreatedKey is a new key with its secret, which is never shown again.
@@ -61,31 +67,69 @@ type CreatedKey struct {
 	Secret string
 }
 
-// CreateKey issues a key for an account.
-func (a *App) CreateKey(in KeyInput) (CreatedKey, error) {
+// CreateKey issues a key in p's account. A key never gets more than its
+// creator has: scopes it does not hold are 403 INSUFFICIENT_SCOPES, a
+// test-mode creator makes test keys only (403 FORBIDDEN), and a key does
+// not outlive an expiring creator (403 FORBIDDEN naming expires_at and
+// max_expires_at). The operator holds every scope, is not in test mode and
+// does not expire, so it may make any key.
+func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
+	if err := a.authorize(p, ScopeAPIKeysWrite); err != nil {
+		return CreatedKey{}, err
+	}
 	name, verr := cleanName("name", in.Name)
 	if verr != nil {
 		return CreatedKey{}, verr
 	}
-	scopes := []string{ScopeAll}
+	test := p.Test
+	switch in.Mode {
+	case "":
+	case ModeLive:
+		test = false
+	case ModeTest:
+		test = true
+	default:
+		return CreatedKey{}, Validation("mode", "must be live or test")
+	}
+	scopes := p.Scopes
 	if in.Scopes != nil {
-		var err error
-		if scopes, err = ParseScopes(in.Scopes); err != nil {
-			return CreatedKey{}, Validation("scopes", err.Error())
-		}
+		scopes = in.Scopes
+	}
+	scopes, err := ParseScopes(scopes)
+	if err != nil {
+		return CreatedKey{}, Validation("scopes", err.Error())
 	}
 	now := a.Now()
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(now) {
 		return CreatedKey{}, Validation("expires_at", "must be in the future")
 	}
-	secret := newSecret(in.Test)
-	k := storage.APIKey{
-		ID: NewID(), AccountID: in.AccountID, Name: name,
-		Prefix: secret[:len(LivePrefix)+8], Hash: HashSecret(secret),
-		Scopes: scopes, Test: in.Test, CreatedAt: now, ExpiresAt: in.ExpiresAt,
+	if p.Test && !test {
+		return CreatedKey{}, NewError(CodeForbidden, "a test key can only create test keys")
 	}
-	err := a.db.Update(func(tx *storage.Tx) error {
-		if _, err := tx.Account(in.AccountID); err != nil {
+	if !CoversScopes(p.Scopes, scopes) {
+		return CreatedKey{}, NewError(CodeInsufficientScopes, "a key cannot grant scopes it does not hold itself").
+			With("requested", scopes).With("held", p.Scopes)
+	}
+	expires := in.ExpiresAt
+	if p.ExpiresAt != nil {
+		limit := p.ExpiresAt.UTC()
+		if expires == nil {
+			expires = &limit
+		} else if expires.After(limit) {
+			return CreatedKey{}, NewError(CodeForbidden, "a key cannot outlive the key that creates it: it expires at "+
+				limit.Format(time.RFC3339)).
+				With("expires_at", expires.UTC().Format(time.RFC3339Nano)).With("max_expires_at", limit.Format(time.RFC3339Nano))
+		}
+	}
+	accountID := p.Account.ID
+	secret := newSecret(test)
+	k := storage.APIKey{
+		ID: NewID(), AccountID: accountID, Name: name,
+		Prefix: secret[:len(LivePrefix)+8], Hash: HashSecret(secret),
+		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: expires,
+	}
+	err = a.db.Update(func(tx *storage.Tx) error {
+		if _, err := tx.Account(accountID); err != nil {
 			return NotFound("account")
 		}
 		return tx.InsertAPIKey(k)
@@ -97,7 +141,11 @@ func (a *App) CreateKey(in KeyInput) (CreatedKey, error) {
 }
 
 // ListKeys lists an account's keys.
-func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []storage.APIKey, res storage.ListResult, total int, e error) {
+func (a *App) ListKeys(p Principal, opts storage.ListOptions) (keys []storage.APIKey, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeAPIKeysRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		keys, res, err = tx.APIKeys(accountID, opts)
@@ -108,7 +156,11 @@ func (a *App) ListKeys(accountID string, opts storage.ListOptions) (keys []stora
 }
 
 // Key reads one of an account's keys.
-func (a *App) Key(accountID, keyID string) (storage.APIKey, error) {
+func (a *App) Key(p Principal, keyID string) (storage.APIKey, error) {
+	if err := a.authorize(p, ScopeAPIKeysRead); err != nil {
+		return storage.APIKey{}, err
+	}
+	accountID := p.Account.ID
 	var k storage.APIKey
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -118,29 +170,36 @@ func (a *App) Key(accountID, keyID string) (storage.APIKey, error) {
 	return k, storageErr(err, "api key")
 }
 
-// RevokeKey revokes a key. With by set (an API request), a key of another
-// account is not found, a test key cannot revoke a live key, and a key
-// cannot revoke one holding scopes it lacks itself; the CLI passes nil to
-// revoke any key. Revoking twice is a no-op that returns the key as it is.
-func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, error) {
+// RevokeKey revokes a key of p's account. A test-mode caller cannot revoke
+// a live key, and a caller cannot revoke a key holding scopes it lacks
+// itself, so a key cannot take away access it could not grant. The
+// operator acting across accounts (Operator()) may revoke any key.
+// Revoking twice is a no-op that returns the key as it is.
+func (a *App) RevokeKey(p Principal, keyID string) (storage.APIKey, error) {
+	anyAccount := p.Kind == KindOperator && p.Account.ID == ""
+	if !anyAccount {
+		if err := a.authorize(p, ScopeAPIKeysWrite); err != nil {
+			return storage.APIKey{}, err
+		}
+	}
 	var k storage.APIKey
 	err := a.db.Update(func(tx *storage.Tx) error {
 		var err error
-		if by != nil {
-			k, err = tx.APIKey(by.Account.ID, keyID)
-		} else {
+		if anyAccount {
 			k, err = tx.APIKeyByID(keyID)
+		} else {
+			k, err = tx.APIKey(p.Account.ID, keyID)
 		}
 		if err != nil {
 			return NotFound("api key")
 		}
-		if by != nil && by.Key.Test && !k.Test {
+		if p.Test && !k.Test {
 			return &Error{Code: CodeForbidden, Message: "a test key cannot revoke a live key"}
 		}
-		if by != nil && !CoversScopes(by.Key.Scopes, k.Scopes) {
+		if !CoversScopes(p.Scopes, k.Scopes) {
 			return &Error{Code: CodeInsufficientScopes,
 				Message: "a key cannot revoke a key with scopes it does not hold itself",
-				Details: map[string]any{"held": by.Key.Scopes, "target": k.Scopes}}
+				Details: map[string]any{"held": p.Scopes, "target": k.Scopes}}
 		}
 		if k.RevokedAt == nil {
 			now := a.Now()
@@ -150,12 +209,6 @@ func (a *App) RevokeKey(by *Principal, keyID string) (storage.APIKey, error) {
 		return nil
 	})
 	return k, storageErr(err, "api key")
-}
-
-// Principal is who a request acts as: a key and the account it belongs to.
-type Principal struct {
-	Key     storage.APIKey
-	Account storage.Account
 }
 
 // Authenticate resolves a key secret. Revocation and expiry take effect on
@@ -170,35 +223,35 @@ func (a *App) Authenticate(secret string) (Principal, error) {
 		return Principal{}, invalid
 	}
 	hash := HashSecret(secret)
-	var p Principal
+	var k storage.APIKey
+	var acct storage.Account
 	err := a.db.View(func(tx *storage.Tx) error {
-		k, err := tx.APIKeyByHash(hash)
-		if err != nil {
+		var err error
+		if k, err = tx.APIKeyByHash(hash); err != nil {
 			return err
 		}
-		p.Key = k
 		if _, perr := uuid.Parse(k.AccountID); perr != nil {
 			return nil // reported below as INVALID_TENANT
 		}
-		p.Account, err = tx.Account(k.AccountID)
+		acct, err = tx.Account(k.AccountID)
 		return err
 	})
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return Principal{}, Internal(fmt.Errorf("authenticate: %w", err))
 	}
-	if err != nil || subtle.ConstantTimeCompare(p.Key.Hash, hash) != 1 || p.Key.RevokedAt != nil {
+	if err != nil || subtle.ConstantTimeCompare(k.Hash, hash) != 1 || k.RevokedAt != nil {
 		return Principal{}, invalid
 	}
-	if p.Key.ExpiresAt != nil && !a.Now().Before(*p.Key.ExpiresAt) {
+	if k.ExpiresAt != nil && !a.Now().Before(*k.ExpiresAt) {
 		return Principal{}, &Error{Code: CodeTokenExpired,
-			Message: "API key expired at " + p.Key.ExpiresAt.UTC().Format(time.RFC3339)}
+			Message: "API key expired at " + k.ExpiresAt.UTC().Format(time.RFC3339)}
 	}
-	if _, perr := uuid.Parse(p.Key.AccountID); perr != nil {
+	if _, perr := uuid.Parse(k.AccountID); perr != nil {
 		return Principal{}, &Error{Code: CodeInvalidTenant,
 			Message: "the API key's account id is not a valid tenant UUID"}
 	}
-	a.noteKeyUse(p.Key.ID)
-	return p, nil
+	a.noteKeyUse(k.ID)
+	return KeyPrincipal(k, acct), nil
 }
 
 // noteKeyUse queues a last_used_at update, at most once per KeyUsageEvery

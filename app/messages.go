@@ -99,7 +99,7 @@ type prepared struct {
 // store (domain, template, pool) but writes nothing.
 func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, error) {
 	var out prepared
-	test := p.Key.Test
+	test := p.Test
 	from, fromDomain, e := parseSender(in.From)
 	if e != nil {
 		return out, e
@@ -305,7 +305,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 	var ref *storage.TemplateRef
 	switch {
 	case in.TemplateID != "":
-		_, v, e := a.Template(accountID, in.TemplateID, in.TemplateVersion)
+		_, v, e := a.template(accountID, in.TemplateID, in.TemplateVersion)
 		if e != nil {
 			if HasCode(e, CodeNotFound) {
 				e = NewError(CodeInvalidTemplate, AsError(e).Message).With("field", "template_id")
@@ -409,6 +409,9 @@ func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, error)
 // SendBatch validates every message first and stores all of them in one
 // transaction, or none: a failure names the item in details.index.
 func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.Message, error) {
+	if err := a.authorize(p, ScopeMessagesWrite); err != nil {
+		return nil, err
+	}
 	if batch {
 		if len(ins) == 0 {
 			return nil, Validation("messages", "must hold at least one message")

@@ -14,6 +14,9 @@ import (
 // or one of the other mode (test or live) than the caller's key, is 404; a
 // cancelled one is 410 GONE.
 func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageContent, error) {
+	if err := a.authorize(p, ScopeMessagesRead); err != nil {
+		return storage.Message{}, storage.MessageContent{}, err
+	}
 	var m storage.Message
 	var c storage.MessageContent
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -21,7 +24,7 @@ func (a *App) Message(p Principal, id string) (storage.Message, storage.MessageC
 		if m, err = tx.Message(p.Account.ID, id); err != nil {
 			return err
 		}
-		if m.Test != p.Key.Test {
+		if m.Test != p.Test {
 			return storage.ErrNotFound
 		}
 		c, err = tx.MessageContent(p.Account.ID, id)
@@ -44,6 +47,9 @@ func gone(m storage.Message) error {
 // CancelMessage cancels a queued or scheduled message. One already being
 // sent, or done, is 409 CONFLICT; one already cancelled is 410 GONE.
 func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
+	if err := a.authorize(p, ScopeMessagesWrite); err != nil {
+		return storage.Message{}, err
+	}
 	now := a.Now()
 	var m storage.Message
 	err := a.db.Update(func(tx *storage.Tx) error {
@@ -51,7 +57,7 @@ func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
 		if m, err = tx.Message(p.Account.ID, id); err != nil {
 			return err
 		}
-		if m.Test != p.Key.Test {
+		if m.Test != p.Test {
 			return storage.ErrNotFound
 		}
 		switch err := queue.Cancel(&m, now); {
@@ -76,7 +82,10 @@ type MessageQuery struct {
 
 // ListMessages lists the caller's messages of its key's mode, newest first.
 func (a *App) ListMessages(p Principal, q MessageQuery, opts storage.ListOptions, withTotal bool) (list []storage.Message, res storage.ListResult, total int, e error) {
-	f := storage.MessageFilter{Test: p.Key.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
+	if err := a.authorize(p, ScopeMessagesRead); err != nil {
+		return nil, res, 0, err
+	}
+	f := storage.MessageFilter{Test: p.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
 		Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
 	opts.Reverse = true
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -97,7 +106,10 @@ type EventQuery struct {
 
 // ListEvents lists the caller's events of its key's mode, newest first.
 func (a *App) ListEvents(p Principal, q EventQuery, opts storage.ListOptions, withTotal bool) (list []storage.Event, res storage.ListResult, total int, e error) {
-	f := storage.EventFilter{Test: p.Key.Test, MessageID: q.MessageID, Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
+	if err := a.authorize(p, ScopeEventsRead); err != nil {
+		return nil, res, 0, err
+	}
+	f := storage.EventFilter{Test: p.Test, MessageID: q.MessageID, Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
 	for _, t := range q.Types {
 		if canon, _ := NormalizeEventType(t); canon != "" {
 			f.Types = append(f.Types, canon)

@@ -9,17 +9,42 @@ import (
 // ScopeAll grants every scope.
 const ScopeAll = "*"
 
+// The scopes a key can hold. Each use case that acts in an account requires
+// exactly one; a :write scope does not include the matching :read.
+const (
+	ScopeMessagesRead      = "messages:read"
+	ScopeMessagesWrite     = "messages:write"
+	ScopeEventsRead        = "events:read"
+	ScopeDomainsRead       = "domains:read"
+	ScopeDomainsWrite      = "domains:write"
+	ScopeSuppressionsRead  = "suppressions:read"
+	ScopeSuppressionsWrite = "suppressions:write"
+	ScopeWebhooksRead      = "webhooks:read"
+	ScopeWebhooksWrite     = "webhooks:write"
+	ScopeAPIKeysRead       = "api_keys:read"
+	ScopeAPIKeysWrite      = "api_keys:write"
+	ScopeTeamRead          = "team:read"
+	ScopeTeamWrite         = "team:write"
+	ScopeAnalyticsRead     = "analytics:read"
+	ScopeIPsRead           = "ips:read"
+	ScopeAccountRead       = "account:read"
+	ScopeTemplatesRead     = "templates:read"
+	ScopeTemplatesWrite    = "templates:write"
+	ScopeGraderRead        = "grader:read"
+	ScopeGraderWrite       = "grader:write"
+)
+
 // Scopes is every scope a key can hold (besides "*").
 var Scopes = []string{
-	"messages:read", "messages:write", "events:read",
-	"domains:read", "domains:write",
-	"suppressions:read", "suppressions:write",
-	"webhooks:read", "webhooks:write",
-	"api_keys:read", "api_keys:write",
-	"team:read", "team:write",
-	"analytics:read", "ips:read", "account:read",
-	"templates:read", "templates:write",
-	"grader:read", "grader:write",
+	ScopeMessagesRead, ScopeMessagesWrite, ScopeEventsRead,
+	ScopeDomainsRead, ScopeDomainsWrite,
+	ScopeSuppressionsRead, ScopeSuppressionsWrite,
+	ScopeWebhooksRead, ScopeWebhooksWrite,
+	ScopeAPIKeysRead, ScopeAPIKeysWrite,
+	ScopeTeamRead, ScopeTeamWrite,
+	ScopeAnalyticsRead, ScopeIPsRead, ScopeAccountRead,
+	ScopeTemplatesRead, ScopeTemplatesWrite,
+	ScopeGraderRead, ScopeGraderWrite,
 }
 
 // ParseScopes validates and normalises a scope list: known names only, no

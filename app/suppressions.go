@@ -31,7 +31,11 @@ func NormalizeAddress(field, s string) (string, error) {
 // AddSuppression suppresses a recipient. Adding one that is already
 // suppressed is not an error: the stored record is returned with
 // created=false.
-func (a *App) AddSuppression(accountID, recipient, reason string) (s storage.Suppression, created bool, e error) {
+func (a *App) AddSuppression(p Principal, recipient, reason string) (s storage.Suppression, created bool, e error) {
+	if err := a.authorize(p, ScopeSuppressionsWrite); err != nil {
+		return s, false, err
+	}
+	accountID := p.Account.ID
 	addr, e := NormalizeAddress("recipient", recipient)
 	if e != nil {
 		return s, false, e
@@ -52,7 +56,11 @@ func (a *App) AddSuppression(accountID, recipient, reason string) (s storage.Sup
 }
 
 // ListSuppressions lists an account's suppressions in address order.
-func (a *App) ListSuppressions(accountID string, opts storage.ListOptions) (list []storage.Suppression, res storage.ListResult, total int, e error) {
+func (a *App) ListSuppressions(p Principal, opts storage.ListOptions) (list []storage.Suppression, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeSuppressionsRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.Suppressions(accountID, opts)
@@ -63,7 +71,11 @@ func (a *App) ListSuppressions(accountID string, opts storage.ListOptions) (list
 }
 
 // DeleteSuppression lets mail reach a recipient again.
-func (a *App) DeleteSuppression(accountID, recipient string) error {
+func (a *App) DeleteSuppression(p Principal, recipient string) error {
+	if err := a.authorize(p, ScopeSuppressionsWrite); err != nil {
+		return err
+	}
+	accountID := p.Account.ID
 	addr := strings.ToLower(strings.TrimSpace(recipient))
 	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr) })
 	return storageErr(err, "suppression")

@@ -35,7 +35,11 @@ const AcceptPath = "/v1/team/accept/"
 // system sender (--system-from) on a verified domain, sends the
 // invitation by mail. Inviting an address that is already on the team is
 // a conflict.
-func (a *App) Invite(accountID, email, role string) (Invitation, error) {
+func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
+	if err := a.authorize(p, ScopeTeamWrite); err != nil {
+		return Invitation{}, err
+	}
+	accountID := p.Account.ID
 	addr, e := NormalizeAddress("email", email)
 	if e != nil {
 		return Invitation{}, e
@@ -137,7 +141,9 @@ func (a *App) AcceptInvitation(token string) (storage.TeamMember, error) {
 }
 
 // sendInvitation mails an invitation from the system sender, through the
-// account that has the sender's domain verified.
+// account that has the sender's domain verified. The server sends it on
+// the operator's authority, not the inviter's: inviting needs team:write,
+// not messages:write.
 func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, messageID string) {
 	if a.opts.SystemFrom == "" {
 		return "not_configured", ""
@@ -172,7 +178,7 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 	body := "You have been invited to join the team of " + name + " on Mailbolt as " + inv.Member.Role + ".\n\n" +
 		"Accept the invitation here:\n" + inv.AcceptURL + "\n\nIf you did not expect this invitation, ignore this email.\n"
 	off := false
-	m, e := a.SendMessage(Principal{Account: owner, Key: storage.APIKey{AccountID: owner.ID}}, MessageInput{
+	m, e := a.SendMessage(operatorIn(owner), MessageInput{
 		From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body, Unsubscribe: &off,
 		Tags: []string{"team-invitation"}})
 	if e != nil {
@@ -183,7 +189,11 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 }
 
 // Team lists an account's members.
-func (a *App) Team(accountID string, opts storage.ListOptions) (list []storage.TeamMember, res storage.ListResult, total int, e error) {
+func (a *App) Team(p Principal, opts storage.ListOptions) (list []storage.TeamMember, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeTeamRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.TeamMembers(accountID, opts)

@@ -110,7 +110,11 @@ func ValidateTemplate(v storage.TemplateVersion) error {
 }
 
 // CreateTemplate stores a template and its version 1.
-func (a *App) CreateTemplate(accountID string, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
+func (a *App) CreateTemplate(p Principal, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
+	if err := a.authorize(p, ScopeTemplatesWrite); err != nil {
+		return storage.Template{}, storage.TemplateVersion{}, err
+	}
+	accountID := p.Account.ID
 	v := storage.TemplateVersion{Version: 1, Strict: true}
 	applyInput(&v, in)
 	v.Name = strings.TrimSpace(v.Name)
@@ -140,7 +144,11 @@ func applyInput(v *storage.TemplateVersion, in TemplateInput) {
 
 // UpdateTemplate stores a new version: the previous content with the given
 // fields replaced.
-func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
+func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
+	if err := a.authorize(p, ScopeTemplatesWrite); err != nil {
+		return storage.Template{}, storage.TemplateVersion{}, err
+	}
+	accountID := p.Account.ID
 	var t storage.Template
 	var v storage.TemplateVersion
 	err := a.db.Update(func(tx *storage.Tx) error {
@@ -166,7 +174,17 @@ func (a *App) UpdateTemplate(accountID, id string, in TemplateInput) (storage.Te
 }
 
 // Template reads a template and one of its versions (0: the newest).
-func (a *App) Template(accountID, id string, version int) (storage.Template, storage.TemplateVersion, error) {
+func (a *App) Template(p Principal, id string, version int) (storage.Template, storage.TemplateVersion, error) {
+	if err := a.authorize(p, ScopeTemplatesRead); err != nil {
+		return storage.Template{}, storage.TemplateVersion{}, err
+	}
+	return a.template(p.Account.ID, id, version)
+}
+
+// template reads a template version for use cases that have authorized
+// their caller: sending with a template needs messages:write, not
+// templates:read.
+func (a *App) template(accountID, id string, version int) (storage.Template, storage.TemplateVersion, error) {
 	var t storage.Template
 	var v storage.TemplateVersion
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -186,7 +204,11 @@ func (a *App) Template(accountID, id string, version int) (storage.Template, sto
 }
 
 // ListTemplates lists an account's templates.
-func (a *App) ListTemplates(accountID string, opts storage.ListOptions) (list []storage.Template, res storage.ListResult, total int, e error) {
+func (a *App) ListTemplates(p Principal, opts storage.ListOptions) (list []storage.Template, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeTemplatesRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
 		list, res, err = tx.Templates(accountID, opts)
@@ -197,7 +219,11 @@ func (a *App) ListTemplates(accountID string, opts storage.ListOptions) (list []
 }
 
 // TemplateVersions lists a template's versions, newest first.
-func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (list []storage.TemplateVersion, res storage.ListResult, total int, e error) {
+func (a *App) TemplateVersions(p Principal, id string, opts storage.ListOptions) (list []storage.TemplateVersion, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeTemplatesRead); err != nil {
+		return nil, res, 0, err
+	}
+	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
 		t, err := tx.Template(accountID, id)
 		if err != nil {
@@ -211,8 +237,12 @@ func (a *App) TemplateVersions(accountID, id string, opts storage.ListOptions) (
 }
 
 // RenderTemplate renders one version (0: the newest) of a template.
-func (a *App) RenderTemplate(accountID, id string, version int, data map[string]any) (Rendered, error) {
-	_, v, e := a.Template(accountID, id, version)
+func (a *App) RenderTemplate(p Principal, id string, version int, data map[string]any) (Rendered, error) {
+	if err := a.authorize(p, ScopeTemplatesRead); err != nil {
+		return Rendered{}, err
+	}
+	accountID := p.Account.ID
+	_, v, e := a.template(accountID, id, version)
 	if e != nil {
 		return Rendered{}, e
 	}

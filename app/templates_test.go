@@ -87,7 +87,7 @@ func TestTemplateParseErrors(t *testing.T) {
 		{TemplateInput{Name: ptr("t"), Subject: ptr("s"), Text: ptr("{{> footer}}")}, "text", 0, "", CodeInvalidTemplate},
 	} {
 		a, _ := newTestApp(t)
-		_, _, e := a.CreateTemplate("acct", c.in)
+		_, _, e := a.CreateTemplate(keyIn("acct"), c.in)
 		if e == nil || AsError(e).Code != c.codeWant || AsError(e).Status() != 400 {
 			t.Fatalf("%+v: %v", c.in, e)
 		}
@@ -104,7 +104,7 @@ func TestTemplateParseErrors(t *testing.T) {
 		{Name: ptr("t"), Text: ptr("x")},
 		{Name: ptr("t"), Subject: ptr("s")},
 	} {
-		if _, _, e := a.CreateTemplate("acct", in); e == nil || AsError(e).Code != CodeValidation {
+		if _, _, e := a.CreateTemplate(keyIn("acct"), in); e == nil || AsError(e).Code != CodeValidation {
 			t.Errorf("%+v: %v", in, e)
 		}
 	}
@@ -112,52 +112,52 @@ func TestTemplateParseErrors(t *testing.T) {
 
 func TestTemplateVersionsAndRender(t *testing.T) {
 	a, _ := newTestApp(t)
-	tpl, v1, e := a.CreateTemplate("acct", TemplateInput{Name: ptr("Welcome"), Subject: ptr("Welcome, {{name}}"),
+	tpl, v1, e := a.CreateTemplate(keyIn("acct"), TemplateInput{Name: ptr("Welcome"), Subject: ptr("Welcome, {{name}}"),
 		HTML: ptr("<p>Hi {{name}}, {{#items}}<b>{{.}}</b>{{/items}}</p>"), Text: ptr("Hi {{name}}")})
 	if e != nil || v1.Version != 1 || tpl.Version != 1 || !tpl.Strict {
 		t.Fatal(e)
 	}
-	r, e := a.RenderTemplate("acct", tpl.ID, 0, map[string]any{"name": "<Ann>", "items": []any{"a", "b"}})
+	r, e := a.RenderTemplate(keyIn("acct"), tpl.ID, 0, map[string]any{"name": "<Ann>", "items": []any{"a", "b"}})
 	if e != nil || r.Subject != "Welcome, <Ann>" || r.HTML != "<p>Hi &lt;Ann&gt;, <b>a</b><b>b</b></p>" || r.Text != "Hi <Ann>" {
 		t.Fatalf("render: %+v %v", r, e)
 	}
 	// Strict by default: a missing variable names itself.
-	_, e = a.RenderTemplate("acct", tpl.ID, 0, map[string]any{"items": []any{}})
+	_, e = a.RenderTemplate(keyIn("acct"), tpl.ID, 0, map[string]any{"items": []any{}})
 	if e == nil || AsError(e).Code != CodeTemplateRenderFailed || AsError(e).Status() != 422 || AsError(e).Details["variable"] != "name" || AsError(e).Details["part"] != "subject" {
 		t.Fatalf("missing variable: %v", e)
 	}
 	// A subject must not render a line break.
-	if _, e := a.RenderTemplate("acct", tpl.ID, 0, map[string]any{"name": "x\r\nBcc: evil@example.test"}); e == nil || AsError(e).Code != CodeTemplateRenderFailed {
+	if _, e := a.RenderTemplate(keyIn("acct"), tpl.ID, 0, map[string]any{"name": "x\r\nBcc: evil@example.test"}); e == nil || AsError(e).Code != CodeTemplateRenderFailed {
 		t.Fatalf("header injection through the subject: %v", e)
 	}
 	// An update is a new version; the old one stays renderable.
-	tpl2, v2, e := a.UpdateTemplate("acct", tpl.ID, TemplateInput{Subject: ptr("Hello {{name}}"), Strict: ptr(false)})
+	tpl2, v2, e := a.UpdateTemplate(keyIn("acct"), tpl.ID, TemplateInput{Subject: ptr("Hello {{name}}"), Strict: ptr(false)})
 	if e != nil || v2.Version != 2 || tpl2.Version != 2 || v2.HTML != v1.HTML || tpl2.Strict {
 		t.Fatalf("update: %+v %v", v2, e)
 	}
-	r, e = a.RenderTemplate("acct", tpl.ID, 0, map[string]any{})
+	r, e = a.RenderTemplate(keyIn("acct"), tpl.ID, 0, map[string]any{})
 	if e != nil || r.Subject != "Hello " || r.Version != 2 {
 		t.Fatalf("lenient render: %+v %v", r, e)
 	}
-	if r, e = a.RenderTemplate("acct", tpl.ID, 1, map[string]any{"name": "Bo", "items": nil}); e != nil || r.Subject != "Welcome, Bo" || r.Version != 1 {
+	if r, e = a.RenderTemplate(keyIn("acct"), tpl.ID, 1, map[string]any{"name": "Bo", "items": nil}); e != nil || r.Subject != "Welcome, Bo" || r.Version != 1 {
 		t.Fatalf("pinned version 1: %+v %v", r, e)
 	}
-	if _, e = a.RenderTemplate("acct", tpl.ID, 7, nil); e == nil || AsError(e).Status() != 404 {
+	if _, e = a.RenderTemplate(keyIn("acct"), tpl.ID, 7, nil); e == nil || AsError(e).Status() != 404 {
 		t.Fatalf("missing version: %v", e)
 	}
 	// A bad update changes nothing.
-	if _, _, e = a.UpdateTemplate("acct", tpl.ID, TemplateInput{HTML: ptr("{{#open}}")}); e == nil || AsError(e).Code != CodeInvalidTemplate {
+	if _, _, e = a.UpdateTemplate(keyIn("acct"), tpl.ID, TemplateInput{HTML: ptr("{{#open}}")}); e == nil || AsError(e).Code != CodeInvalidTemplate {
 		t.Fatalf("bad update: %v", e)
 	}
-	versions, _, total, _ := a.TemplateVersions("acct", tpl.ID, storage.ListOptions{Limit: 10})
+	versions, _, total, _ := a.TemplateVersions(keyIn("acct"), tpl.ID, storage.ListOptions{Limit: 10})
 	if total != 2 || len(versions) != 2 || versions[0].Version != 2 {
 		t.Fatalf("versions: %d %v", total, versions)
 	}
 	// Another tenant sees nothing.
-	if _, _, e := a.Template("other", tpl.ID, 0); e == nil || AsError(e).Status() != 404 {
+	if _, _, e := a.Template(keyIn("other"), tpl.ID, 0); e == nil || AsError(e).Status() != 404 {
 		t.Error("cross-tenant read")
 	}
-	if _, _, e := a.UpdateTemplate("other", tpl.ID, TemplateInput{Name: ptr("x")}); e == nil || AsError(e).Status() != 404 {
+	if _, _, e := a.UpdateTemplate(keyIn("other"), tpl.ID, TemplateInput{Name: ptr("x")}); e == nil || AsError(e).Status() != 404 {
 		t.Error("cross-tenant update")
 	}
 }
@@ -171,7 +171,7 @@ func TestNumbersAndNullRenderPlainly(t *testing.T) {
 		t.Fatalf("%q %v", got.Text, e)
 	}
 	a, _ := newTestApp(t)
-	if _, _, e := a.CreateTemplate("acct", TemplateInput{Name: ptr("t"), Subject: ptr("a\nb"), Text: ptr("x")}); e == nil || AsError(e).Code != CodeValidation {
+	if _, _, e := a.CreateTemplate(keyIn("acct"), TemplateInput{Name: ptr("t"), Subject: ptr("a\nb"), Text: ptr("x")}); e == nil || AsError(e).Code != CodeValidation {
 		t.Errorf("multi-line subject accepted: %v", e)
 	}
 }

@@ -54,7 +54,11 @@ func TestCommitsWakeTheWorkers(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	k, e := a.CreateKey(KeyInput{AccountID: acct.ID, Name: "k", Test: true})
+	op, e := a.OperatorIn(acct.ID)
+	if e != nil {
+		t.Fatal(e)
+	}
+	k, e := a.CreateKey(op, KeyInput{Name: "k", Mode: ModeTest})
 	if e != nil {
 		t.Fatal(e)
 	}

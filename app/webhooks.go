@@ -40,6 +40,9 @@ func newWebhookSecret() string {
 // CreateWebhook subscribes a URL to events. A webhook made with a test key
 // receives test-mode events; one made with a live key, live events.
 func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (CreatedWebhook, error) {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return CreatedWebhook{}, err
+	}
 	if len(in.URL) > 2048 {
 		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
 	}
@@ -72,7 +75,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	}
 	secret := newWebhookSecret()
 	w := storage.Webhook{ID: NewID(), AccountID: p.Account.ID, URL: in.URL, Events: events,
-		Description: strings.TrimSpace(in.Description), Test: p.Key.Test, Secret: secret, CreatedAt: a.Now()}
+		Description: strings.TrimSpace(in.Description), Test: p.Test, Secret: secret, CreatedAt: a.Now()}
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if tx.WebhookCount(p.Account.ID) >= MaxWebhooks {
 			return &Error{Code: CodeQuotaExceeded,
@@ -90,7 +93,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 // its key's mode.
 func webhookOf(tx *storage.Tx, p Principal, id string) (storage.Webhook, error) {
 	w, err := tx.Webhook(p.Account.ID, id)
-	if err == nil && w.Test != p.Key.Test {
+	if err == nil && w.Test != p.Test {
 		return w, storage.ErrNotFound
 	}
 	return w, err
@@ -98,6 +101,9 @@ func webhookOf(tx *storage.Tx, p Principal, id string) (storage.Webhook, error) 
 
 // Webhook reads one webhook.
 func (a *App) Webhook(p Principal, id string) (storage.Webhook, error) {
+	if err := a.authorize(p, ScopeWebhooksRead); err != nil {
+		return storage.Webhook{}, err
+	}
 	var w storage.Webhook
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
@@ -109,6 +115,9 @@ func (a *App) Webhook(p Principal, id string) (storage.Webhook, error) {
 
 // ListWebhooks lists the webhooks of the principal's account and mode.
 func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storage.Webhook, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeWebhooksRead); err != nil {
+		return nil, res, 0, err
+	}
 	// Live and test webhooks share one list; filtering keeps the page
 	// short but exact, as accounts have few webhooks.
 	err := a.db.View(func(tx *storage.Tx) error {
@@ -118,7 +127,7 @@ func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storag
 		}
 		var mine []storage.Webhook
 		for _, w := range all {
-			if w.Test == p.Key.Test {
+			if w.Test == p.Test {
 				mine = append(mine, w)
 			}
 		}
@@ -146,6 +155,9 @@ func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storag
 
 // DeleteWebhook removes a webhook; its pending deliveries stop.
 func (a *App) DeleteWebhook(p Principal, id string) error {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return err
+	}
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, id); err != nil {
 			return err
@@ -158,6 +170,9 @@ func (a *App) DeleteWebhook(p Principal, id string) error {
 // RotateWebhookSecret gives a webhook a new secret. The previous one keeps
 // signing (a second v1 in the header) for RotationWindow.
 func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error) {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return CreatedWebhook{}, err
+	}
 	var out CreatedWebhook
 	err := a.db.Update(func(tx *storage.Tx) error {
 		w, err := webhookOf(tx, p, id)
@@ -176,6 +191,9 @@ func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error
 // Deliveries lists a webhook's deliveries, newest first, optionally only
 // those of one status.
 func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOptions) (list []storage.Delivery, res storage.ListResult, total int, e error) {
+	if err := a.authorize(p, ScopeWebhooksRead); err != nil {
+		return nil, res, 0, err
+	}
 	if status != "" && status != storage.DeliveryPending && status != storage.DeliveryDelivered && status != storage.DeliveryFailed {
 		return nil, res, 0, Validation("status", "must be pending, delivered or failed")
 	}
@@ -195,6 +213,9 @@ func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOption
 // delivery that failed within the failed-event retention can be replayed:
 // a pending or delivered one is 409, an older or unknown one 404.
 func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, error) {
+	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
+		return storage.Delivery{}, err
+	}
 	var d storage.Delivery
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, webhookID); err != nil {

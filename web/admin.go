@@ -124,7 +124,11 @@ func adminHandler(admin app.Admin) http.Handler {
 	mux.HandleFunc("POST /keys", func(w http.ResponseWriter, r *http.Request) {
 		var in adminCreateKey
 		if decode(w, r, &in) {
-			v, err := admin.CreateKey(app.KeyInput{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt})
+			mode := app.ModeLive
+			if in.Test {
+				mode = app.ModeTest
+			}
+			v, err := admin.CreateKey(in.AccountID, app.KeyInput{Name: in.Name, Scopes: in.Scopes, Mode: mode, ExpiresAt: in.ExpiresAt})
 			reply(w, v, err)
 		}
 	})

@@ -75,8 +75,8 @@ func (c *AdminClient) ListAccounts() (list []app.AccountView, err error) {
 	return list, err
 }
 
-func (c *AdminClient) CreateKey(in app.KeyInput) (k app.NewKeyView, err error) {
-	err = c.do("POST", "/keys", adminCreateKey{AccountID: in.AccountID, Name: in.Name, Scopes: in.Scopes, Test: in.Test, ExpiresAt: in.ExpiresAt}, &k)
+func (c *AdminClient) CreateKey(accountID string, in app.KeyInput) (k app.NewKeyView, err error) {
+	err = c.do("POST", "/keys", adminCreateKey{AccountID: accountID, Name: in.Name, Scopes: in.Scopes, Test: in.Mode == app.ModeTest, ExpiresAt: in.ExpiresAt}, &k)
 	return k, err
 }
 

@@ -74,11 +74,11 @@ func TestAdminSocketCarriesNoKeyHash(t *testing.T) {
 	if acct.Name != "Acme" || acct.Plan != "pro" || acct.RateLimit != app.Limits(storage.Account{Plan: "pro"}).RateLimit {
 		t.Fatalf("account %+v", acct)
 	}
-	created, err := c.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "ci", Scopes: []string{"account:read"}})
+	created, err := c.CreateKey(acct.ID, app.KeyInput{Name: "ci", Scopes: []string{"account:read"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := a.Authenticate(created.Secret); err != nil || p.Key.ID != created.Key.ID {
+	if p, err := a.Authenticate(created.Secret); err != nil || p.KeyID != created.Key.ID {
 		t.Fatalf("the secret shown at creation does not authenticate: %v", err)
 	}
 	newKey := c.raw(t, "POST", "/keys", `{"account_id":"`+acct.ID+`","name":"raw"}`)

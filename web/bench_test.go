@@ -31,7 +31,7 @@ func BenchmarkHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	acct, _ := a.CreateAccount(app.AccountInput{Name: "bench", Plan: "enterprise", RateLimit: 1 << 30})
-	key, _ := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "bench"})
+	key := issueKey(b, a, acct.ID, app.KeyInput{Name: "bench"})
 	srv := httptest.NewServer(mustNew(b, a, DefaultConfig()))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}

@@ -126,11 +126,29 @@ func (e *env) account(name, plan string, rate int) (storage.Account, string) {
 
 func (e *env) newKey(accountID string, scopes []string, test bool, expires *time.Time) string {
 	e.t.Helper()
-	k, ae := e.app.CreateKey(app.KeyInput{AccountID: accountID, Name: "test key", Scopes: scopes, Test: test, ExpiresAt: expires})
+	return issueKey(e.t, e.app, accountID, app.KeyInput{Name: "test key", Scopes: scopes, Mode: modeOf(test), ExpiresAt: expires}).Secret
+}
+
+// issueKey creates a key in the account as the operator does (the CLI's
+// way), or fails the test.
+func issueKey(t testing.TB, a *app.App, accountID string, in app.KeyInput) app.CreatedKey {
+	t.Helper()
+	op, ae := a.OperatorIn(accountID)
 	if ae != nil {
-		e.t.Fatal(ae)
+		t.Fatal(ae)
 	}
-	return k.Secret
+	k, ae := a.CreateKey(op, in)
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	return k
+}
+
+func modeOf(test bool) string {
+	if test {
+		return app.ModeTest
+	}
+	return app.ModeLive
 }
 
 // reply is a response with its body read.

@@ -33,7 +33,7 @@ func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, v any, optio
 }
 
 func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, c *call) {
-	acct, e := s.app.Account(c.Account.ID)
+	acct, e := s.app.Account(c.Principal)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -43,7 +43,7 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.APIKey, storage.ListResult, int, error) {
-		return s.app.ListKeys(c.Account.ID, o)
+		return s.app.ListKeys(c.Principal, o)
 	}, viewKey)
 }
 
@@ -59,39 +59,8 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	test := c.Key.Test
-	switch req.Mode {
-	case "":
-	case "live":
-		test = false
-	case "test":
-		test = true
-	default:
-		s.writeError(w, r, app.Validation("mode", "must be live or test"))
-		return
-	}
-	if c.Key.Test && !test {
-		s.writeError(w, r, &app.Error{Code: app.CodeForbidden,
-			Message: "a test key can only create test keys"})
-		return
-	}
-	scopes := req.Scopes
-	if scopes == nil {
-		scopes = c.Key.Scopes // a new key gets at most what its creator holds
-	}
-	parsed, err := app.ParseScopes(scopes)
-	if err != nil {
-		s.writeError(w, r, app.Validation("scopes", err.Error()))
-		return
-	}
-	if !app.CoversScopes(c.Key.Scopes, parsed) {
-		s.writeError(w, r, &app.Error{Code: app.CodeInsufficientScopes,
-			Message: "a key cannot grant scopes it does not hold itself",
-			Details: map[string]any{"requested": parsed, "held": c.Key.Scopes}})
-		return
-	}
-	created, e := s.app.CreateKey(app.KeyInput{AccountID: c.Account.ID, Name: req.Name, Scopes: parsed,
-		Test: test, ExpiresAt: req.ExpiresAt})
+	created, e := s.app.CreateKey(c.Principal, app.KeyInput{Name: req.Name, Scopes: req.Scopes, Mode: req.Mode,
+		ExpiresAt: req.ExpiresAt})
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -103,7 +72,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *call) {
-	k, e := s.app.Key(c.Account.ID, c.params.ByName("id"))
+	k, e := s.app.Key(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -112,7 +81,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
-	k, e := s.app.RevokeKey(&c.Principal, c.params.ByName("id"))
+	k, e := s.app.RevokeKey(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return

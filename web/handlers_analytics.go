@@ -45,7 +45,7 @@ func (s *Server) analyticsSummary(w http.ResponseWriter, r *http.Request, c *cal
 			if sum, e = s.app.AnalyticsSummary(c.Principal, sq); e == nil {
 				v := summaryView{From: from.UTC().Format(time.DateOnly), To: to.UTC().Format(time.DateOnly), Mode: "live",
 					Totals: sum.Totals, Rates: sum.Rates, Daily: sum.Daily}
-				if c.Key.Test {
+				if c.Test {
 					v.Mode = "test"
 				}
 				if sq.CampaignID != "" {

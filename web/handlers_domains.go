@@ -77,7 +77,7 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	d, e := s.app.CreateDomain(c.Account.ID, req.Name, req.DKIMAlgorithm)
+	d, e := s.app.CreateDomain(c.Principal, req.Name, req.DKIMAlgorithm)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -88,12 +88,12 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Domain, storage.ListResult, int, error) {
-		return s.app.ListDomains(c.Account.ID, o)
+		return s.app.ListDomains(c.Principal, o)
 	}, s.viewDomain)
 }
 
 func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, c *call) {
-	d, e := s.app.Domain(c.Account.ID, c.params.ByName("id"))
+	d, e := s.app.Domain(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -102,7 +102,7 @@ func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, c *call) {
-	d, e := s.app.VerifyDomain(r.Context(), c.Account.ID, c.params.ByName("id"))
+	d, e := s.app.VerifyDomain(r.Context(), c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -111,7 +111,7 @@ func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request, c *call) {
-	if e := s.app.DeleteDomain(c.Account.ID, c.params.ByName("id")); e != nil {
+	if e := s.app.DeleteDomain(c.Principal, c.params.ByName("id")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}
@@ -127,7 +127,7 @@ func (s *Server) rotateDKIM(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decodeOptional(w, r, &req) {
 		return
 	}
-	d, e := s.app.RotateDKIM(c.Account.ID, c.params.ByName("id"), req.DKIMAlgorithm)
+	d, e := s.app.RotateDKIM(c.Principal, c.params.ByName("id"), req.DKIMAlgorithm)
 	if e != nil {
 		s.writeError(w, r, e)
 		return

@@ -39,7 +39,7 @@ type poolView struct {
 // listIPs lists the IPs dedicated to the calling account with today's
 // warm-up state.
 func (s *Server) listIPs(w http.ResponseWriter, r *http.Request, c *call) {
-	ips, e := s.app.AccountIPs(c.Account.ID)
+	ips, e := s.app.AccountIPs(c.Principal)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -54,7 +54,7 @@ func (s *Server) listIPs(w http.ResponseWriter, r *http.Request, c *call) {
 // listPools lists the pools the calling account may name as ip_pool, with
 // the addresses a message naming each would leave from.
 func (s *Server) listPools(w http.ResponseWriter, r *http.Request, c *call) {
-	pools, e := s.app.AccountPools(c.Account.ID)
+	pools, e := s.app.AccountPools(c.Principal)
 	if e != nil {
 		s.writeError(w, r, e)
 		return

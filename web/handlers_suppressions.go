@@ -10,7 +10,7 @@ import (
 
 func (s *Server) listSuppressions(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Suppression, storage.ListResult, int, error) {
-		return s.app.ListSuppressions(c.Account.ID, o)
+		return s.app.ListSuppressions(c.Principal, o)
 	}, viewSuppression)
 }
 
@@ -34,7 +34,7 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 		s.writeError(w, r, app.Validation("email", "differs from recipient; give one of the two"))
 		return
 	}
-	sup, created, e := s.app.AddSuppression(c.Account.ID, req.Recipient, req.Reason)
+	sup, created, e := s.app.AddSuppression(c.Principal, req.Recipient, req.Reason)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -47,7 +47,7 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) deleteSuppression(w http.ResponseWriter, r *http.Request, c *call) {
-	if e := s.app.DeleteSuppression(c.Account.ID, c.params.ByName("recipient")); e != nil {
+	if e := s.app.DeleteSuppression(c.Principal, c.params.ByName("recipient")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}

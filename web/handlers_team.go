@@ -9,7 +9,7 @@ import (
 
 func (s *Server) listTeam(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TeamMember, storage.ListResult, int, error) {
-		return s.app.Team(c.Account.ID, o)
+		return s.app.Team(c.Principal, o)
 	}, viewMember)
 }
 
@@ -23,7 +23,7 @@ func (s *Server) invite(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
-	inv, e := s.app.Invite(c.Account.ID, req.Email, req.Role)
+	inv, e := s.app.Invite(c.Principal, req.Email, req.Role)
 	if e != nil {
 		s.writeError(w, r, e)
 		return

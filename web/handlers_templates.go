@@ -72,7 +72,7 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, c *call)
 	if !s.decode(w, r, &req) {
 		return
 	}
-	t, v, e := s.app.CreateTemplate(c.Account.ID, req.input())
+	t, v, e := s.app.CreateTemplate(c.Principal, req.input())
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -86,7 +86,7 @@ func (s *Server) updateTemplate(w http.ResponseWriter, r *http.Request, c *call)
 	if !s.decode(w, r, &req) {
 		return
 	}
-	t, v, e := s.app.UpdateTemplate(c.Account.ID, c.params.ByName("id"), req.input())
+	t, v, e := s.app.UpdateTemplate(c.Principal, c.params.ByName("id"), req.input())
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -113,7 +113,7 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, e)
 		return
 	}
-	t, v, e := s.app.Template(c.Account.ID, c.params.ByName("id"), version)
+	t, v, e := s.app.Template(c.Principal, c.params.ByName("id"), version)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -123,13 +123,13 @@ func (s *Server) getTemplate(w http.ResponseWriter, r *http.Request, c *call) {
 
 func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Template, storage.ListResult, int, error) {
-		return s.app.ListTemplates(c.Account.ID, o)
+		return s.app.ListTemplates(c.Principal, o)
 	}, viewTemplateSummary)
 }
 
 func (s *Server) listTemplateVersions(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.TemplateVersion, storage.ListResult, int, error) {
-		return s.app.TemplateVersions(c.Account.ID, c.params.ByName("id"), o)
+		return s.app.TemplateVersions(c.Principal, c.params.ByName("id"), o)
 	}, viewTemplateVersion)
 }
 
@@ -154,7 +154,7 @@ func (s *Server) renderTemplate(w http.ResponseWriter, r *http.Request, c *call)
 		s.writeError(w, r, app.Validation("version", "must be a version number of 1 or more"))
 		return
 	}
-	out, e := s.app.RenderTemplate(c.Account.ID, c.params.ByName("id"), req.Version, req.Data)
+	out, e := s.app.RenderTemplate(c.Principal, c.params.ByName("id"), req.Version, req.Data)
 	if e != nil {
 		s.writeError(w, r, e)
 		return

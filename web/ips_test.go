@@ -119,10 +119,7 @@ func TestIPRoutesMatchTheDocument(t *testing.T) {
 	if ae != nil {
 		t.Fatal(ae)
 	}
-	k, ae := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "k"})
-	if ae != nil {
-		t.Fatal(ae)
-	}
+	k := issueKey(t, a, acct.ID, app.KeyInput{Name: "k"})
 	// Empty lists first, then one of each kind: warming, unlimited, IPv6.
 	serveChecked(t, s, "GET", "/v1/ips", k.Secret, "", 200)
 	serveChecked(t, s, "GET", "/v1/ips/pools", k.Secret, "", 200)

@@ -295,7 +295,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	srv, _ := newOpenAPITestServer(t, app.Options{})
 	publicOps := map[string]bool{}
 	for _, rt := range srv.routes() {
-		if rt.Scope == "" {
+		if rt.Public {
 			publicOps[rt.Method+" "+openAPIPath(rt.Path)] = true
 		}
 	}
@@ -630,14 +630,8 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	full, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "full"})
-	if e != nil {
-		t.Fatal(e)
-	}
-	narrow, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "narrow", Scopes: []string{"account:read"}})
-	if e != nil {
-		t.Fatal(e)
-	}
+	full := issueKey(t, a, acct.ID, app.KeyInput{Name: "full"})
+	narrow := issueKey(t, a, acct.ID, app.KeyInput{Name: "narrow", Scopes: []string{"account:read"}})
 	doOn := func(s *Server, method, path, key, body string, want int, hdr ...string) (*http.Response, []byte) {
 		t.Helper()
 		return serveChecked(t, s, method, path, key, body, want, hdr...)
@@ -676,10 +670,7 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	do("DELETE", "/v1/api-keys/"+ck.ID, k, "", 200)
 	do("GET", "/v1/api-keys/"+ck.ID, k, "", 200) // revoked: revoked_at set
 	do("DELETE", "/v1/api-keys/nope", k, "", 404)
-	sandbox, e := a.CreateKey(app.KeyInput{AccountID: acct.ID, Name: "sandbox", Test: true})
-	if e != nil {
-		t.Fatal(e)
-	}
+	sandbox := issueKey(t, a, acct.ID, app.KeyInput{Name: "sandbox", Mode: app.ModeTest})
 	do("DELETE", "/v1/api-keys/"+full.Key.ID, sandbox.Secret, "", 403)
 
 	do("POST", "/v1/suppressions", k, `{"recipient":"A@b.test"}`, 201, "Idempotency-Key", "s1")
@@ -798,10 +789,7 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	bareKey, e := bareApp.CreateKey(app.KeyInput{AccountID: bareAcct.ID, Name: "full"})
-	if e != nil {
-		t.Fatal(e)
-	}
+	bareKey := issueKey(t, bareApp, bareAcct.ID, app.KeyInput{Name: "full"})
 	_, data := doOn(bare, "POST", "/v1/domains", bareKey.Secret, `{"name":"bare.test"}`, 201)
 	bareDomain := parseDomain(data)
 	resp, _ := doOn(bare, "POST", "/v1/domains/"+bareDomain.ID+"/verify", bareKey.Secret, "", 503, "Idempotency-Key", "v1")
@@ -870,11 +858,7 @@ func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 	}
 	newKey := func(accountID string, test bool, scopes ...string) string {
 		t.Helper()
-		k, e := a.CreateKey(app.KeyInput{AccountID: accountID, Name: "k", Test: test, Scopes: scopes})
-		if e != nil {
-			t.Fatal(e)
-		}
-		return k.Secret
+		return issueKey(t, a, accountID, app.KeyInput{Name: "k", Mode: modeOf(test), Scopes: scopes}).Secret
 	}
 	k, sandbox, narrow := newKey(acct.ID, false), newKey(acct.ID, true), newKey(acct.ID, false, "account:read")
 
@@ -976,10 +960,7 @@ func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 	if e != nil {
 		t.Fatal(e)
 	}
-	strictKey, e := strictApp.CreateKey(app.KeyInput{AccountID: strictAcct.ID, Name: "k"})
-	if e != nil {
-		t.Fatal(e)
-	}
+	strictKey := issueKey(t, strictApp, strictAcct.ID, app.KeyInput{Name: "k"})
 	for _, url := range []string{"https://127.0.0.1/hook", "https://10.1.2.3/hook", "https://[::1]/hook",
 		"https://169.254.169.254/latest", "https://localhost/hook", "http://93.184.216.34/hook"} {
 		doOn(strict, "POST", "/v1/webhooks", strictKey.Secret, `{"url":"`+url+`","events":["message.sent"]}`, 400)

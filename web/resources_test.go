@@ -141,10 +141,18 @@ func TestIdempotencyOverHTTP(t *testing.T) {
 	if n := e.keyCount(); n != 2 {
 		t.Errorf("%d keys, want 2 (the env's and one created)", n)
 	}
-	// Errors are replayed too (except 429 and 503).
+	// Errors are replayed too (except 401, 403, 429 and 5xx).
 	bad := e.do("POST", "/v1/suppressions", e.key, `{"recipient":"nope"}`, "Idempotency-Key", "bad").want(t, 400)
 	if e.do("POST", "/v1/suppressions", e.key, `{"recipient":"nope"}`, "Idempotency-Key", "bad").want(t, 400).Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("error not replayed: %s", bad.body)
+	}
+	// A refusal is not stored: nothing ran.
+	testKey := e.newKey(e.acct.ID, nil, true, nil)
+	for range 2 {
+		r := e.do("POST", "/v1/api-keys", testKey, `{"name":"escape","mode":"live"}`, "Idempotency-Key", "refused").want(t, 403, "FORBIDDEN")
+		if r.Header.Get("Idempotent-Replayed") != "" {
+			t.Error("a 403 was stored and replayed")
+		}
 	}
 	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"a@b.test"}`, "Idempotency-Key", strings.Repeat("k", 256)).want(t, 400, "VALIDATION_ERROR")
 }

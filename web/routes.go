@@ -22,66 +22,67 @@ type call struct {
 type handler func(w http.ResponseWriter, r *http.Request, c *call)
 
 // route is one API endpoint. Routes is the single list the router is built
-// from and the OpenAPI coverage test checks.
+// from and the OpenAPI coverage test checks. Which scope a route needs is
+// not said here: the use case its handler calls checks its caller (app's
+// authorize), so every kind of caller meets the same rules.
 type route struct {
 	Method string
 	Path   string // httprouter syntax: /v1/api-keys/:id
-	Scope  string // required scope; "" for public routes
-	Grader bool   // grader routes report INSUFFICIENT_SCOPE
+	Public bool   // answered without an API key (its token, if any, is the credential)
 	h      handler
 }
 
 func (s *Server) routes() []route {
 	return []route{
-		{Method: "GET", Path: "/v1/openapi.json", h: s.openAPI},
-		{Method: "GET", Path: "/v1/account", Scope: "account:read", h: s.getAccount},
-		{Method: "POST", Path: "/v1/messages", Scope: "messages:write", h: s.sendMessage},
-		{Method: "GET", Path: "/v1/messages", Scope: "messages:read", h: s.listMessages},
-		{Method: "POST", Path: "/v1/messages/batch", Scope: "messages:write", h: s.sendBatch},
-		{Method: "GET", Path: "/v1/messages/:id", Scope: "messages:read", h: s.getMessage},
-		{Method: "POST", Path: "/v1/messages/:id/cancel", Scope: "messages:write", h: s.cancelMessage},
-		{Method: "GET", Path: "/v1/events", Scope: "events:read", h: s.listEvents},
-		{Method: "GET", Path: "/v1/api-keys", Scope: "api_keys:read", h: s.listKeys},
-		{Method: "POST", Path: "/v1/api-keys", Scope: "api_keys:write", h: s.createKey},
-		{Method: "GET", Path: "/v1/api-keys/:id", Scope: "api_keys:read", h: s.getKey},
-		{Method: "DELETE", Path: "/v1/api-keys/:id", Scope: "api_keys:write", h: s.revokeKey},
-		{Method: "GET", Path: "/v1/suppressions", Scope: "suppressions:read", h: s.listSuppressions},
-		{Method: "POST", Path: "/v1/suppressions", Scope: "suppressions:write", h: s.addSuppression},
-		{Method: "DELETE", Path: "/v1/suppressions/:recipient", Scope: "suppressions:write", h: s.deleteSuppression},
-		{Method: "GET", Path: "/v1/domains", Scope: "domains:read", h: s.listDomains},
-		{Method: "POST", Path: "/v1/domains", Scope: "domains:write", h: s.createDomain},
-		{Method: "GET", Path: "/v1/domains/:id", Scope: "domains:read", h: s.getDomain},
-		{Method: "DELETE", Path: "/v1/domains/:id", Scope: "domains:write", h: s.deleteDomain},
-		{Method: "POST", Path: "/v1/domains/:id/verify", Scope: "domains:write", h: s.verifyDomain},
-		{Method: "POST", Path: "/v1/domains/:id/dkim/rotate", Scope: "domains:write", h: s.rotateDKIM},
-		{Method: "GET", Path: "/v1/templates", Scope: "templates:read", h: s.listTemplates},
-		{Method: "POST", Path: "/v1/templates", Scope: "templates:write", h: s.createTemplate},
-		{Method: "GET", Path: "/v1/templates/:id", Scope: "templates:read", h: s.getTemplate},
-		{Method: "PUT", Path: "/v1/templates/:id", Scope: "templates:write", h: s.updateTemplate},
-		{Method: "GET", Path: "/v1/templates/:id/versions", Scope: "templates:read", h: s.listTemplateVersions},
-		{Method: "POST", Path: "/v1/templates/:id/render", Scope: "templates:read", h: s.renderTemplate},
-		{Method: "GET", Path: "/v1/webhooks", Scope: "webhooks:read", h: s.listWebhooks},
-		{Method: "POST", Path: "/v1/webhooks", Scope: "webhooks:write", h: s.createWebhook},
-		{Method: "GET", Path: "/v1/webhooks/:id", Scope: "webhooks:read", h: s.getWebhook},
-		{Method: "DELETE", Path: "/v1/webhooks/:id", Scope: "webhooks:write", h: s.deleteWebhook},
-		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", Scope: "webhooks:write", h: s.rotateWebhookSecret},
-		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", Scope: "webhooks:read", h: s.listDeliveries},
-		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", Scope: "webhooks:write", h: s.replay},
-		{Method: "GET", Path: "/v1/team", Scope: "team:read", h: s.listTeam},
-		{Method: "POST", Path: "/v1/team/invite", Scope: "team:write", h: s.invite},
-		{Method: "GET", Path: "/v1/team/accept/:token", h: s.acceptForm},
-		{Method: "POST", Path: "/v1/team/accept/:token", h: s.acceptInvitation},
-		{Method: "GET", Path: "/v1/t/o/:token", h: s.openPixel},
-		{Method: "GET", Path: "/v1/t/c/:token", h: s.click},
-		{Method: "GET", Path: "/v1/u/:token", h: s.unsubscribeForm},
-		{Method: "POST", Path: "/v1/u/:token", h: s.unsubscribe},
-		{Method: "GET", Path: "/v1/analytics/summary", Scope: "analytics:read", h: s.analyticsSummary},
-		{Method: "POST", Path: "/v1/grader/check", h: s.graderCheck},
-		{Method: "POST", Path: "/v1/grader/submit", Scope: "grader:write", Grader: true, h: s.graderSubmit},
-		{Method: "GET", Path: "/v1/grader/results/:id", Scope: "grader:read", Grader: true, h: s.graderResult},
-		{Method: "GET", Path: "/v1/grader/history", Scope: "grader:read", Grader: true, h: s.graderHistory},
-		{Method: "GET", Path: "/v1/ips", Scope: "ips:read", h: s.listIPs},
-		{Method: "GET", Path: "/v1/ips/pools", Scope: "ips:read", h: s.listPools},
+		{Method: "GET", Path: "/v1/openapi.json", Public: true, h: s.openAPI},
+		{Method: "GET", Path: "/v1/account", h: s.getAccount},
+		{Method: "POST", Path: "/v1/messages", h: s.sendMessage},
+		{Method: "GET", Path: "/v1/messages", h: s.listMessages},
+		{Method: "POST", Path: "/v1/messages/batch", h: s.sendBatch},
+		{Method: "GET", Path: "/v1/messages/:id", h: s.getMessage},
+		{Method: "POST", Path: "/v1/messages/:id/cancel", h: s.cancelMessage},
+		{Method: "GET", Path: "/v1/events", h: s.listEvents},
+		{Method: "GET", Path: "/v1/api-keys", h: s.listKeys},
+		{Method: "POST", Path: "/v1/api-keys", h: s.createKey},
+		{Method: "GET", Path: "/v1/api-keys/:id", h: s.getKey},
+		{Method: "DELETE", Path: "/v1/api-keys/:id", h: s.revokeKey},
+		{Method: "GET", Path: "/v1/suppressions", h: s.listSuppressions},
+		{Method: "POST", Path: "/v1/suppressions", h: s.addSuppression},
+		{Method: "DELETE", Path: "/v1/suppressions/:recipient", h: s.deleteSuppression},
+		{Method: "GET", Path: "/v1/domains", h: s.listDomains},
+		{Method: "POST", Path: "/v1/domains", h: s.createDomain},
+		{Method: "GET", Path: "/v1/domains/:id", h: s.getDomain},
+		{Method: "DELETE", Path: "/v1/domains/:id", h: s.deleteDomain},
+		{Method: "POST", Path: "/v1/domains/:id/verify", h: s.verifyDomain},
+		{Method: "POST", Path: "/v1/domains/:id/dkim/rotate", h: s.rotateDKIM},
+		{Method: "GET", Path: "/v1/templates", h: s.listTemplates},
+		{Method: "POST", Path: "/v1/templates", h: s.createTemplate},
+		{Method: "GET", Path: "/v1/templates/:id", h: s.getTemplate},
+		{Method: "PUT", Path: "/v1/templates/:id", h: s.updateTemplate},
+		{Method: "GET", Path: "/v1/templates/:id/versions", h: s.listTemplateVersions},
+		{Method: "POST", Path: "/v1/templates/:id/render", h: s.renderTemplate},
+		{Method: "GET", Path: "/v1/webhooks", h: s.listWebhooks},
+		{Method: "POST", Path: "/v1/webhooks", h: s.createWebhook},
+		{Method: "GET", Path: "/v1/webhooks/:id", h: s.getWebhook},
+		{Method: "DELETE", Path: "/v1/webhooks/:id", h: s.deleteWebhook},
+		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", h: s.rotateWebhookSecret},
+		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", h: s.listDeliveries},
+		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", h: s.replay},
+		{Method: "GET", Path: "/v1/team", h: s.listTeam},
+		{Method: "POST", Path: "/v1/team/invite", h: s.invite},
+		{Method: "GET", Path: "/v1/team/accept/:token", Public: true, h: s.acceptForm},
+		{Method: "POST", Path: "/v1/team/accept/:token", Public: true, h: s.acceptInvitation},
+		{Method: "GET", Path: "/v1/t/o/:token", Public: true, h: s.openPixel},
+		{Method: "GET", Path: "/v1/t/c/:token", Public: true, h: s.click},
+		{Method: "GET", Path: "/v1/u/:token", Public: true, h: s.unsubscribeForm},
+		{Method: "POST", Path: "/v1/u/:token", Public: true, h: s.unsubscribe},
+		{Method: "GET", Path: "/v1/analytics/summary", h: s.analyticsSummary},
+		{Method: "POST", Path: "/v1/grader/check", Public: true, h: s.graderCheck},
+		{Method: "POST", Path: "/v1/grader/submit", h: s.graderSubmit},
+		{Method: "GET", Path: "/v1/grader/results/:id", h: s.graderResult},
+		{Method: "GET", Path: "/v1/grader/history", h: s.graderHistory},
+		{Method: "GET", Path: "/v1/ips", h: s.listIPs},
+		{Method: "GET", Path: "/v1/ips/pools", h: s.listPools},
 	}
 }
 
@@ -172,8 +173,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	s.router.MethodNotAllowed.ServeHTTP(w, r)
 }
 
-// guard authenticates and authorises a route, then runs it, through the
-// idempotency store when the request carries an Idempotency-Key.
+// guard authenticates a route's caller (401 here; 403 comes from the use
+// case), then runs it, through the idempotency store when the request
+// carries an Idempotency-Key.
 func (s *Server) guard(rt route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		c := &call{params: ps}
@@ -181,7 +183,7 @@ func (s *Server) guard(rt route) httprouter.Handle {
 			s.writeError(w, r, app.ErrGraderDisabled) // before authentication: the whole grader is off
 			return
 		}
-		if rt.Scope == "" {
+		if rt.Public {
 			rt.h(w, r, c)
 			return
 		}
@@ -191,15 +193,6 @@ func (s *Server) guard(rt route) httprouter.Handle {
 			return
 		}
 		c.Principal = id.principal
-		if !app.HasScope(c.Key.Scopes, rt.Scope) {
-			code := app.CodeInsufficientScopes
-			if rt.Grader {
-				code = app.CodeInsufficientScope
-			}
-			s.writeError(w, r, &app.Error{Code: code,
-				Message: "this API key lacks the scope " + rt.Scope, Details: map[string]any{"required_scope": rt.Scope}})
-			return
-		}
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || r.Method == http.MethodGet {
 			rt.h(w, r, c)

@@ -130,7 +130,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id.principal, id.err = s.app.Authenticate(r.Header.Get("X-API-Key"))
 	var q quota
 	if id.err == nil {
-		q = s.keys.take(id.principal.Key.ID, app.Limits(id.principal.Account).RateLimit, s.app.Now())
+		q = s.keys.take(id.principal.KeyID, app.Limits(id.principal.Account).RateLimit, s.app.Now())
 	} else {
 		q = s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
 	}
@@ -182,7 +182,7 @@ func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id ident
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "bytes", rw.bytes,
 		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r)}
 	if id.err == nil {
-		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.Key.ID)
+		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.KeyID)
 	}
 	s.log.Info("request", attrs...)
 }
