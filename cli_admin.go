@@ -34,7 +34,7 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 		return err
 	}
 	defer db.Close()
-	a, err := app.New(db, app.Options{})
+	a, err := app.New(db, app.DefaultOptions())
 	if err != nil {
 		return err
 	}

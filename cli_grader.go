@@ -33,7 +33,7 @@ func readGraderSettings(lookupEnv func(string) (string, bool)) (graderSettings, 
 	getenv := func(name string) string { v, _ := lookupEnv(name); return v }
 	wd := web.DefaultConfig()
 	g := graderSettings{rateLimit: wd.GraderRateLimit, rateWindow: wd.GraderRateWindow, maxBody: wd.GraderMaxBody,
-		cacheTTL: 5 * time.Minute}
+		cacheTTL: app.DefaultOptions().Grader.CacheTTL}
 	var err error
 	num := func(name string, dst *int) {
 		if v := getenv(name); v != "" && err == nil {
@@ -89,9 +89,13 @@ func readGraderSettings(lookupEnv func(string) (string, bool)) (graderSettings, 
 	return g, err
 }
 
-func (g graderSettings) appOptions(resolver *dns.Resolver, timeout time.Duration) app.GraderOptions {
-	return app.GraderOptions{Disabled: g.disabled, CacheTTL: g.cacheTTL, Config: grader.Config{Resolver: resolver,
-		Selectors: g.selectors, IPBlocklists: g.ipBlocklists, DomainBlocklists: g.domainBlocklists, Timeout: timeout}}
+// appOptions are def with the settings; the grader's DNS lookups are
+// bounded at 10 s.
+func (g graderSettings) appOptions(def app.GraderOptions, resolver *dns.Resolver) app.GraderOptions {
+	def.Disabled, def.CacheTTL = g.disabled, g.cacheTTL
+	def.Config = grader.Config{Resolver: resolver, Selectors: g.selectors, IPBlocklists: g.ipBlocklists,
+		DomainBlocklists: g.domainBlocklists, Timeout: 10 * time.Second}
+	return def
 }
 
 func (g graderSettings) web(wc *web.Config) {

@@ -83,37 +83,38 @@ type serveConfig struct {
 // flags take their defaults from it and bench starts from it.
 func defaultServeConfig() serveConfig {
 	host, _ := os.Hostname()
-	hookDefaults, webDefaults := hooks.DefaultOptions(), web.DefaultConfig()
+	ad, wd, md := app.DefaultOptions(), web.DefaultConfig(), mta.DefaultOptions()
+	hd, qd := ad.Webhooks.Dispatch, ad.Delivery
 	return serveConfig{
 		dataDir:           "./data",
 		httpAddr:          "127.0.0.1:8080",
-		maxBodySize:       webDefaults.MaxBodyBytes,
-		ipRateLimit:       webDefaults.IPRateLimit,
-		sweepInterval:     time.Minute,
+		maxBodySize:       wd.MaxBodyBytes,
+		ipRateLimit:       wd.IPRateLimit,
+		sweepInterval:     ad.SweepInterval,
 		logLevel:          "info",
 		logFormat:         "json",
 		shutdownGrace:     15 * time.Second,
 		dnsTimeout:        5 * time.Second,
 		hostname:          host,
-		domainRecheck:     24 * time.Hour,
-		dkimGrace:         7 * 24 * time.Hour,
-		domainCheckTick:   time.Minute,
-		webhookBaseDelay:  hookDefaults.BaseDelay,
-		webhookTimeout:    hookDefaults.Timeout,
-		webhookMaxRetries: hookDefaults.MaxRetries,
-		webhookRotation:   24 * time.Hour,
-		webhookWorkers:    hookDefaults.Workers,
-		webhookHostConns:  hookDefaults.PerHost,
-		eventRetention:    30 * 24 * time.Hour,
-		mxPort:            25,
-		smtpRetryBase:     5 * time.Minute,
-		smtpRetryMax:      2 * time.Hour,
-		queueLifetime:     120 * time.Hour,
-		deliveryWorkers:   64,
-		smtpHostConns:     10,
-		smtpConnTimeout:   30 * time.Second,
-		smtpCmdTimeout:    5 * time.Minute,
-		messageRetention:  30 * 24 * time.Hour,
+		domainRecheck:     ad.Domains.RecheckInterval,
+		dkimGrace:         ad.Domains.RotationGrace,
+		domainCheckTick:   ad.DomainCheckTick,
+		webhookBaseDelay:  hd.BaseDelay,
+		webhookTimeout:    hd.Timeout,
+		webhookMaxRetries: hd.MaxRetries,
+		webhookRotation:   ad.Webhooks.RotationWindow,
+		webhookWorkers:    hd.Workers,
+		webhookHostConns:  hd.PerHost,
+		eventRetention:    ad.EventRetention,
+		mxPort:            md.MXPort,
+		smtpRetryBase:     qd.RetryBase,
+		smtpRetryMax:      qd.RetryMax,
+		queueLifetime:     qd.QueueLifetime,
+		deliveryWorkers:   qd.Concurrency,
+		smtpHostConns:     md.MaxConnsPerHost,
+		smtpConnTimeout:   md.ConnectTimeout,
+		smtpCmdTimeout:    md.CommandTimeout,
+		messageRetention:  ad.MessageRetention,
 		smtpAddr:          "127.0.0.1:2525",
 	}
 }
@@ -242,18 +243,33 @@ func (cfg serveConfig) validate() error {
 	return nil
 }
 
-func (cfg serveConfig) webhookOptions(resolver *dns.Resolver) app.WebhookOptions {
-	guard := hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
+// appOptions are the use cases' options: the flags over app.DefaultOptions.
+func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, sender queue.Sender, geo *app.GeoDB,
+	gs graderSettings) app.Options {
+	o := app.DefaultOptions()
+	o.Logger, o.SweepInterval, o.DomainCheckTick = log, cfg.sweepInterval, cfg.domainCheckTick
+	o.EventRetention, o.MessageRetention = cfg.eventRetention, cfg.messageRetention
+	o.PublicURL, o.GeoDB, o.SystemFrom = cfg.publicURL, geo, cfg.systemFrom
+	d := &o.Domains
+	d.Resolver, d.Hostname, d.SPFInclude, d.SendingIPs = resolver, cfg.hostname, cfg.spfInclude, cfg.sendingIPs
+	d.TrackingHost, d.RecheckInterval, d.RotationGrace = cfg.trackingHost, cfg.domainRecheck, cfg.dkimGrace
+	q := &o.Delivery
+	q.Sender, q.RetryBase, q.RetryMax = sender, cfg.smtpRetryBase, cfg.smtpRetryMax
+	q.QueueLifetime, q.Concurrency = cfg.queueLifetime, cfg.deliveryWorkers
+	o.Grader = gs.appOptions(o.Grader, resolver)
+
+	w := &o.Webhooks
+	w.RotationWindow, w.Lookup = cfg.webhookRotation, resolver.LookupIPAddr
+	h := &w.Dispatch
+	h.Guard = hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
 	for _, n := range cfg.webhookAllow {
 		if p, err := netip.ParsePrefix(n.String()); err == nil {
-			guard.Allow = append(guard.Allow, p)
+			h.Guard.Allow = append(h.Guard.Allow, p)
 		}
 	}
-	dispatch := hooks.DefaultOptions()
-	dispatch.BaseDelay, dispatch.Timeout, dispatch.MaxRetries = cfg.webhookBaseDelay, cfg.webhookTimeout, cfg.webhookMaxRetries
-	dispatch.Workers, dispatch.PerHost = cfg.webhookWorkers, cfg.webhookHostConns
-	return app.WebhookOptions{Guard: guard, RotationWindow: cfg.webhookRotation, Lookup: resolver.LookupIPAddr,
-		Dispatch: &dispatch}
+	h.BaseDelay, h.Timeout, h.MaxRetries = cfg.webhookBaseDelay, cfg.webhookTimeout, cfg.webhookMaxRetries
+	h.Workers, h.PerHost = cfg.webhookWorkers, cfg.webhookHostConns
+	return o
 }
 
 // deliverer is the SMTP client that live mail leaves through.
@@ -266,11 +282,6 @@ func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) (*mta
 			ImplicitTLS: cfg.relayImplicitTLS}
 	}
 	return mta.NewDeliverer(o)
-}
-
-func (cfg serveConfig) deliveryOptions(sender queue.Sender) queue.Options {
-	return queue.Options{Sender: sender, RetryBase: cfg.smtpRetryBase, RetryMax: cfg.smtpRetryMax,
-		QueueLifetime: cfg.queueLifetime, Concurrency: cfg.deliveryWorkers}
 }
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {

@@ -92,18 +92,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if hold != nil {
 		sender = hold(sender)
 	}
-	s.app, err = app.New(s.db, app.Options{Logger: log, SweepInterval: cfg.sweepInterval, DomainCheckTick: cfg.domainCheckTick,
-		Domains: app.DomainOptions{Resolver: resolver, Hostname: cfg.hostname, SPFInclude: cfg.spfInclude,
-			SendingIPs: cfg.sendingIPs, TrackingHost: cfg.trackingHost, RecheckInterval: cfg.domainRecheck,
-			RotationGrace: cfg.dkimGrace},
-		EventRetention:   cfg.eventRetention,
-		MessageRetention: cfg.messageRetention,
-		Delivery:         cfg.deliveryOptions(sender),
-		PublicURL:        cfg.publicURL,
-		GeoDB:            s.geo,
-		SystemFrom:       cfg.systemFrom,
-		Grader:           gs.appOptions(resolver, 10*time.Second),
-		Webhooks:         cfg.webhookOptions(resolver)})
+	s.app, err = app.New(s.db, cfg.appOptions(log, resolver, sender, s.geo, gs))
 	if err != nil {
 		return nil, err
 	}

@@ -17,22 +17,23 @@ import (
 	"mailbolt/storage"
 )
 
-// Options configure an App. Zero values take the documented defaults.
+// Options configure an App. Start from DefaultOptions: every field is
+// used as given.
 type Options struct {
-	Now            func() time.Time // clock; time.Now by default
+	Now            func() time.Time // clock
 	Logger         *slog.Logger
-	IdempotencyTTL time.Duration // how long an idempotent answer is kept; 24 h
-	SweepInterval  time.Duration // how often expired records are removed; 1 min
-	SweepBatch     int           // records removed per transaction; 500
-	KeyUsageEvery  time.Duration // last_used_at is written at most this often per key; 1 min
+	IdempotencyTTL time.Duration // how long an idempotent answer is kept
+	SweepInterval  time.Duration // how often expired records are removed
+	SweepBatch     int           // records removed per transaction
+	KeyUsageEvery  time.Duration // last_used_at is written at most this often per key
 	Domains        DomainOptions
 	// DomainCheckTick is how often the scheduler looks for domains due a
-	// re-check; 1 min.
+	// re-check.
 	DomainCheckTick time.Duration
-	// EventRetention is how long events are kept in the history; 30 days.
+	// EventRetention is how long events are kept in the history.
 	EventRetention time.Duration
 	// MessageRetention is how long a message is kept once its queue
-	// lifetime is over; 30 days.
+	// lifetime is over.
 	MessageRetention time.Duration
 	Webhooks         WebhookOptions
 	// Delivery configures the delivery queue; its Now, Logger,
@@ -50,25 +51,72 @@ type Options struct {
 	// ReleaseMappedEvery is how often the database file's pages that
 	// reads touched are handed back to the kernel (see
 	// storage.DB.ReleaseMapped), so resident memory follows what is in use,
-	// not the file's size; 2 s.
+	// not the file's size.
 	ReleaseMappedEvery time.Duration
+}
+
+// DefaultOptions are the documented defaults (docs/configuration.md):
+// idempotent answers kept 24 h, a sweep every minute of at most 500 records
+// per transaction, key usage written at most once a minute per key, domains
+// re-checked daily (looked for every minute, 15 s per check, 7 days of
+// DKIM rotation grace), events and messages kept 30 days, webhooks and the
+// delivery queue on their own packages' defaults with secrets rotating out
+// over 24 h, grader checks cached 5 min, mapped pages handed back every
+// 2 s, the system clock and no log.
+func DefaultOptions() Options {
+	return Options{
+		Now:            time.Now,
+		Logger:         slog.New(slog.DiscardHandler),
+		IdempotencyTTL: 24 * time.Hour,
+		SweepInterval:  time.Minute,
+		SweepBatch:     500,
+		KeyUsageEvery:  time.Minute,
+		Domains: DomainOptions{Hostname: "localhost", RecheckInterval: 24 * time.Hour,
+			RotationGrace: 7 * 24 * time.Hour, CheckTimeout: 15 * time.Second},
+		DomainCheckTick:    time.Minute,
+		EventRetention:     30 * 24 * time.Hour,
+		MessageRetention:   30 * 24 * time.Hour,
+		Webhooks:           WebhookOptions{RotationWindow: 24 * time.Hour, Dispatch: hooks.DefaultOptions()},
+		Delivery:           queue.DefaultOptions(),
+		Grader:             GraderOptions{CacheTTL: 5 * time.Minute},
+		ReleaseMappedEvery: 2 * time.Second,
+	}
+}
+
+func (o Options) check() error {
+	for name, d := range map[string]time.Duration{"idempotency TTL": o.IdempotencyTTL, "sweep interval": o.SweepInterval,
+		"key usage interval": o.KeyUsageEvery, "domain check tick": o.DomainCheckTick, "event retention": o.EventRetention,
+		"message retention": o.MessageRetention, "mapped-page release interval": o.ReleaseMappedEvery,
+		"grader cache TTL": o.Grader.CacheTTL, "webhook secret rotation window": o.Webhooks.RotationWindow,
+		"domain recheck interval": o.Domains.RecheckInterval, "DKIM rotation grace": o.Domains.RotationGrace,
+		"domain check timeout": o.Domains.CheckTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("app: the %s must be positive", name)
+		}
+	}
+	switch {
+	case o.Now == nil || o.Logger == nil:
+		return errors.New("app: a clock and a logger are needed (slog.DiscardHandler for no log)")
+	case o.SweepBatch < 1:
+		return errors.New("app: the sweep batch must be 1 or more")
+	case o.Domains.Hostname == "":
+		return errors.New("app: the mail host name is needed")
+	}
+	return nil
 }
 
 // WebhookOptions configure webhooks.
 type WebhookOptions struct {
-	Guard hooks.Guard
 	// Lookup resolves a webhook URL's host when it is created; the system
 	// resolver when nil.
 	Lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
-	// RotationWindow is how long a rotated-out secret keeps signing; 24 h.
+	// RotationWindow is how long a rotated-out secret keeps signing.
 	RotationWindow time.Duration
-	// FailedRetention is how long failed deliveries are kept and may be
-	// replayed; 7 days.
-	FailedRetention time.Duration
-	// Dispatch tunes delivery: delays, deadline, retries, concurrency; nil
-	// is hooks.DefaultOptions(). Its Guard, FailedRetention, Now and Logger
-	// are replaced by the App's own.
-	Dispatch *hooks.Options
+	// Dispatch configures the webhook worker: its Guard also checks a
+	// webhook's URL when it is created or changed, and its FailedRetention
+	// is how long a failed delivery may be replayed. Its Now and Logger are
+	// replaced by the App's own.
+	Dispatch hooks.Options
 }
 
 // App is the set of use cases over one database.
@@ -96,58 +144,8 @@ type App struct {
 // holds no server secret: tracking and unsubscribe links would be signed
 // with an empty key, and anyone could forge them.
 func New(db *storage.DB, opts Options) (*App, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.IdempotencyTTL == 0 {
-		opts.IdempotencyTTL = 24 * time.Hour
-	}
-	if opts.SweepInterval == 0 {
-		opts.SweepInterval = time.Minute
-	}
-	if opts.SweepBatch == 0 {
-		opts.SweepBatch = 500
-	}
-	if opts.KeyUsageEvery == 0 {
-		opts.KeyUsageEvery = time.Minute
-	}
-	if opts.EventRetention == 0 {
-		opts.EventRetention = 30 * 24 * time.Hour
-	}
-	if opts.MessageRetention == 0 {
-		opts.MessageRetention = 30 * 24 * time.Hour
-	}
-	fillDelivery(&opts.Delivery)
-	if opts.ReleaseMappedEvery == 0 {
-		opts.ReleaseMappedEvery = 2 * time.Second
-	}
-	if opts.Grader.CacheTTL == 0 {
-		opts.Grader.CacheTTL = 5 * time.Minute
-	}
-	if opts.Webhooks.RotationWindow == 0 {
-		opts.Webhooks.RotationWindow = 24 * time.Hour
-	}
-	if opts.Webhooks.FailedRetention == 0 {
-		opts.Webhooks.FailedRetention = hooks.DefaultOptions().FailedRetention
-	}
-	if opts.DomainCheckTick == 0 {
-		opts.DomainCheckTick = time.Minute
-	}
-	d := &opts.Domains
-	if d.RecheckInterval == 0 {
-		d.RecheckInterval = 24 * time.Hour
-	}
-	if d.RotationGrace == 0 {
-		d.RotationGrace = 7 * 24 * time.Hour
-	}
-	if d.CheckTimeout == 0 {
-		d.CheckTimeout = 15 * time.Second
-	}
-	if d.Hostname == "" {
-		d.Hostname = "localhost"
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	a := &App{
 		db: db, opts: opts, log: opts.Logger,
@@ -286,22 +284,5 @@ func (a *App) every(ctx context.Context, interval time.Duration, what string, fn
 				a.log.Error(what+" failed", "err", err)
 			}
 		}
-	}
-}
-
-// fillDelivery gives the zero fields of o the queue's defaults.
-func fillDelivery(o *queue.Options) {
-	def := queue.DefaultOptions()
-	for _, f := range []struct{ v, d *time.Duration }{{&o.RetryBase, &def.RetryBase}, {&o.RetryMax, &def.RetryMax},
-		{&o.QueueLifetime, &def.QueueLifetime}, {&o.Lease, &def.Lease}, {&o.Poll, &def.Poll}} {
-		if *f.v == 0 {
-			*f.v = *f.d
-		}
-	}
-	if o.Concurrency == 0 {
-		o.Concurrency = def.Concurrency
-	}
-	if o.ClaimBatch == 0 {
-		o.ClaimBatch = def.ClaimBatch
 	}
 }

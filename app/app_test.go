@@ -34,10 +34,17 @@ func newTestApp(t *testing.T) (*App, *clock) {
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	return mustNew(t, db, Options{Now: c.now}), c
+	return mustNew(t, db, options(c.now)), c
 }
 
 // mustNew builds an App or fails the test.
+// options are DefaultOptions on the clock now.
+func options(now func() time.Time) Options {
+	o := DefaultOptions()
+	o.Now = now
+	return o
+}
+
 func mustNew(t testing.TB, db *storage.DB, opts Options) *App {
 	t.Helper()
 	a, err := New(db, opts)
@@ -356,7 +363,7 @@ func TestNewRefusesUnreadableSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if a, err := New(db, Options{}); a != nil || !errors.Is(err, fault) {
+	if a, err := New(db, DefaultOptions()); a != nil || !errors.Is(err, fault) {
 		t.Fatalf("New = %v, %v; want the read error", a, err)
 	}
 }
@@ -376,7 +383,7 @@ func TestTokenLookupsReportStorageFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	a := mustNew(t, db, Options{})
+	a := mustNew(t, db, DefaultOptions())
 	acct, e := a.CreateAccount(AccountInput{Name: "acme"})
 	if e != nil {
 		t.Fatal(e)

@@ -18,7 +18,6 @@ import (
 	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
-	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 )
@@ -59,8 +58,10 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	opts := Options{Now: c.now, Domains: DomainOptions{Resolver: resolver, Hostname: "mx.mailbolt.test"},
-		Delivery: queue.Options{Sender: d, RetryBase: time.Minute, RetryMax: 4 * time.Minute, QueueLifetime: time.Hour}}
+	opts := options(c.now)
+	opts.Domains.Resolver, opts.Domains.Hostname = resolver, "mx.mailbolt.test"
+	q := &opts.Delivery
+	q.Sender, q.RetryBase, q.RetryMax, q.QueueLifetime = d, time.Minute, 4*time.Minute, time.Hour
 	if tune != nil {
 		tune(&opts)
 	}

@@ -34,7 +34,16 @@ func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	a := mustNew(t, db, Options{Now: c.now, Domains: opts})
+	o := options(c.now)
+	o.Domains.Resolver, o.Domains.Hostname, o.Domains.SPFInclude = opts.Resolver, opts.Hostname, opts.SPFInclude
+	o.Domains.SendingIPs, o.Domains.TrackingHost = opts.SendingIPs, opts.TrackingHost
+	if opts.RecheckInterval != 0 {
+		o.Domains.RecheckInterval = opts.RecheckInterval
+	}
+	if opts.RotationGrace != 0 {
+		o.Domains.RotationGrace = opts.RotationGrace
+	}
+	a := mustNew(t, db, o)
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
 	return &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}
 }

@@ -19,7 +19,7 @@ import (
 type GraderOptions struct {
 	Config   grader.Config
 	Disabled bool
-	// CacheTTL is how long a domain check is reused; 5 min.
+	// CacheTTL is how long a domain check is reused.
 	CacheTTL time.Duration
 }
 

@@ -37,8 +37,10 @@ func newGraderApp(t *testing.T, fault *atomic.Bool, readFault ...*atomic.Bool) (
 	}
 	t.Cleanup(func() { db.Close() })
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	a := mustNew(t, db, Options{Now: c.now, Grader: GraderOptions{Config: grader.Config{
-		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
+	o := options(c.now)
+	o.Grader.Config = grader.Config{Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond},
+		IPBlocklists: []string{}, DomainBlocklists: []string{}}
+	a := mustNew(t, db, o)
 	principal := func(name string) Principal {
 		acct, _ := a.CreateAccount(AccountInput{Name: name})
 		return KeyPrincipal(storage.APIKey{AccountID: acct.ID, Scopes: []string{ScopeAll}}, acct)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"mailbolt/hooks"
-	"mailbolt/mta/queue"
 	"mailbolt/storage"
 )
 
@@ -46,10 +45,10 @@ func TestCommitsWakeTheWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	delivery := queue.DefaultOptions()
-	delivery.Poll = time.Hour
-	a := mustNew(t, db, Options{Delivery: delivery,
-		Webhooks: WebhookOptions{Guard: hooks.Guard{AllowPrivate: true, AllowHTTP: true}}})
+	o := DefaultOptions()
+	o.Delivery.Poll = time.Hour
+	o.Webhooks.Dispatch.Guard = hooks.Guard{AllowPrivate: true, AllowHTTP: true}
+	a := mustNew(t, db, o)
 	acct, e := a.CreateAccount(AccountInput{Name: "acme"})
 	if e != nil {
 		t.Fatal(e)

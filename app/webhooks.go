@@ -52,7 +52,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := a.opts.Webhooks.Guard.CheckURL(checkCtx, in.URL, lookup); err != nil {
+	if err := a.opts.Webhooks.Dispatch.Guard.CheckURL(checkCtx, in.URL, lookup); err != nil {
 		return CreatedWebhook{}, Validation("url", err.Error())
 	}
 	if len(in.Events) == 0 {
@@ -229,7 +229,7 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 		switch {
 		case d.Status != storage.DeliveryFailed:
 			return Conflict("the delivery is " + d.Status + "; only a failed delivery can be replayed")
-		case d.FailedAt == nil || now.Sub(*d.FailedAt) > a.opts.Webhooks.FailedRetention:
+		case d.FailedAt == nil || now.Sub(*d.FailedAt) > a.opts.Webhooks.Dispatch.FailedRetention:
 			return NotFound("failed delivery of this event to this webhook (older than the retention window)")
 		}
 		if _, err := tx.EventEnvelope(d.AccountID, d.EventID); err != nil {
@@ -246,15 +246,10 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 // out (see hooks.InFlight), on the App's clock.
 func (a *App) DeliveryInFlight(d storage.Delivery) bool { return hooks.InFlight(d, a.Now()) }
 
-// hooksOptions are the dispatcher's options: Webhooks.Dispatch (or the
-// defaults) with the App's guard, failed retention, clock and logger.
+// hooksOptions are the dispatcher's options: Webhooks.Dispatch on the
+// App's clock and log.
 func (a *App) hooksOptions() hooks.Options {
-	o := hooks.DefaultOptions()
-	if a.opts.Webhooks.Dispatch != nil {
-		o = *a.opts.Webhooks.Dispatch
-	}
-	o.Guard = a.opts.Webhooks.Guard
-	o.FailedRetention = a.opts.Webhooks.FailedRetention
+	o := a.opts.Webhooks.Dispatch
 	o.Now = a.opts.Now
 	o.Logger = a.log
 	return o

@@ -25,7 +25,7 @@ func adminOverSocket(t *testing.T) (*app.App, *AdminClient) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := app.New(db, app.Options{})
+	a, err := app.New(db, app.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

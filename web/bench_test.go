@@ -26,7 +26,7 @@ func BenchmarkHTTP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	a, err := app.New(db, app.Options{})
+	a, err := app.New(db, app.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,6 +44,13 @@ type env struct {
 	key   string
 }
 
+// appOptions are app.DefaultOptions on the clock now.
+func appOptions(now func() time.Time) app.Options {
+	o := app.DefaultOptions()
+	o.Now = now
+	return o
+}
+
 // configWith is DefaultConfig changed by tune.
 func configWith(tune func(*Config)) Config {
 	c := DefaultConfig()
@@ -76,12 +83,12 @@ func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	}
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	zone := dnstest.Start(t)
-	dispatch := hooks.DefaultOptions()
+	opts := appOptions(clock.Now)
+	opts.Domains.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	opts.Domains.Hostname = "mx.mailbolt.test"
+	dispatch := &opts.Webhooks.Dispatch
 	dispatch.BaseDelay, dispatch.Timeout = time.Second, 2*time.Second
-	opts := app.Options{Now: clock.Now, Domains: app.DomainOptions{
-		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"},
-		Webhooks: app.WebhookOptions{Guard: hooks.Guard{AllowPrivate: true, AllowHTTP: true},
-			Dispatch: &dispatch}}
+	dispatch.Guard = hooks.Guard{AllowPrivate: true, AllowHTTP: true}
 	if tune != nil {
 		tune(&opts)
 	}

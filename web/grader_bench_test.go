@@ -28,9 +28,11 @@ func graderBenchServer(b *testing.B, cacheTTL time.Duration) *httptest.Server {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	a, err := app.New(db, app.Options{Grader: app.GraderOptions{CacheTTL: cacheTTL, Config: grader.Config{
+	o := app.DefaultOptions()
+	o.Grader = app.GraderOptions{CacheTTL: cacheTTL, Config: grader.Config{
 		Resolver:     &dns.Resolver{Server: zone.Addr, Timeout: time.Second},
-		IPBlocklists: []string{}, DomainBlocklists: []string{}}}})
+		IPBlocklists: []string{}, DomainBlocklists: []string{}}}
+	a, err := app.New(db, o)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func TestIPsAndPoolsPerAccount(t *testing.T) {
 
 func TestIPRoutesMatchTheDocument(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	s, a := newOpenAPITestServer(t, app.Options{Now: func() time.Time { return now }})
+	s, a := newOpenAPITestServer(t, appOptions(func() time.Time { return now }))
 	acct, ae := a.CreateAccount(app.AccountInput{Name: "acme", Plan: "scale"})
 	if ae != nil {
 		t.Fatal(ae)

@@ -292,7 +292,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 
 	// Conventions every operation must follow. Public operations are the
 	// routes without a scope: they must say so, and only they.
-	srv, _ := newOpenAPITestServer(t, app.Options{})
+	srv, _ := newOpenAPITestServer(t, app.DefaultOptions())
 	publicOps := map[string]bool{}
 	for _, rt := range srv.routes() {
 		if rt.Public {
@@ -412,7 +412,7 @@ func newOpenAPITestServer(t *testing.T, opts app.Options) (*Server, *app.App) {
 }
 
 func TestOpenAPICoversRoutes(t *testing.T) {
-	s, _ := newOpenAPITestServer(t, app.Options{})
+	s, _ := newOpenAPITestServer(t, app.DefaultOptions())
 	model, _, err := loadOpenAPI()
 	if err != nil {
 		t.Fatal(err)
@@ -624,8 +624,10 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	zone := dnstest.Start(t)
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	s, a := newOpenAPITestServer(t, app.Options{Now: clock.Now, Domains: app.DomainOptions{
-		Resolver: &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}, Hostname: "mx.mailbolt.test"}})
+	o := appOptions(clock.Now)
+	o.Domains.Resolver = &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
+	o.Domains.Hostname = "mx.mailbolt.test"
+	s, a := newOpenAPITestServer(t, o)
 	acct, e := a.CreateAccount(app.AccountInput{Name: "acme", Plan: "enterprise", RateLimit: 100000})
 	if e != nil {
 		t.Fatal(e)
@@ -784,7 +786,7 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 	do("POST", "/v1/domains/"+d.ID+"/verify", k, "", 404)
 
 	// Without a DNS resolver, verification is 503 with Retry-After.
-	bare, bareApp := newOpenAPITestServer(t, app.Options{})
+	bare, bareApp := newOpenAPITestServer(t, app.DefaultOptions())
 	bareAcct, e := bareApp.CreateAccount(app.AccountInput{Name: "bare", Plan: "enterprise", RateLimit: 100000})
 	if e != nil {
 		t.Fatal(e)
@@ -842,11 +844,11 @@ func TestOpenAPIDescribesServerAnswers(t *testing.T) {
 // against the document.
 func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	dispatch := hooks.DefaultOptions()
+	o := appOptions(clock.Now)
+	dispatch := &o.Webhooks.Dispatch
 	dispatch.BaseDelay, dispatch.Timeout = 10*time.Millisecond, time.Second
-	s, a := newOpenAPITestServer(t, app.Options{Now: clock.Now, Webhooks: app.WebhookOptions{
-		Guard:    hooks.Guard{AllowPrivate: true, AllowHTTP: true},
-		Dispatch: &dispatch}})
+	dispatch.Guard = hooks.Guard{AllowPrivate: true, AllowHTTP: true}
+	s, a := newOpenAPITestServer(t, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { a.Run(ctx); close(done) }()
@@ -955,7 +957,7 @@ func TestOpenAPIDescribesWebhookAnswers(t *testing.T) {
 	_ = json.Unmarshal(do("POST", "/v1/webhooks", sandbox, `{"url":"https://hooks.example.test/in","events":["message.sent"]}`, 201), &testHook)
 
 	// The SSRF guard of a server without --dev.
-	strict, strictApp := newOpenAPITestServer(t, app.Options{})
+	strict, strictApp := newOpenAPITestServer(t, app.DefaultOptions())
 	strictAcct, e := strictApp.CreateAccount(app.AccountInput{Name: "strict", Plan: "enterprise", RateLimit: 100000})
 	if e != nil {
 		t.Fatal(e)

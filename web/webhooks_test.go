@@ -169,7 +169,7 @@ func TestReplayWindow(t *testing.T) {
 }
 
 func TestWebhookTargetsAreGuarded(t *testing.T) {
-	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) { o.Webhooks.Guard = hooks.Guard{} })
+	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) { o.Webhooks.Dispatch.Guard = hooks.Guard{} })
 	for _, url := range []string{"http://93.184.216.34/hook", "https://127.0.0.1/hook", "https://10.0.0.8/hook",
 		"https://[::1]/hook", "https://169.254.169.254/latest", "https://localhost:8443/x"} {
 		e.do("POST", "/v1/webhooks", e.key, `{"url":"`+url+`","events":["message.sent"]}`).want(t, 400, "VALIDATION_ERROR")
