@@ -23,7 +23,9 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 	if c, err := web.DialAdmin(dataDir); err == nil {
 		return fn(c)
 	}
-	db, err := storage.Open(dataDir, storage.Options{MustExist: mustExist})
+	o := storage.DefaultOptions()
+	o.MustExist = mustExist
+	db, err := storage.Open(dataDir, o)
 	if errors.Is(err, storage.ErrNoDatabase) {
 		return fmt.Errorf("no database in %s: check --data-dir (or MAILBOLT_DATA_DIR), or start `mailbolt serve` there once", dataDir)
 	}

@@ -68,7 +68,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			s.close()
 		}
 	}()
-	s.db, err = storage.Open(cfg.dataDir, storage.Options{})
+	s.db, err = storage.Open(cfg.dataDir, storage.DefaultOptions())
 	if errors.Is(err, storage.ErrLocked) {
 		return nil, fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
 	}

@@ -28,7 +28,7 @@ func (c *clock) add(d time.Duration) {
 
 func newTestApp(t *testing.T) (*App, *clock) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +38,13 @@ func newTestApp(t *testing.T) (*App, *clock) {
 }
 
 // mustNew builds an App or fails the test.
+// faults are storage's default options with write and read faults.
+func faults(write, read func() error) storage.Options {
+	o := storage.DefaultOptions()
+	o.WriteFault, o.ReadFault = write, read
+	return o
+}
+
 // options are DefaultOptions on the clock now.
 func options(now func() time.Time) Options {
 	o := DefaultOptions()
@@ -358,7 +365,7 @@ func TestWorkersStopAndDoNotPanic(t *testing.T) {
 // fails instead of signing links with an empty, forgeable key.
 func TestNewRefusesUnreadableSecret(t *testing.T) {
 	fault := errors.New("disk gone")
-	db, err := storage.Open(t.TempDir(), storage.Options{ReadFault: func() error { return fault }})
+	db, err := storage.Open(t.TempDir(), faults(nil, func() error { return fault }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,12 +380,12 @@ func TestNewRefusesUnreadableSecret(t *testing.T) {
 // NOT_FOUND that would tell the visitor the link is bad.
 func TestTokenLookupsReportStorageFailure(t *testing.T) {
 	var fail atomic.Bool
-	db, err := storage.Open(t.TempDir(), storage.Options{ReadFault: func() error {
+	db, err := storage.Open(t.TempDir(), faults(nil, func() error {
 		if fail.Load() {
 			return errors.New("disk gone")
 		}
 		return nil
-	}})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

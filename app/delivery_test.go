@@ -52,7 +52,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

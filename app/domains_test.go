@@ -28,7 +28,7 @@ func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 	if opts.Hostname == "" {
 		opts.Hostname = "mx.mailbolt.test"
 	}
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

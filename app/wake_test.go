@@ -40,7 +40,7 @@ func TestCommitsWakeTheWorkers(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func newBenchRig(b *testing.B, workers int) *benchRig {
 			close(r.done)
 		}
 	}))
-	db, err := storage.Open(b.TempDir(), storage.Options{})
+	db, err := storage.Open(b.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}

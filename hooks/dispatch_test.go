@@ -66,7 +66,8 @@ func mustNew(t testing.TB, db *storage.DB, opts Options) *Dispatcher {
 // newHarness runs a Dispatcher with opts on a fake clock.
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
+	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)},
+		dbOpts: storage.DefaultOptions()}
 	opts.Now = h.clock.Now
 	h.opts = opts
 	h.open()
@@ -495,7 +496,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 		}
 	})
 	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

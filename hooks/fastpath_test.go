@@ -51,7 +51,7 @@ func TestRetryDueSoonIsNotHeldBehindSlowReceiver(t *testing.T) {
 	defer releaseAll()
 	slow := newReceiver(t, hangUntil(release))
 	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRetryDueSoonIsNotHeldBehindSlowReceiver(t *testing.T) {
 // to the one-minute poll.
 func TestRetryDueSoonAfterEmptyClaim(t *testing.T) {
 	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

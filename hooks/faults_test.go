@@ -44,7 +44,8 @@ func TestStoreFaultsAreReportedNotDropped(t *testing.T) {
 	}
 	logs := &logBuffer{}
 	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)},
-		dbOpts: storage.Options{ReadFault: fault(&failReads), WriteFault: fault(&failWrites)}}
+		dbOpts: storage.DefaultOptions()}
+	h.dbOpts.ReadFault, h.dbOpts.WriteFault = fault(&failReads), fault(&failWrites)
 	h.opts = testOptions(func(o *Options) { o.Now, o.Logger = h.clock.Now, slog.New(slog.NewTextHandler(logs, nil)) })
 	h.open()
 	release := make(chan struct{})

@@ -10,7 +10,7 @@ import (
 )
 
 func TestNewRefusesNonsense(t *testing.T) {
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,9 +22,9 @@ type Options struct {
 	ReadOnly bool
 	// MustExist fails with ErrNoDatabase instead of creating a new file.
 	MustExist bool
-	// LockTimeout bounds the wait for the file lock; zero means 1 s.
+	// LockTimeout bounds the wait for the file lock.
 	LockTimeout time.Duration
-	// MaxBatch caps how many writes share one commit; zero means 1000.
+	// MaxBatch caps how many writes share one commit.
 	MaxBatch int
 	// WriteFault, when set, is called before every write unit of work; a
 	// non-nil result fails that write as a storage fault would. Tests use it
@@ -61,13 +61,17 @@ func Open(dataDir string, opts Options) (*DB, error) {
 	return OpenFile(filepath.Join(dataDir, FileName), opts)
 }
 
+// DefaultOptions open the database for reading and writing, creating it
+// when missing, waiting 1 s at most for the file lock, with up to 1000
+// writes in one commit.
+func DefaultOptions() Options {
+	return Options{LockTimeout: time.Second, MaxBatch: 1000}
+}
+
 // OpenFile opens the database at an explicit path.
 func OpenFile(path string, opts Options) (*DB, error) {
-	if opts.LockTimeout == 0 {
-		opts.LockTimeout = time.Second
-	}
-	if opts.MaxBatch == 0 {
-		opts.MaxBatch = 1000
+	if opts.LockTimeout <= 0 || opts.MaxBatch < 1 {
+		return nil, errors.New("storage: the lock timeout and the commit batch must be positive (start from DefaultOptions)")
 	}
 	if opts.ReadOnly || opts.MustExist {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {

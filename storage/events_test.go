@@ -75,7 +75,7 @@ func TestEventsOutboxOrderAndRetention(t *testing.T) {
 
 func TestOutboxLease(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(dir, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestOutboxLease(t *testing.T) {
 	// A lease left by a process that ended is void when the file is opened
 	// again (one process at a time holds it).
 	db.Close()
-	if db, err = Open(dir, Options{}); err != nil {
+	if db, err = Open(dir, DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()

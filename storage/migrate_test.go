@@ -55,7 +55,7 @@ func TestMigration2BackfillsCounts(t *testing.T) {
 	})
 	b.Close()
 
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestMigration2BackfillsCounts(t *testing.T) {
 func TestMigrationsAreIdempotentAcrossOpens(t *testing.T) {
 	dir := t.TempDir()
 	for range 2 {
-		db, err := Open(dir, Options{})
+		db, err := Open(dir, DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestMigrationsAreIdempotentAcrossOpens(t *testing.T) {
 		})
 		db.Close()
 	}
-	db, _ := Open(dir, Options{})
+	db, _ := Open(dir, DefaultOptions())
 	defer db.Close()
 	db.View(func(tx *Tx) error {
 		if n := tx.SuppressionCount("a"); n != 1 {
@@ -111,7 +111,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 		return tx.Bucket(bucketMeta).Put(keySchemaVersion, putU64(uint64(LatestSchemaVersion()+1)))
 	})
 	b.Close()
-	if _, err := OpenFile(path, Options{}); err == nil {
+	if _, err := OpenFile(path, DefaultOptions()); err == nil {
 		t.Fatal("opened a database from the future")
 	}
 }
@@ -122,7 +122,7 @@ func TestMigration3AddsDomainAndTemplateBuckets(t *testing.T) {
 		return tx.Bucket(bucketSuppressions).Put(join("acct1", "a@x.test"), []byte(`{"recipient":"a@x.test"}`))
 	})
 	b.Close()
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestMigration5CountsEventsPerMode(t *testing.T) {
 		return nil
 	})
 	b.Close()
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestMigration6IndexesDomainStatus(t *testing.T) {
 		return tx.Bucket(bucketDomains).Put([]byte("d1"), []byte(`{"id":"d1","account_id":"a1","name":"x.test","status":"verified"}`))
 	})
 	b.Close()
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestMigration6IndexesDomainStatus(t *testing.T) {
 func TestMigration8AddsGraderResults(t *testing.T) {
 	b, path := openAt(t, 7)
 	b.Close()
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestMigration4AddsEventAndWebhookBuckets(t *testing.T) {
 	b.Close()
 
 	// The buckets hold what the event and webhook code writes.
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestMigration7AddsSecretAndBackfillsMessageOwners(t *testing.T) {
 	}
 	b.Close()
 
-	db, err := OpenFile(path, Options{})
+	db, err := OpenFile(path, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 func openTest(t testing.TB) *DB {
 	t.Helper()
-	db, err := Open(t.TempDir(), Options{})
+	db, err := Open(t.TempDir(), DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,9 @@ func TestPanicInWriteIsAnError(t *testing.T) {
 
 func TestWriteFaultInjection(t *testing.T) {
 	fault := errors.New("disk on fire")
-	db, err := Open(t.TempDir(), Options{WriteFault: func() error { return fault }})
+	o := DefaultOptions()
+	o.WriteFault = func() error { return fault }
+	db, err := Open(t.TempDir(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +132,7 @@ func TestWriteFaultInjection(t *testing.T) {
 }
 
 func TestUpdateAfterClose(t *testing.T) {
-	db, err := Open(t.TempDir(), Options{})
+	db, err := Open(t.TempDir(), DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +144,14 @@ func TestUpdateAfterClose(t *testing.T) {
 
 func TestSecondOpenIsLocked(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(dir, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := Open(dir, Options{LockTimeout: 50 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+	o := DefaultOptions()
+	o.LockTimeout = 50 * time.Millisecond
+	if _, err := Open(dir, o); !errors.Is(err, ErrLocked) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -248,7 +252,7 @@ func TestSweepExpired(t *testing.T) {
 
 func TestBackupWhileWritingAndRestore(t *testing.T) {
 	dir := t.TempDir()
-	db, err := Open(dir, Options{})
+	db, err := Open(dir, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +296,7 @@ func TestBackupWhileWritingAndRestore(t *testing.T) {
 	if kept == "" {
 		t.Fatal("previous database not kept")
 	}
-	restored, err := Open(dir, Options{})
+	restored, err := Open(dir, DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

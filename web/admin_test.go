@@ -21,7 +21,7 @@ import (
 func adminOverSocket(t *testing.T) (*app.App, *AdminClient) {
 	t.Helper()
 	dir := t.TempDir()
-	db, err := storage.Open(dir, storage.Options{})
+	db, err := storage.Open(dir, storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

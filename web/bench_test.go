@@ -21,7 +21,7 @@ import (
 // before the 201) and a read (GET /v1/account). It reports requests/s and
 // p50/p99 latency. Run: go test ./web -run '^$' -bench HTTP -benchtime 3000x
 func BenchmarkHTTP(b *testing.B) {
-	db, err := storage.Open(b.TempDir(), storage.Options{})
+	db, err := storage.Open(b.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}

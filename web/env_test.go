@@ -77,7 +77,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 // may reach loopback receivers unless tune says otherwise.
 func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

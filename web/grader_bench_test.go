@@ -23,7 +23,7 @@ func graderBenchServer(b *testing.B, cacheTTL time.Duration) *httptest.Server {
 	zone.A("mx.good.test", "127.0.0.1")
 	zone.TXT("good.test", "v=spf1 ip4:127.0.0.1 -all")
 	zone.TXT("_dmarc.good.test", "v=DMARC1; p=reject; rua=mailto:d@good.test")
-	db, err := storage.Open(b.TempDir(), storage.Options{})
+	db, err := storage.Open(b.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}

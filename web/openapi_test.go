@@ -399,7 +399,7 @@ func errorCodes() []string {
 // newOpenAPITestServer is a Server over a fresh database.
 func newOpenAPITestServer(t *testing.T, opts app.Options) (*Server, *app.App) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func testQueue(t *testing.T, db *storage.DB, c *clock) *Queue {
 
 func openDB(t *testing.T) *storage.DB {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.Options{})
+	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
