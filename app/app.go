@@ -216,7 +216,11 @@ func (a *App) Run(ctx context.Context) error {
 				a.log.Error("webhook dispatcher stopped with an error", "err", err)
 			}
 		},
-		"delivery": func(ctx context.Context) { a.queue.Run(ctx) },
+		"delivery": func(ctx context.Context) {
+			if err := a.queue.Run(ctx); err != nil {
+				a.log.Error("delivery queue stopped with an error", "err", err)
+			}
+		},
 		"release_mapped": func(ctx context.Context) {
 			a.every(ctx, a.opts.ReleaseMappedEvery, "releasing mapped pages", func(context.Context) error {
 				return a.db.ReleaseMapped()
