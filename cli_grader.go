@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"mailbolt/app"
-	"mailbolt/grader"
 	"mailbolt/mta/dns"
 	"mailbolt/web"
 )
@@ -89,12 +88,11 @@ func readGraderSettings(lookupEnv func(string) (string, bool)) (graderSettings, 
 	return g, err
 }
 
-// appOptions are def with the settings; the grader's DNS lookups are
-// bounded at 10 s.
+// appOptions are def with the settings.
 func (g graderSettings) appOptions(def app.GraderOptions, resolver *dns.Resolver) app.GraderOptions {
 	def.Disabled, def.CacheTTL = g.disabled, g.cacheTTL
-	def.Config = grader.Config{Resolver: resolver, Selectors: g.selectors, IPBlocklists: g.ipBlocklists,
-		DomainBlocklists: g.domainBlocklists, Timeout: 10 * time.Second}
+	c := &def.Config
+	c.Resolver, c.Selectors, c.IPBlocklists, c.DomainBlocklists = resolver, g.selectors, g.ipBlocklists, g.domainBlocklists
 	return def
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"mailbolt/grader"
 	"mailbolt/hooks"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
@@ -78,7 +79,7 @@ func DefaultOptions() Options {
 		MessageRetention:   30 * 24 * time.Hour,
 		Webhooks:           WebhookOptions{RotationWindow: 24 * time.Hour, Dispatch: hooks.DefaultOptions()},
 		Delivery:           queue.DefaultOptions(),
-		Grader:             GraderOptions{CacheTTL: 5 * time.Minute},
+		Grader:             GraderOptions{CacheTTL: 5 * time.Minute, Config: grader.DefaultConfig()},
 		ReleaseMappedEvery: 2 * time.Second,
 	}
 }

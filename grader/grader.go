@@ -96,6 +96,13 @@ type Config struct {
 	Timeout                        time.Duration
 }
 
+// DefaultConfig is the grader's documented configuration (docs/grader.md):
+// dnscheck's default DKIM selectors and blocklists, and a whole check
+// bounded at dnscheck.DefaultTimeout. Resolver must still be set.
+func DefaultConfig() Config {
+	return Config{Timeout: dnscheck.DefaultTimeout}
+}
+
 // Submission is a full email to grade.
 type Submission struct {
 	From      string
