@@ -202,8 +202,8 @@ func (a *App) Deliveries(p Principal, id, status string, opts storage.ListOption
 			return err
 		}
 		var err error
-		list, res, err = tx.Deliveries(id, status, opts)
-		total = tx.DeliveryCount(id, status)
+		list, res, err = tx.Deliveries(p.Account.ID, id, status, opts)
+		total = tx.DeliveryCount(p.Account.ID, id, status)
 		return err
 	})
 	return list, res, total, storageErr(err, "webhook")
@@ -222,7 +222,7 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 			return NotFound("webhook")
 		}
 		var err error
-		if d, err = tx.DeliveryByEvent(webhookID, eventID); err != nil {
+		if d, err = tx.DeliveryByEvent(p.Account.ID, webhookID, eventID); err != nil {
 			return NotFound("failed delivery of this event to this webhook")
 		}
 		now := a.Now()

@@ -66,7 +66,10 @@ func newBenchRig(b *testing.B, workers int) *benchRig {
 		// saved the answers (outside the measured time).
 		var n int
 		for deadline := time.Now().Add(time.Minute); n != b.N && time.Now().Before(deadline); {
-			db.View(func(tx *storage.Tx) error { n = tx.DeliveryCount(w.ID, storage.DeliveryDelivered); return nil })
+			db.View(func(tx *storage.Tx) error {
+				n = tx.DeliveryCount(w.AccountID, w.ID, storage.DeliveryDelivered)
+				return nil
+			})
 			time.Sleep(time.Millisecond)
 		}
 		if n != b.N {

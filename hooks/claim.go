@@ -112,7 +112,7 @@ func (d *Dispatcher) claimTx(tx *storage.Tx, max int, perHost map[string]int) ([
 			return perHost[h]+claimed[h] >= d.opts.PerHost
 		}
 		for _, q := range tx.DeliveryQueue(now, max, maxQueueScan, skip) {
-			del, err := tx.Delivery(q.ID)
+			del, err := tx.DeliveryByID(q.ID)
 			if err != nil {
 				continue
 			}

@@ -138,7 +138,7 @@ func (h *harness) step() int {
 func (h *harness) statusOf(w storage.Webhook, ev storage.Event) string {
 	var st string
 	h.db.View(func(tx *storage.Tx) error {
-		if d, err := tx.DeliveryByEvent(w.ID, ev.ID); err == nil {
+		if d, err := tx.DeliveryByEvent(w.AccountID, w.ID, ev.ID); err == nil {
 			st = d.Status
 		}
 		return nil
@@ -151,7 +151,7 @@ func (h *harness) delivery(w storage.Webhook, ev storage.Event) storage.Delivery
 	var d storage.Delivery
 	err := h.db.View(func(tx *storage.Tx) error {
 		var err error
-		d, err = tx.DeliveryByEvent(w.ID, ev.ID)
+		d, err = tx.DeliveryByEvent(w.AccountID, w.ID, ev.ID)
 		return err
 	})
 	if err != nil {
@@ -327,7 +327,7 @@ func TestRetriesThenFail(t *testing.T) {
 	h.clock.Add(7 * 24 * time.Hour)
 	h.db.Update(func(tx *storage.Tx) error { _, err := tx.SweepExpired(h.clock.Now(), 100); return err })
 	h.db.View(func(tx *storage.Tx) error {
-		if _, err := tx.DeliveryByEvent(w.ID, ev.ID); err == nil {
+		if _, err := tx.DeliveryByEvent(w.AccountID, w.ID, ev.ID); err == nil {
 			t.Error("failed delivery kept past 7 days")
 		}
 		return nil
@@ -698,10 +698,10 @@ func TestFreshEventToSeveralWebhooks(t *testing.T) {
 			w      storage.Webhook
 			status string
 		}{{wOK, storage.DeliveryDelivered}, {wDown, storage.DeliveryPending}, {wGone, storage.DeliveryFailed}} {
-			if tx.DeliveryCount(c.w.ID, "") != 1 || tx.DeliveryCount(c.w.ID, c.status) != 1 {
-				t.Errorf("%s: counts %d total, %d %s", c.w.URL, tx.DeliveryCount(c.w.ID, ""), tx.DeliveryCount(c.w.ID, c.status), c.status)
+			if tx.DeliveryCount(c.w.AccountID, c.w.ID, "") != 1 || tx.DeliveryCount(c.w.AccountID, c.w.ID, c.status) != 1 {
+				t.Errorf("%s: counts %d total, %d %s", c.w.URL, tx.DeliveryCount(c.w.AccountID, c.w.ID, ""), tx.DeliveryCount(c.w.AccountID, c.w.ID, c.status), c.status)
 			}
-			list, _, err := tx.Deliveries(c.w.ID, c.status, storage.ListOptions{Limit: 10})
+			list, _, err := tx.Deliveries(c.w.AccountID, c.w.ID, c.status, storage.ListOptions{Limit: 10})
 			if err != nil || len(list) != 1 || list[0].EventID != ev.ID {
 				t.Errorf("%s: listed %d %s, %v", c.w.URL, len(list), c.status, err)
 			}
@@ -790,7 +790,10 @@ func TestBacklogForBusyHostIsQueued(t *testing.T) {
 	}
 	pending := func() int {
 		var p int
-		h.db.View(func(tx *storage.Tx) error { p = tx.DeliveryCount(w.ID, storage.DeliveryPending); return nil })
+		h.db.View(func(tx *storage.Tx) error {
+			p = tx.DeliveryCount(w.AccountID, w.ID, storage.DeliveryPending)
+			return nil
+		})
 		return p
 	}
 	// The first event's request is out: its outbox entry stays until the

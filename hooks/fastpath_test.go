@@ -231,7 +231,7 @@ func TestTwoDispatchersSendAnEventOnce(t *testing.T) {
 	<-done
 	<-done
 	var total int
-	h.db.View(func(tx *storage.Tx) error { total = tx.DeliveryCount(w.ID, ""); return nil })
+	h.db.View(func(tx *storage.Tx) error { total = tx.DeliveryCount(w.AccountID, w.ID, ""); return nil })
 	if rec.count() != 1 || total != 1 {
 		t.Errorf("receiver saw %d requests, %d deliveries saved, want 1 and 1", rec.count(), total)
 	}

@@ -61,7 +61,7 @@ func (d *Dispatcher) write(in writeIn) ([]job, error) {
 func (d *Dispatcher) recordTx(tx *storage.Tx, batch []result) error {
 	now := d.now()
 	for _, r := range batch {
-		del, err := tx.Delivery(r.job.deliveryID)
+		del, err := tx.DeliveryByID(r.job.deliveryID)
 		if err != nil || del.Status != storage.DeliveryPending || len(del.Attempts) == 0 {
 			continue // deleted with its webhook, or already settled
 		}

@@ -49,7 +49,7 @@ func TestAfterCommitSeesWhatWasFiled(t *testing.T) {
 	}
 	moveDelivery := func(id string, next *time.Time) func(tx *Tx) error {
 		return func(tx *Tx) error {
-			d, err := tx.Delivery(id)
+			d, err := tx.DeliveryByID(id)
 			if err != nil {
 				return err
 			}

@@ -101,7 +101,7 @@ func (c deliveryCounts) save(tx *Tx) error {
 // UpdateDelivery replaces a delivery and keeps its status index, queue
 // entry and expiry in step.
 func (tx *Tx) UpdateDelivery(d Delivery) error {
-	old, err := tx.Delivery(d.ID)
+	old, err := tx.DeliveryByID(d.ID)
 	if err != nil {
 		return err
 	}
@@ -157,8 +157,10 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery, counts deliveryCounts) er
 	return tx.bucket(bucketDeliveries).Put([]byte(d.ID), encodeDelivery(d))
 }
 
-// Delivery reads a delivery by id.
-func (tx *Tx) Delivery(id string) (Delivery, error) {
+// DeliveryByID reads a delivery by id, whatever its account: for the
+// webhook worker, which holds ids from its own queue. Tenants reach
+// deliveries through DeliveryByEvent and Deliveries.
+func (tx *Tx) DeliveryByID(id string) (Delivery, error) {
 	b := tx.bucket(bucketDeliveries).Get([]byte(id))
 	if b == nil {
 		return Delivery{}, ErrNotFound
@@ -166,18 +168,27 @@ func (tx *Tx) Delivery(id string) (Delivery, error) {
 	return decodeDelivery(b)
 }
 
-// DeliveryByEvent finds the delivery of an event to a webhook.
-func (tx *Tx) DeliveryByEvent(webhookID, eventID string) (Delivery, error) {
+// DeliveryByEvent finds the delivery of an event to one of the account's
+// webhooks.
+func (tx *Tx) DeliveryByEvent(accountID, webhookID, eventID string) (Delivery, error) {
 	id := tx.bucket(bucketDeliveryByEvent).Get(join(webhookID, eventID))
 	if id == nil {
 		return Delivery{}, ErrNotFound
 	}
-	return tx.Delivery(string(id))
+	d, err := tx.DeliveryByID(string(id))
+	if err == nil && d.AccountID != accountID {
+		return Delivery{}, ErrNotFound
+	}
+	return d, err
 }
 
-// Deliveries lists a webhook's deliveries newest first, all of them or only
-// those with the given status.
-func (tx *Tx) Deliveries(webhookID, status string, opts ListOptions) ([]Delivery, ListResult, error) {
+// Deliveries lists the deliveries of one of the account's webhooks newest
+// first, all of them or only those with the given status; another
+// account's webhook is ErrNotFound.
+func (tx *Tx) Deliveries(accountID, webhookID, status string, opts ListOptions) ([]Delivery, ListResult, error) {
+	if _, err := tx.Webhook(accountID, webhookID); err != nil {
+		return nil, ListResult{}, err
+	}
 	b, pfx := tx.bucket(bucketDeliveriesByWebhook), prefix(webhookID)
 	if status != "" {
 		b, pfx = tx.bucket(bucketDeliveriesByStatus), join(webhookID, status, "")
@@ -185,7 +196,7 @@ func (tx *Tx) Deliveries(webhookID, status string, opts ListOptions) ([]Delivery
 	opts.Reverse = true
 	var out []Delivery
 	res, err := scan(b, pfx, opts, func(k, _ []byte) error {
-		d, err := tx.Delivery(string(k))
+		d, err := tx.DeliveryByID(string(k))
 		if err != nil {
 			return err
 		}
@@ -195,8 +206,12 @@ func (tx *Tx) Deliveries(webhookID, status string, opts ListOptions) ([]Delivery
 	return out, res, err
 }
 
-// DeliveryCount counts a webhook's deliveries (of one status, or all).
-func (tx *Tx) DeliveryCount(webhookID, status string) int {
+// DeliveryCount counts the deliveries of one of the account's webhooks
+// (of one status, or all); none for another account's webhook.
+func (tx *Tx) DeliveryCount(accountID, webhookID, status string) int {
+	if _, err := tx.Webhook(accountID, webhookID); err != nil {
+		return 0
+	}
 	if status == "" {
 		return tx.count(collectionDeliveries, webhookID)
 	}
@@ -242,7 +257,7 @@ func (tx *Tx) NextDeliveryDue() (time.Time, bool) {
 }
 
 func (tx *Tx) deleteDelivery(id string) error {
-	d, err := tx.Delivery(id)
+	d, err := tx.DeliveryByID(id)
 	if err != nil {
 		return nil
 	}
@@ -268,7 +283,7 @@ func (tx *Tx) deleteDelivery(id string) error {
 }
 
 func expireDelivery(tx *Tx, key []byte, now time.Time) error {
-	d, err := tx.Delivery(string(key))
+	d, err := tx.DeliveryByID(string(key))
 	if err != nil || d.Status == DeliveryPending || d.ExpiresAt.IsZero() || d.ExpiresAt.After(now) {
 		return nil
 	}

@@ -106,10 +106,11 @@
 //
 // Every getter of a tenant's record takes (accountID, id) and reports
 // ErrNotFound for another account's record. Records kept by their own id
-// alone are checked against their owner first: api_keys and domains against
-// the record's account, message_content, message_raw, message_links and
+// alone are checked against their owner first: api_keys, domains and
+// deliveries against the record's account, a webhook's delivery lists
+// against the webhook's, message_content, message_raw, message_links and
 // engagement against message_owner, template_versions against templates.
 // Lookups that cross tenants have their own names (APIKeyByHash, APIKeyByID,
-// DomainByID, WebhookByID, MessageOwner) and serve authentication, the
+// DomainByID, WebhookByID, DeliveryByID, MessageOwner) and serve authentication, the
 // operator and the workers, never a request made for a tenant.
 package storage
