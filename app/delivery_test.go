@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/mail"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +33,8 @@ type sendEnv struct {
 	live   Principal
 	test   Principal
 	domain storage.Domain
+	// failWrites, while set, fails every write to the database.
+	failWrites *atomic.Bool
 }
 
 func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
@@ -52,7 +56,13 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	failWrites := &atomic.Bool{}
+	db, err := storage.Open(t.TempDir(), faults(func() error {
+		if failWrites.Load() {
+			return errors.New("injected write fault")
+		}
+		return nil
+	}, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +80,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	if ae != nil {
 		t.Fatal(ae)
 	}
-	e := &sendEnv{domainEnv: &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}, sink: sink}
+	e := &sendEnv{domainEnv: &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}, sink: sink, failWrites: failWrites}
 	dom, ae := a.CreateDomain(keyIn(acct.ID), "acme.test", alg)
 	if ae != nil {
 		t.Fatal(ae)

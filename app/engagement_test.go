@@ -283,6 +283,33 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 	}
 }
 
+// A report that cannot be recorded is not acknowledged: the sender gets
+// 451 and its retry is recorded.
+func TestInboundReportNotRecordedIsRetried(t *testing.T) {
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
+	addr := e.inboundListener()
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"nobody@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	verp := queue.ReturnPath(m)
+	dsn := fixture(t, "dsn/postfix-user-unknown.eml", "nobody@example.org", "nobody@dest.test",
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com", verp)
+	e.failWrites.Store(true)
+	err := sendPlain(addr, "", verp, dsn)
+	e.failWrites.Store(false)
+	if err == nil || !strings.Contains(err.Error(), "451") {
+		t.Fatalf("a DSN that could not be recorded: %v, want a 451", err)
+	}
+	if r := e.message(e.live, m.ID).Recipients[0]; r.Status != StatusDelivered {
+		t.Fatalf("after the refused DSN: %+v", r)
+	}
+	if err := sendPlain(addr, "", verp, dsn); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.message(e.live, m.ID).Recipients[0]; r.Status != StatusBounced {
+		t.Fatalf("after the retried DSN: %+v", r)
+	}
+}
+
 func TestMailtoUnsubscribe(t *testing.T) {
 	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	addr := e.inboundListener()

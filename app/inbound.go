@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func (in Inbound) mailtoUnsubscribe(token string) error {
 	if _, err := in.a.unsubscribe(t, MethodMailto); HasCode(err, CodeNotFound) {
 		return errUnmatched
 	} else if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", inbound.ErrRetryLater, err)
 	}
 	return nil
 }
@@ -150,27 +151,36 @@ func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
 }
 
 // withMessage runs fn on message id in one transaction; fn reports whether
-// it changed the message, which is then stored.
+// it changed the message, which is then stored. A failure to store it
+// wraps inbound.ErrRetryLater, so the sender is told to try again.
 func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error)) error {
 	a := in.a
 	now := a.Now()
-	return a.db.Update(func(tx *storage.Tx) error {
+	err := a.db.Update(func(tx *storage.Tx) error {
 		if id == "" {
 			return errUnmatched
 		}
 		owner, err := tx.MessageOwner(id)
-		if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
 			return errUnmatched
+		} else if err != nil {
+			return err
 		}
 		m, err := tx.Message(owner, id)
-		if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
 			return errUnmatched
+		} else if err != nil {
+			return err
 		}
 		if changed, err := fn(tx, &m, now); err != nil || !changed {
 			return err
 		}
 		return tx.UpdateMessage(m)
 	})
+	if err != nil && !errors.Is(err, errUnmatched) {
+		return fmt.Errorf("%w: %w", inbound.ErrRetryLater, err)
+	}
+	return err
 }
 
 // bounces records the failed recipients of a DSN. Delayed, delivered and

@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"log"
 	"strings"
@@ -19,10 +20,16 @@ type Handler interface {
 	Accept(rcpt string) bool
 	// Deliver processes one received message; logging what it cannot
 	// use is the handler's. The listener acknowledges the message
-	// whatever Deliver returns: a report that cannot be used must not
-	// come back in a loop of retries.
+	// whatever Deliver returns (a report that cannot be used must not come
+	// back in a loop of retries), except an error wrapping ErrRetryLater:
+	// what the message says could not be recorded, and the sender is told
+	// to try again (451).
 	Deliver(from string, rcpts []string, data []byte) error
 }
+
+// ErrRetryLater marks a Deliver error that the sender should retry: the
+// message was usable but could not be recorded now (a storage failure).
+var ErrRetryLater = errors.New("inbound: could not be recorded now")
 
 // Options bound what one session may send.
 type Options struct {
@@ -95,8 +102,11 @@ func (s *session) Data(r io.Reader) error {
 		return err // over the size limit, or the connection broke
 	}
 	// Durable before acknowledged: Deliver returns once what it records
-	// is committed.
-	s.h.Deliver(s.from, s.to, buf.Bytes())
+	// is committed, and a failure to record it is not acknowledged.
+	if err := s.h.Deliver(s.from, s.to, buf.Bytes()); errors.Is(err, ErrRetryLater) {
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
+			Message: "the message could not be recorded now; try again later"}
+	}
 	return nil
 }
 
