@@ -70,8 +70,8 @@ type CreatedKey struct {
 // CreateKey issues a key in p's account. A key never gets more than its
 // creator has: scopes it does not hold are 403 INSUFFICIENT_SCOPES, a
 // test-mode creator makes test keys only (403 FORBIDDEN), and a key does
-// not outlive an expiring creator (403 FORBIDDEN naming expires_at and
-// max_expires_at). The operator holds every scope, is not in test mode and
+// not outlive an expiring creator (400 VALIDATION_ERROR naming expires_at,
+// with max_expires_at). The operator holds every scope, is not in test mode and
 // does not expire, so it may make any key.
 func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 	if err := a.authorize(p, ScopeAPIKeysWrite); err != nil {
@@ -116,9 +116,9 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 		if expires == nil {
 			expires = &limit
 		} else if expires.After(limit) {
-			return CreatedKey{}, NewError(CodeForbidden, "a key cannot outlive the key that creates it: it expires at "+
-				limit.Format(time.RFC3339)).
-				With("expires_at", expires.UTC().Format(time.RFC3339Nano)).With("max_expires_at", limit.Format(time.RFC3339Nano))
+			return CreatedKey{}, Validation("expires_at", "must not be after the creating key's own expiry, "+
+				limit.Format(time.RFC3339)+": a key cannot outlive the key that creates it").
+				With("max_expires_at", limit.Format(time.RFC3339Nano))
 		}
 	}
 	accountID := p.Account.ID

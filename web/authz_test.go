@@ -135,9 +135,9 @@ func TestKeyCannotOutliveItsCreator(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
 	exp := e.clock.Now().Add(24 * time.Hour)
 	creator := e.newKey(e.acct.ID, nil, false, &exp)
-	r := e.do("POST", "/v1/api-keys", creator, `{"name":"later","expires_at":"2026-11-24T12:00:00Z"}`).want(t, 403, "FORBIDDEN")
+	r := e.do("POST", "/v1/api-keys", creator, `{"name":"later","expires_at":"2026-11-24T12:00:00Z"}`).want(t, 400, "VALIDATION_ERROR")
 	details := r.json(t)["error"].(map[string]any)["details"].(map[string]any)
-	if details["expires_at"] != "2026-11-24T12:00:00Z" || details["max_expires_at"] != "2026-11-23T12:00:00Z" {
+	if details["field"] != "expires_at" || details["max_expires_at"] != "2026-11-23T12:00:00Z" {
 		t.Errorf("details = %v", details)
 	}
 	if got := e.do("POST", "/v1/api-keys", creator, `{"name":"default"}`).want(t, 201).json(t); got["expires_at"] != "2026-11-23T12:00:00Z" {
