@@ -69,7 +69,52 @@ func newAccountsCommand() *cobra.Command {
 	create.Flags().IntVar(&in.BatchSize, "batch-size", 0, "messages per batch, overriding the plan (enterprise)")
 	create.Flags().BoolVar(&in.TrackOpens, "track-opens", false, "track opens of the account's messages unless a message says otherwise")
 	create.Flags().BoolVar(&in.TrackClicks, "track-clicks", false, "track clicks of the account's messages unless a message says otherwise")
+	create.Flags().StringVar(&in.Email, "email", "", "the account's contact address, for notices when it has no owner")
 	create.MarkFlagRequired("name")
+
+	update := &cobra.Command{
+		Use:   "update ID",
+		Short: "Change an account: only the flags given change",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var up app.AccountUpdate
+			f := cmd.Flags()
+			str := func(name string, dst **string) {
+				if f.Changed(name) {
+					v, _ := f.GetString(name)
+					*dst = &v
+				}
+			}
+			boolean := func(name string, dst **bool) {
+				if f.Changed(name) {
+					v, _ := f.GetBool(name)
+					*dst = &v
+				}
+			}
+			str("name", &up.Name)
+			str("plan", &up.Plan)
+			str("email", &up.Email)
+			boolean("track-opens", &up.TrackOpens)
+			boolean("track-clicks", &up.TrackClicks)
+			if up == (app.AccountUpdate{}) {
+				return errors.New("nothing to change: give --name, --plan, --email, --track-opens or --track-clicks")
+			}
+			return withAdmin(cmd, true, func(a app.Admin) error {
+				acct, err := a.UpdateAccount(args[0], up)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "updated account %q: plan %s, email %q, track opens %t, track clicks %t\n",
+					acct.Name, acct.Plan, acct.Email, acct.TrackOpens, acct.TrackClicks)
+				return nil
+			})
+		},
+	}
+	update.Flags().String("name", "", "new account name")
+	update.Flags().String("plan", "", "new plan: "+strings.Join(app.PlanNames(), ", "))
+	update.Flags().String("email", "", "new contact address (\"\" removes it)")
+	update.Flags().Bool("track-opens", false, "track opens of the account's messages by default")
+	update.Flags().Bool("track-clicks", false, "track clicks of the account's messages by default")
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -91,7 +136,7 @@ func newAccountsCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, list)
+	cmd.AddCommand(create, update, list)
 	return cmd
 }
 

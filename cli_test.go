@@ -347,3 +347,44 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: %q", out)
 	}
 }
+
+// accounts update changes only what its flags name, through the socket
+// while serving and on the file while stopped; the first-start account is
+// the operator's own, on plan enterprise.
+func TestAccountsUpdateWhileServingAndStopped(t *testing.T) {
+	dir := t.TempDir()
+	base, out, stop := startServe(t, dir)
+	live := liveKeyRe.FindStringSubmatch(out.String())[1]
+	if status, acct := get(t, base+"/v1/account", live); status != 200 || acct["plan"] != "enterprise" || acct["email"] != nil {
+		t.Fatalf("first-start account: %d %v", status, acct)
+	}
+	id := lastLine(mustRun(t, "accounts", "create", "--name", "Acme", "--email", "Ops@Acme.example", "--data-dir", dir))
+	key := lastLine(mustRun(t, "keys", "create", "--account", id, "--name", "ci", "--data-dir", dir))
+	if _, acct := get(t, base+"/v1/account", key); acct["email"] != "ops@acme.example" || acct["plan"] != "free" {
+		t.Fatalf("created account: %v", acct)
+	}
+	mustRun(t, "accounts", "update", id, "--plan", "pro", "--track-opens", "--data-dir", dir)
+	if _, acct := get(t, base+"/v1/account", key); acct["plan"] != "pro" || acct["name"] != "Acme" || acct["email"] != "ops@acme.example" {
+		t.Fatalf("after the update through the socket: %v", acct)
+	}
+	for _, bad := range [][]string{
+		{"accounts", "update", id, "--plan", "platinum"},
+		{"accounts", "update", id, "--email", "not an address"},
+		{"accounts", "update", "no-such-account", "--plan", "pro"},
+		{"accounts", "update", id},
+	} {
+		if out, err := run(t, append(bad, "--data-dir", dir)...); err == nil {
+			t.Errorf("%v succeeded:\n%s", bad, out)
+		}
+	}
+	if _, acct := get(t, base+"/v1/account", key); acct["plan"] != "pro" {
+		t.Fatalf("a refused update changed the account: %v", acct)
+	}
+	stop()
+
+	mustRun(t, "accounts", "update", id, "--name", "Acme Inc", "--email", "", "--data-dir", dir)
+	base, _, _ = startServe(t, dir)
+	if _, acct := get(t, base+"/v1/account", key); acct["name"] != "Acme Inc" || acct["email"] != nil || acct["plan"] != "pro" {
+		t.Fatalf("after the offline update: %v", acct)
+	}
+}

@@ -4,15 +4,37 @@ import (
 	"mailbolt/storage"
 )
 
-// AccountInput is a request for a new account.
+// AccountInput is a request for a new account. Its JSON form is what the
+// management socket carries.
 type AccountInput struct {
-	Name      string
-	Plan      string // DefaultPlan when empty
-	RateLimit int    // per-account override (enterprise); 0 keeps the plan's
-	BatchSize int    // per-account override (enterprise); 0 keeps the plan's
+	Name      string `json:"name"`
+	Plan      string `json:"plan,omitempty"`       // DefaultPlan when empty
+	RateLimit int    `json:"rate_limit,omitempty"` // per-account override (enterprise); 0 keeps the plan's
+	BatchSize int    `json:"batch_size,omitempty"` // per-account override (enterprise); 0 keeps the plan's
 	// TrackOpens and TrackClicks turn tracking on by default for the
 	// account's messages.
-	TrackOpens, TrackClicks bool
+	TrackOpens  bool `json:"track_opens,omitempty"`
+	TrackClicks bool `json:"track_clicks,omitempty"`
+	// Email is the account's contact address (optional).
+	Email string `json:"email,omitempty"`
+}
+
+// AccountUpdate changes an account: each field that is set replaces the
+// stored one. Its JSON form is what the management socket carries.
+type AccountUpdate struct {
+	Name        *string `json:"name,omitempty"`
+	Plan        *string `json:"plan,omitempty"`
+	Email       *string `json:"email,omitempty"` // "" removes the contact address
+	TrackOpens  *bool   `json:"track_opens,omitempty"`
+	TrackClicks *bool   `json:"track_clicks,omitempty"`
+}
+
+// contactEmail checks an account's contact address; empty is none.
+func contactEmail(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	return NormalizeAddress("email", s)
 }
 
 func (a *App) newAccount(in AccountInput) (storage.Account, error) {
@@ -30,9 +52,50 @@ func (a *App) newAccount(in AccountInput) (storage.Account, error) {
 	if in.RateLimit < 0 || in.BatchSize < 0 {
 		return storage.Account{}, Validation("rate_limit", "limits must not be negative")
 	}
+	email, e := contactEmail(in.Email)
+	if e != nil {
+		return storage.Account{}, e
+	}
 	return storage.Account{ID: NewID(), Name: name, Plan: plan.Name,
 		RateLimit: in.RateLimit, BatchSize: in.BatchSize, TrackOpens: in.TrackOpens, TrackClicks: in.TrackClicks,
-		CreatedAt: a.Now()}, nil
+		Email: email, CreatedAt: a.Now()}, nil
+}
+
+// UpdateAccount changes an account (the operator's `accounts update`); an
+// unknown account is NOT_FOUND and nothing changes on a validation error.
+func (a *App) UpdateAccount(id string, in AccountUpdate) (storage.Account, error) {
+	var acct storage.Account
+	err := a.db.Update(func(tx *storage.Tx) error {
+		var err error
+		if acct, err = tx.Account(id); err != nil {
+			return err
+		}
+		if in.Name != nil {
+			if acct.Name, err = cleanName("name", *in.Name); err != nil {
+				return err
+			}
+		}
+		if in.Plan != nil {
+			plan, err := LookupPlan(*in.Plan)
+			if err != nil {
+				return Validation("plan", err.Error())
+			}
+			acct.Plan = plan.Name
+		}
+		if in.Email != nil {
+			if acct.Email, err = contactEmail(*in.Email); err != nil {
+				return err
+			}
+		}
+		if in.TrackOpens != nil {
+			acct.TrackOpens = *in.TrackOpens
+		}
+		if in.TrackClicks != nil {
+			acct.TrackClicks = *in.TrackClicks
+		}
+		return tx.PutAccount(acct)
+	})
+	return acct, storageErr(err, "account")
 }
 
 // CreateAccount creates a tenant.
@@ -72,7 +135,8 @@ func (a *App) Account(p Principal) (storage.Account, error) {
 }
 
 // Bootstrap is what the first start on an empty database creates: account
-// "default" with a live and a test key of scope "*".
+// "default", the operator's own, on plan enterprise (not throttled like a
+// customer's), with a live and a test key of scope "*".
 type Bootstrap struct {
 	Account storage.Account
 	LiveKey string
@@ -82,7 +146,7 @@ type Bootstrap struct {
 // BootstrapIfEmpty creates the default account and its two keys when the
 // database has no account yet. It reports nil when there was already one.
 func (a *App) BootstrapIfEmpty() (*Bootstrap, error) {
-	acct, e := a.newAccount(AccountInput{Name: "default"})
+	acct, e := a.newAccount(AccountInput{Name: "default", Plan: "enterprise"})
 	if e != nil {
 		return nil, e
 	}

@@ -15,6 +15,7 @@ import (
 // only secret among them is the one a new key shows once.
 type Admin interface {
 	CreateAccount(in AccountInput) (AccountView, error)
+	UpdateAccount(id string, in AccountUpdate) (AccountView, error)
 	ListAccounts() ([]AccountView, error)
 	CreateKey(accountID string, in KeyInput) (NewKeyView, error)
 	ListKeys(accountID string) ([]KeyView, error)
@@ -40,13 +41,14 @@ type AccountView struct {
 	BatchSize   int       `json:"batch_size"`
 	TrackOpens  bool      `json:"track_opens"`
 	TrackClicks bool      `json:"track_clicks"`
+	Email       string    `json:"email,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 }
 
 func accountView(a storage.Account) AccountView {
 	l := Limits(a)
 	return AccountView{ID: a.ID, Name: a.Name, Plan: a.Plan, RateLimit: l.RateLimit, BatchSize: l.BatchSize,
-		TrackOpens: a.TrackOpens, TrackClicks: a.TrackClicks, CreatedAt: a.CreatedAt}
+		TrackOpens: a.TrackOpens, TrackClicks: a.TrackClicks, Email: a.Email, CreatedAt: a.CreatedAt}
 }
 
 // KeyView is an API key without its secret or the secret's hash.

@@ -24,6 +24,15 @@ func (l LocalAdmin) CreateAccount(in AccountInput) (AccountView, error) {
 	return accountView(a), nil
 }
 
+// UpdateAccount changes the account's fields that in sets.
+func (l LocalAdmin) UpdateAccount(id string, in AccountUpdate) (AccountView, error) {
+	a, err := l.App.UpdateAccount(id, in)
+	if err != nil {
+		return AccountView{}, err
+	}
+	return accountView(a), nil
+}
+
 // ListAccounts lists every account, in id order.
 func (l LocalAdmin) ListAccounts() ([]AccountView, error) {
 	all := []AccountView{}

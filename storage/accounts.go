@@ -15,9 +15,12 @@ type Account struct {
 	BatchSize int `json:"batch_size,omitempty"`
 	// TrackOpens and TrackClicks are the tracking defaults of the
 	// account's messages (a message's own tracking setting wins).
-	TrackOpens  bool      `json:"track_opens,omitempty"`
-	TrackClicks bool      `json:"track_clicks,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	TrackOpens  bool `json:"track_opens,omitempty"`
+	TrackClicks bool `json:"track_clicks,omitempty"`
+	// Email is the account's contact address, for notices when the
+	// account has no owner; empty when none was given.
+	Email     string    `json:"email,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // PutAccount creates or replaces an account.

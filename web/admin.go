@@ -117,6 +117,13 @@ func adminHandler(admin app.Admin) http.Handler {
 			reply(w, v, err)
 		}
 	})
+	mux.HandleFunc("PATCH /accounts/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var in app.AccountUpdate
+		if decode(w, r, &in) {
+			v, err := admin.UpdateAccount(r.PathValue("id"), in)
+			reply(w, v, err)
+		}
+	})
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		v, err := admin.ListKeys(r.URL.Query().Get("account"))
 		reply(w, v, err)

@@ -70,6 +70,11 @@ func (c *AdminClient) CreateAccount(in app.AccountInput) (a app.AccountView, err
 	return a, err
 }
 
+func (c *AdminClient) UpdateAccount(id string, in app.AccountUpdate) (a app.AccountView, err error) {
+	err = c.do("PATCH", "/accounts/"+url.PathEscape(id), in, &a)
+	return a, err
+}
+
 func (c *AdminClient) ListAccounts() (list []app.AccountView, err error) {
 	err = c.do("GET", "/accounts", nil, &list)
 	return list, err

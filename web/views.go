@@ -20,13 +20,14 @@ type accountView struct {
 	ID        string     `json:"id"`
 	Name      string     `json:"name"`
 	Plan      string     `json:"plan"`
+	Email     string     `json:"email,omitempty"`
 	Limits    limitsView `json:"limits"`
 	CreatedAt time.Time  `json:"created_at"`
 }
 
 func viewAccount(a storage.Account) accountView {
 	l := app.Limits(a)
-	return accountView{ID: a.ID, Name: a.Name, Plan: a.Plan, CreatedAt: a.CreatedAt.UTC(),
+	return accountView{ID: a.ID, Name: a.Name, Plan: a.Plan, Email: a.Email, CreatedAt: a.CreatedAt.UTC(),
 		Limits: limitsView{RequestsPerSecond: l.RateLimit, BatchSize: l.BatchSize, DedicatedIPs: l.DedicatedIPs}}
 }
 
