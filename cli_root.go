@@ -3,10 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"mailbolt/storage"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -50,10 +54,31 @@ func applyEnv(flags *pflag.FlagSet) error {
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version, the source revision it was built from, the Go version and the database schema version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), "mailbolt", version)
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, "mailbolt", version)
+			info, ok := debug.ReadBuildInfo()
+			settings := map[string]string{}
+			if ok {
+				for _, s := range info.Settings {
+					settings[s.Key] = s.Value
+				}
+			}
+			if rev := settings["vcs.revision"]; rev != "" {
+				if settings["vcs.modified"] == "true" {
+					rev += " (with uncommitted changes)"
+				}
+				fmt.Fprintln(out, "revision:", rev)
+				if at := settings["vcs.time"]; at != "" {
+					fmt.Fprintln(out, "revision time:", at)
+				}
+			} else {
+				fmt.Fprintln(out, "revision: unknown (built without version control information)")
+			}
+			fmt.Fprintln(out, "go:", runtime.Version())
+			fmt.Fprintln(out, "schema version:", storage.LatestSchemaVersion())
 			return nil
 		},
 	}

@@ -10,12 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+
+	"mailbolt/storage"
 )
 
 // syncBuffer is an io.Writer safe to read while a command writes to it.
@@ -343,8 +346,11 @@ func TestServeWithADataDirTooDeepForASocket(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	if out := mustRun(t, "version"); !strings.HasPrefix(out, "mailbolt ") {
-		t.Fatalf("version: %q", out)
+	out := mustRun(t, "version")
+	want := fmt.Sprintf("schema version: %d\n", storage.LatestSchemaVersion())
+	if !strings.HasPrefix(out, "mailbolt ") || !strings.Contains(out, "\nrevision: ") ||
+		!strings.Contains(out, "\ngo: "+runtime.Version()+"\n") || !strings.HasSuffix(out, want) {
+		t.Fatalf("version:\n%s", out)
 	}
 }
 
