@@ -177,6 +177,7 @@ func (s *service) run(ctx context.Context) error {
 		s.log.Error("http server stopped", "err", err)
 	}
 	s.log.Info("shutting down")
+	s.app.BeginShutdown() // /readyz answers 503 from now on
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownGrace)
 	defer cancel()
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil {

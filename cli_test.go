@@ -394,3 +394,24 @@ func TestAccountsUpdateWhileServingAndStopped(t *testing.T) {
 		t.Fatalf("after the offline update: %v", acct)
 	}
 }
+
+// healthcheck exits 0 while the server is ready and fails once it is gone.
+func TestHealthcheckCommand(t *testing.T) {
+	base, _, stop := startServe(t, t.TempDir())
+	addr := strings.TrimPrefix(base, "http://")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, err := run(t, "healthcheck", "--http-addr", addr)
+		if err == nil && strings.TrimSpace(out) == "ready" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("healthcheck on a running server: %v\n%s", err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if out, err := run(t, "healthcheck", "--http-addr", addr); err == nil || !strings.Contains(err.Error(), "not ready") {
+		t.Fatalf("healthcheck on a stopped server: %v\n%s", err, out)
+	}
+}

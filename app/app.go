@@ -133,9 +133,11 @@ type App struct {
 	usageSeen map[string]time.Time
 	usage     chan string
 
-	panics atomic.Int64
-	hooks  *hooks.Dispatcher
-	queue  *queue.Queue
+	panics   atomic.Int64
+	running  atomic.Bool // Run is running its workers
+	stopping atomic.Bool // BeginShutdown was called
+	hooks    *hooks.Dispatcher
+	queue    *queue.Queue
 
 	tokenKey    []byte // signs tracking and unsubscribe links
 	graderCache graderCache
@@ -207,6 +209,8 @@ func (a *App) Panics() int64 { return a.panics.Load() + a.hooks.Panics() + a.que
 // Run runs the background workers (retention sweeper, key-usage writer)
 // until ctx ends, then waits for them to stop.
 func (a *App) Run(ctx context.Context) error {
+	a.running.Store(true)
+	defer a.running.Store(false)
 	var wg sync.WaitGroup
 	for name, worker := range map[string]func(context.Context){
 		"sweeper":       a.runSweeper,

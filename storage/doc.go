@@ -9,6 +9,7 @@
 //	meta/
 //	    schema_version            -> u64
 //	    outbox_lease              -> u64 unix-nanos end · holder token (void at open)
+//	    probe                     -> u64 unix-nanos of the last readiness probe (DB.Probe)
 //	accounts/
 //	    <account_id>              -> Account (JSON)
 //	api_keys/

@@ -126,6 +126,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.versionHeaders(rw.Header())
 	r.Body = http.MaxBytesReader(rw, r.Body, s.cfg.MaxBodyBytes)
+	if s.probe(rw, r) {
+		return
+	}
 
 	id.principal, id.err = s.app.Authenticate(r.Header.Get("X-API-Key"))
 	var q quota
