@@ -42,6 +42,7 @@ type serveConfig struct {
 	dnsServer       string
 	dnsTimeout      time.Duration
 	hostname        string
+	hostnameSet     bool // given by flag or environment, not taken from the machine
 	spfInclude      string
 	sendingIPs      []net.IP
 	trackingHost    string
@@ -128,6 +129,7 @@ func newServeCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
+			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())

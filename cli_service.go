@@ -52,6 +52,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.startupChecks(log); err != nil {
+		return nil, err
+	}
 	wc, err := cfg.webConfig(log)
 	if err != nil {
 		return nil, err

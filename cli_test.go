@@ -415,3 +415,42 @@ func TestHealthcheckCommand(t *testing.T) {
 		t.Fatalf("healthcheck on a stopped server: %v\n%s", err, out)
 	}
 }
+
+// Settings that would send broken mail are refused before anything is
+// written (--dev only warns); a machine name that is no FQDN only warns.
+func TestStartupChecks(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--hostname", "vm"}, "--hostname"},
+		{[]string{"--hostname", "mta.example.123"}, "--hostname"},
+		{[]string{"--http-addr", "0.0.0.0:0", "--hostname", "mta.example.net"}, "--public-url"},
+		{[]string{"--http-addr", "[::]:0", "--hostname", "mta.example.net"}, "--public-url"},
+	} {
+		dir := t.TempDir()
+		args := append([]string{"serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, c.args...)
+		out, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a refusal naming %s\n%s", c.args, err, c.want, out)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "mailbolt.db")); err == nil {
+			t.Errorf("%v: a refused start wrote a database", c.args)
+		}
+	}
+	// --dev warns instead, and the machine's own name only warns.
+	_, out, _ := startServe(t, t.TempDir(), "--dev", "--hostname", "vm")
+	if liveKeyRe.FindStringSubmatch(out.String()) == nil {
+		t.Fatalf("--dev start:\n%s", out)
+	}
+	for _, name := range []string{"mta.example.net", "MX1.Example.COM."} {
+		if !isFQDN(name) {
+			t.Errorf("isFQDN(%q) = false", name)
+		}
+	}
+	for _, name := range []string{"vm", "localhost", "-a.example", "a..b", "1.2.3.4", ""} {
+		if isFQDN(name) {
+			t.Errorf("isFQDN(%q) = true", name)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+)
+
+// isFQDN reports whether name is a fully qualified domain name a receiving
+// server can look up: at least two labels of letters, digits and hyphens,
+// none starting or ending with a hyphen, and a final label that is not all
+// digits.
+func isFQDN(name string) bool {
+	name = strings.TrimSuffix(name, ".")
+	labels := strings.Split(name, ".")
+	if len(name) > 253 || len(labels) < 2 {
+		return false
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, c := range l {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
+}
+
+// startupChecks refuses, before anything is written, settings that start
+// a server whose mail would be broken: an explicit --hostname that is no
+// FQDN (every domain would be told to point at it), and links derived from
+// an unspecified bind address (every link in sent mail would be dead).
+// With --dev those only warn. What is merely doubtful warns.
+func (cfg serveConfig) startupChecks(log *slog.Logger) error {
+	refuse := func(msg string) error {
+		if cfg.dev {
+			log.Warn(msg + " (allowed by --dev)")
+			return nil
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	if !isFQDN(cfg.hostname) {
+		msg := fmt.Sprintf("--hostname: %q is not a fully qualified domain name such as mta.example.net: "+
+			"every sending domain would be told to publish a:%s and a bounces CNAME to it", cfg.hostname, cfg.hostname)
+		if cfg.hostnameSet {
+			if err := refuse(msg); err != nil {
+				return err
+			}
+		} else {
+			log.Warn(msg + "; the machine's name was taken because --hostname is not set: set it before sending real mail")
+		}
+	}
+	if cfg.publicURL == "" {
+		host, _, _ := net.SplitHostPort(cfg.httpAddr)
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			if err := refuse(fmt.Sprintf("--public-url is needed: --http-addr %s listens on every address, so the "+
+				"links in sent mail (tracking, unsubscribe, invitations) cannot be derived from it; set --public-url "+
+				"to the address recipients reach, such as https://mail.example.com", cfg.httpAddr)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if u, err := url.Parse(cfg.publicURL); err == nil && u.Scheme == "http" {
+		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			log.Warn("--public-url " + cfg.publicURL + " is plain http on a host that is not loopback: links in sent mail " +
+				"(unsubscribe, invitations) travel unencrypted; use https")
+		}
+	}
+	return nil
+}
