@@ -144,7 +144,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
 	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long in-flight requests may finish on shutdown")
 
-	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks and MX lookups (default: the first nameserver in /etc/resolv.conf)")
+	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks, MX lookups and webhook host names (default: the first nameserver in /etc/resolv.conf)")
 	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", def.dnsTimeout, "timeout of one DNS query")
 	f.StringVar(&cfg.hostname, "hostname", def.hostname, "this server's mail host name: target of each domain's return-path CNAME, and its SPF a: mechanism when neither --spf-include nor --sending-ips is set")
 	f.StringVar(&cfg.spfInclude, "spf-include", def.spfInclude, "domain whose SPF record lists this server's addresses; sending domains publish include:<it>")
@@ -259,9 +259,10 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	o.Grader = gs.appOptions(o.Grader, resolver)
 
 	w := &o.Webhooks
-	w.RotationWindow, w.Lookup = cfg.webhookRotation, resolver.LookupIPAddr
+	w.RotationWindow = cfg.webhookRotation
 	h := &w.Dispatch
-	h.Guard = hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
+	// One resolver for the URL check at create and every connection.
+	h.Guard, h.Lookup = hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}, resolver.LookupIPAddr
 	for _, n := range cfg.webhookAllow {
 		if p, err := netip.ParsePrefix(n.String()); err == nil {
 			h.Guard.Allow = append(h.Guard.Allow, p)
