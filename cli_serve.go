@@ -23,6 +23,7 @@ import (
 	"mailbolt/mta"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
+	"mailbolt/netguard"
 	"mailbolt/web"
 )
 
@@ -65,6 +66,7 @@ type serveConfig struct {
 	relayPassword    string
 	relayImplicitTLS bool
 	mxPort           int
+	mxAllow          []net.IPNet
 	smtpRetryBase    time.Duration
 	smtpRetryMax     time.Duration
 	queueLifetime    time.Duration
@@ -146,7 +148,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
 	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long in-flight requests may finish on shutdown")
 
-	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks and MX lookups (default: the first nameserver in /etc/resolv.conf)")
+	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks, MX lookups and webhook host names (default: the first nameserver in /etc/resolv.conf)")
 	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", def.dnsTimeout, "timeout of one DNS query")
 	f.StringVar(&cfg.hostname, "hostname", def.hostname, "this server's mail host name: target of each domain's return-path CNAME, and its SPF a: mechanism when neither --spf-include nor --sending-ips is set")
 	f.StringVar(&cfg.spfInclude, "spf-include", def.spfInclude, "domain whose SPF record lists this server's addresses; sending domains publish include:<it>")
@@ -156,7 +158,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", def.dkimGrace, "how long a replaced DKIM record must stay published before it is reported removable")
 	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", def.domainCheckTick, "how often the scheduler looks for domains due a check")
 
-	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks may target loopback and private addresses and plain http")
+	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks and MX hosts may be on loopback and private addresses, webhooks may use plain http")
 	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", def.webhookBaseDelay, "delay before the first webhook retry; doubles per retry, capped at 1h")
 	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", def.webhookTimeout, "how long a webhook receiver has to answer")
 	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", def.webhookMaxRetries, "retries after the first webhook attempt (0: none)")
@@ -171,6 +173,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.relayPassword, "relay-password", def.relayPassword, "AUTH PLAIN password for --relay (prefer MAILBOLT_RELAY_PASSWORD)")
 	f.BoolVar(&cfg.relayImplicitTLS, "relay-implicit-tls", def.relayImplicitTLS, "speak TLS from the first byte to --relay (port 465) instead of STARTTLS")
 	f.IntVar(&cfg.mxPort, "mx-port", def.mxPort, "TCP port of recipient MX hosts")
+	f.IPNetSliceVar(&cfg.mxAllow, "mx-allow-cidrs", def.mxAllow, "address ranges recipient MX hosts may have even though private or loopback (e.g. 10.0.0.0/8); --relay is never checked")
 	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", def.smtpRetryBase, "delay before the first retry after a temporary SMTP failure; doubles per retry")
 	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", def.smtpRetryMax, "largest delay between SMTP retries")
 	f.DurationVar(&cfg.queueLifetime, "queue-lifetime", def.queueLifetime, "how long a recipient is retried before it soft-bounces")
@@ -261,14 +264,11 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	o.Grader = gs.appOptions(o.Grader, resolver)
 
 	w := &o.Webhooks
-	w.RotationWindow, w.Lookup = cfg.webhookRotation, resolver.LookupIPAddr
+	w.RotationWindow = cfg.webhookRotation
 	h := &w.Dispatch
-	h.Guard = hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}
-	for _, n := range cfg.webhookAllow {
-		if p, err := netip.ParsePrefix(n.String()); err == nil {
-			h.Guard.Allow = append(h.Guard.Allow, p)
-		}
-	}
+	// One resolver for the URL check at create and every connection.
+	h.Guard, h.Lookup = hooks.Guard{AllowPrivate: cfg.dev, AllowHTTP: cfg.dev}, resolver.LookupIPAddr
+	h.Guard.Allow = prefixes(cfg.webhookAllow)
 	h.BaseDelay, h.Timeout, h.MaxRetries = cfg.webhookBaseDelay, cfg.webhookTimeout, cfg.webhookMaxRetries
 	h.Workers, h.PerHost = cfg.webhookWorkers, cfg.webhookHostConns
 	return o
@@ -279,11 +279,26 @@ func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) (*mta
 	o := mta.DefaultOptions()
 	o.Resolver, o.MXPort, o.HELO, o.Logger = resolver, cfg.mxPort, cfg.hostname, log
 	o.ConnectTimeout, o.CommandTimeout, o.MaxConnsPerHost = cfg.smtpConnTimeout, cfg.smtpCmdTimeout, cfg.smtpHostConns
+	// MX hosts are the recipient domain's word, like webhook URLs are the
+	// tenant's: the same guard, loosened the same ways. The relay is the
+	// operator's own choice and is not checked.
+	o.MXGuard = netguard.Policy{AllowPrivate: cfg.dev, Allow: prefixes(cfg.mxAllow)}
 	if cfg.relay != "" {
 		o.Relay = &mta.Relay{Addr: cfg.relay, Username: cfg.relayUser, Password: cfg.relayPassword,
 			ImplicitTLS: cfg.relayImplicitTLS}
 	}
 	return mta.NewDeliverer(o)
+}
+
+// prefixes are the ranges of a CIDR list flag (pflag has parsed them).
+func prefixes(nets []net.IPNet) []netip.Prefix {
+	var out []netip.Prefix
+	for _, n := range nets {
+		if p, err := netip.ParsePrefix(n.String()); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {

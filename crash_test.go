@@ -186,7 +186,8 @@ func TestCrashDeliveryQueue(t *testing.T) {
 	defer sink.Close()
 
 	dir := t.TempDir()
-	args := []string{"--dns-server", zone.Addr, "--mx-port", strconv.Itoa(sink.Port), "--hostname", "mx.mailbolt.test",
+	// The MX is on loopback: allowed explicitly, as the SMTP client refuses it otherwise.
+	args := []string{"--dns-server", zone.Addr, "--mx-port", strconv.Itoa(sink.Port), "--mx-allow-cidrs", "127.0.0.0/8", "--hostname", "mx.mailbolt.test",
 		"--log-level", "warn", "--smtp-retry-base", "200ms", "--smtp-retry-max", "1s",
 		"--delivery-workers", strconv.Itoa(workers)}
 	first := startCrashServer(t, bin, dir, args...)

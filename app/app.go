@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,13 +107,11 @@ func (o Options) check() error {
 
 // WebhookOptions configure webhooks.
 type WebhookOptions struct {
-	// Lookup resolves a webhook URL's host when it is created; the system
-	// resolver when nil.
-	Lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
 	// RotationWindow is how long a rotated-out secret keeps signing.
 	RotationWindow time.Duration
-	// Dispatch configures the webhook worker: its Guard also checks a
-	// webhook's URL when it is created or changed, and its FailedRetention
+	// Dispatch configures the webhook worker: its Guard and its Lookup
+	// also check a webhook's URL when it is created (one resolver for the
+	// check and the connections), and its FailedRetention
 	// is how long a failed delivery may be replayed. Its Now and Logger are
 	// replaced by the App's own.
 	Dispatch hooks.Options

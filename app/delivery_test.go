@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"net/mail"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
+	"mailbolt/netguard"
 	"mailbolt/storage"
 )
 
@@ -50,6 +52,9 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	resolver := &dns.Resolver{Server: zone.Addr, Timeout: 300 * time.Millisecond}
 	mo := mta.DefaultOptions()
 	mo.Resolver, mo.MXPort, mo.HELO = resolver, sink.Port, "mx.mailbolt.test"
+	// The MX is on loopback, which the SMTP client refuses unless allowed
+	// (--mx-allow-cidrs): TestMXOnLoopbackHardBounces.
+	mo.MXGuard.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	mo.CommandTimeout, mo.ConnectTimeout, mo.DataTimeout = 2*time.Second, 2*time.Second, 2*time.Second
 	d, err := mta.NewDeliverer(mo)
 	if err != nil {
@@ -366,6 +371,36 @@ func TestNullMXBouncesHard(t *testing.T) {
 	r := e.message(e.live, m.ID).Recipients[0]
 	if r.Status != StatusBounced || r.BounceType != "hard" || r.EnhancedCode != "5.1.10" {
 		t.Fatalf("null MX: %+v", r)
+	}
+}
+
+// TestMXOnLoopbackHardBounces: without an allowance, a recipient whose MX
+// is on loopback is never connected to; it hard-bounces (and is
+// suppressed) with the refused address in the SMTP response.
+func TestMXOnLoopbackHardBounces(t *testing.T) {
+	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) {
+		mo := o.Delivery.Sender.(*mta.Deliverer).Options()
+		mo.MXGuard = netguard.Policy{}
+		d, err := mta.NewDeliverer(mo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		o.Delivery.Sender = d
+	})
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"x@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	r := e.message(e.live, m.ID).Recipients[0]
+	if r.Status != StatusBounced || r.BounceType != "hard" || r.EnhancedCode != "5.1.2" ||
+		!strings.Contains(r.SMTPResponse, "127.0.0.1 is in 127.0.0.0/8 (loopback)") {
+		t.Fatalf("loopback MX: %+v", r)
+	}
+	if n := len(e.sink.Messages()); n != 0 {
+		t.Fatalf("the loopback MX got %d messages", n)
+	}
+	err := e.app.db.View(func(tx *storage.Tx) error { _, err := tx.Suppression(e.acct, "x@dest.test"); return err })
+	if err != nil {
+		t.Fatalf("not suppressed: %v", err)
 	}
 }
 

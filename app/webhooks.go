@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -46,13 +45,12 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	if len(in.URL) > 2048 {
 		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
 	}
-	lookup := a.opts.Webhooks.Lookup
-	if lookup == nil {
-		lookup = net.DefaultResolver.LookupIPAddr
-	}
+	// The check resolves through the dispatcher's own Lookup, so the
+	// addresses it judges are those the connections will go to.
+	dispatch := a.opts.Webhooks.Dispatch
 	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := a.opts.Webhooks.Dispatch.Guard.CheckURL(checkCtx, in.URL, lookup); err != nil {
+	if err := dispatch.Guard.CheckURL(checkCtx, in.URL, dispatch.Lookup); err != nil {
 		return CreatedWebhook{}, Validation("url", err.Error())
 	}
 	if len(in.Events) == 0 {

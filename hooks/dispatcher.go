@@ -30,7 +30,7 @@ func New(db *storage.DB, opts Options) (*Dispatcher, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
-	return &Dispatcher{db: db, opts: opts, client: newClient(opts.Guard, opts.Timeout, opts.PerHost), kick: make(chan struct{}, 1)}, nil
+	return &Dispatcher{db: db, opts: opts, client: newClient(opts.Guard, opts.Lookup, opts.Timeout, opts.PerHost), kick: make(chan struct{}, 1)}, nil
 }
 
 // Options returns the options the dispatcher runs with.

@@ -9,12 +9,15 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+
+	"mailbolt/netguard"
 )
 
 // Guard decides which addresses webhook requests may reach. By default only
-// public unicast addresses: loopback, private (RFC 1918, RFC 4193),
-// link-local, multicast, unspecified, CGNAT and other special ranges are
-// refused, so a webhook cannot be aimed at the server's own network.
+// public unicast addresses: every range of netguard's table (loopback,
+// private, link-local, CGNAT, multicast, unspecified, NAT64, the
+// IPv4-mapped forms of refused IPv4 addresses and the other special ranges)
+// is refused, so a webhook cannot be aimed at the server's own network.
 type Guard struct {
 	// AllowPrivate lifts the restriction (serve --dev, for local testing).
 	AllowPrivate bool
@@ -27,34 +30,10 @@ type Guard struct {
 // ErrForbiddenAddress is why a dial or URL was refused.
 var ErrForbiddenAddress = errors.New("webhook target address is not allowed")
 
-var specialRanges = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "64:ff9b::/96", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
-	} {
-		out = append(out, netip.MustParsePrefix(s))
-	}
-	return out
-}()
-
 // CheckAddr reports whether ip may be dialled.
 func (g Guard) CheckAddr(ip netip.Addr) error {
-	ip = ip.Unmap()
-	for _, p := range g.Allow {
-		if p.Contains(ip) {
-			return nil
-		}
-	}
-	if g.AllowPrivate {
-		return nil
-	}
-	for _, p := range specialRanges {
-		if p.Contains(ip) {
-			return fmt.Errorf("%w: %s is in %s", ErrForbiddenAddress, ip, p)
-		}
+	if err := (netguard.Policy{AllowPrivate: g.AllowPrivate, Allow: g.Allow}).Check(ip); err != nil {
+		return fmt.Errorf("%w: %w", ErrForbiddenAddress, err)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package hooks
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -32,6 +34,11 @@ type Options struct {
 	DeliveredRetention time.Duration
 	// Guard decides which addresses requests may reach.
 	Guard Guard
+	// Lookup resolves a receiver's host name: for every connection, and
+	// (in app) when a webhook's URL is checked at create, so
+	// that the check and the connection see the same addresses. serve
+	// gives the --dns-server resolver.
+	Lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
 	// Now is the one clock the dispatcher reads: attempt times, signature
 	// timestamps, latencies, leases and due times.
 	Now    func() time.Time
@@ -42,7 +49,7 @@ type Options struct {
 // after 30 s, doubling up to 1 h, at most 3 of them; a 30 s deadline; 64
 // requests in flight, 8 per host; a 1 min poll; failed deliveries kept 7
 // days, delivered ones 30 days; only public addresses reachable; the system
-// clock; no logging.
+// clock and resolver; no logging.
 func DefaultOptions() Options {
 	return Options{
 		BaseDelay:          30 * time.Second,
@@ -54,6 +61,7 @@ func DefaultOptions() Options {
 		Poll:               time.Minute,
 		FailedRetention:    7 * 24 * time.Hour,
 		DeliveredRetention: 30 * 24 * time.Hour,
+		Lookup:             net.DefaultResolver.LookupIPAddr,
 		Now:                time.Now,
 		Logger:             slog.New(slog.DiscardHandler),
 	}
@@ -85,8 +93,8 @@ func (o Options) check() error {
 			errs = append(errs, fmt.Errorf("hooks: guard allows an invalid address range %q", p))
 		}
 	}
-	if o.Now == nil || o.Logger == nil {
-		errs = append(errs, errors.New("hooks: Now and Logger are required"))
+	if o.Now == nil || o.Logger == nil || o.Lookup == nil {
+		errs = append(errs, errors.New("hooks: Now, Lookup and Logger are required"))
 	}
 	return errors.Join(errs...)
 }

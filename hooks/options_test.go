@@ -34,8 +34,9 @@ func TestNewRefusesNonsense(t *testing.T) {
 		{"no workers", func(o *Options) { o.Workers = 0 }, "workers (0) and per-host requests (8) must be at least 1"},
 		{"no per-host requests", func(o *Options) { o.PerHost = 0 }, "per-host requests (0)"},
 		{"invalid allowed range", func(o *Options) { o.Guard.Allow = []netip.Prefix{{}} }, "invalid address range"},
-		{"no clock", func(o *Options) { o.Now = nil }, "Now and Logger are required"},
-		{"no logger", func(o *Options) { o.Logger = nil }, "Now and Logger are required"},
+		{"no clock", func(o *Options) { o.Now = nil }, "Now, Lookup and Logger are required"},
+		{"no logger", func(o *Options) { o.Logger = nil }, "Now, Lookup and Logger are required"},
+		{"no resolver", func(o *Options) { o.Lookup = nil }, "Now, Lookup and Logger are required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := DefaultOptions()

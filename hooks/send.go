@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
@@ -47,13 +49,13 @@ type result struct {
 	refused    bool      // the guard refused the address: retrying cannot help
 }
 
-func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {
+func newClient(g Guard, lookup lookupFunc, timeout time.Duration, perHost int) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: g.Control}
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:               nil, // never route webhooks through an environment proxy
-			DialContext:         dialer.DialContext,
+			DialContext:         guardedDial(g, lookup, dialer),
 			MaxIdleConns:        1024,
 			MaxIdleConnsPerHost: perHost,
 			MaxConnsPerHost:     perHost,
@@ -63,6 +65,61 @@ func newClient(g Guard, timeout time.Duration, perHost int) *http.Client {
 		},
 		// Redirects are not followed: a 3xx is the receiver's answer.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+type lookupFunc = func(ctx context.Context, host string) ([]net.IPAddr, error)
+
+// guardedDial connects to host:port through lookup, the resolver that
+// checked the URL at create, never the system's own: a name that the
+// system resolver (or /etc/hosts) maps elsewhere cannot slip past the
+// check. Addresses the guard refuses are skipped; when none is left the
+// error wraps ErrForbiddenAddress. The dialer's Control checks the address
+// actually dialled once more.
+func guardedDial(g Guard, lookup lookupFunc, dialer *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		var ips []netip.Addr
+		if ip, err := netip.ParseAddr(host); err == nil {
+			ips = []netip.Addr{ip}
+		} else {
+			addrs, err := lookup(ctx, host)
+			if err != nil {
+				return nil, fmt.Errorf("resolve %s: %w", host, err)
+			}
+			for _, a := range addrs {
+				if ip, ok := netip.AddrFromSlice(a.IP); ok {
+					ips = append(ips, ip.WithZone(a.Zone))
+				}
+			}
+			if len(ips) == 0 {
+				return nil, fmt.Errorf("resolve %s: no addresses", host)
+			}
+		}
+		// The failure is the guard's only when every address was refused:
+		// then retrying cannot help, and the delivery fails at once.
+		var refused, failed []error
+		for _, ip := range ips {
+			if err := g.CheckAddr(ip); err != nil {
+				refused = append(refused, err)
+				continue
+			}
+			c, err := dialer.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			failed = append(failed, err)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if len(failed) > 0 {
+			return nil, errors.Join(failed...)
+		}
+		return nil, errors.Join(refused...)
 	}
 }
 

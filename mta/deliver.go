@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"mailbolt/netguard"
 )
 
 // Delivery rules, in the order they apply (docs/bounces.md shows how the
@@ -19,6 +23,10 @@ import (
 //   - Route: a Relay takes everything; otherwise the recipient domain's MX
 //     hosts by preference, the domain itself when it has no MX, nothing at
 //     all for a null MX (permanent, hard 5.1.10).
+//   - Addresses of MX hosts (not of a Relay) that MXGuard refuses are
+//     skipped. A hop with no other address fails permanently, 5.1.2 with
+//     the refused address in the text, so a recipient whose every MX is
+//     refused hard-bounces.
 //   - Each hop is tried in turn. A hop is given up when it cannot be
 //     reached, or fails before MAIL FROM (greeting, EHLO, STARTTLS, AUTH):
 //     the next hop is tried. Those failures are temporary, except a 521 or
@@ -41,7 +49,14 @@ type Options struct {
 	// Without one only a Relay can be reached.
 	Resolver MXResolver
 	// Relay, when set, takes all mail instead of the recipients' MX hosts.
+	// It is trusted: MXGuard does not apply to it.
 	Relay *Relay
+	// MXGuard decides which addresses of MX hosts (and of a domain that is
+	// its own mail host, or an address literal) mail may go to. The zero
+	// value refuses loopback, private and every other range of netguard's
+	// table, so that a recipient domain cannot aim the server at its own
+	// network (--mx-allow-cidrs and --dev loosen it).
+	MXGuard netguard.Policy
 	// MXPort is the port of MX hosts (--mx-port).
 	MXPort int
 	// HELO is the EHLO name for envelopes that bring none.
@@ -92,6 +107,8 @@ func (o Options) check() error {
 		return errors.New("mta: every timeout must be positive")
 	case o.MaxConnsPerHost < 1 || o.MaxMessagesPerConn < 1:
 		return errors.New("mta: connections per host and messages per connection must be 1 or more")
+	case slices.ContainsFunc(o.MXGuard.Allow, func(p netip.Prefix) bool { return !p.IsValid() }):
+		return errors.New("mta: the MX guard allows an invalid address range")
 	case o.Logger == nil:
 		return errors.New("mta: a logger is needed (slog.DiscardHandler for none)")
 	}

@@ -2,7 +2,8 @@
 // classification.
 //
 // A Deliverer hands a message to the next hop: a relay (--relay) or the
-// recipient domain's MX hosts, with opportunistic STARTTLS, pipelining,
+// recipient domain's MX hosts (never at an address of netguard's refused
+// ranges unless Options.MXGuard allows it), with opportunistic STARTTLS, pipelining,
 // one transaction per recipient domain, and connections kept open and
 // capped per host (deliver.go states the failure rules). Each recipient
 // gets a RecipientResult; a failure carries its Bounce, which Classify
@@ -13,5 +14,5 @@
 // everything shares), mta/dkim (keys and signing), mta/message (MIME
 // building, link and pixel tracking), mta/inbound (the inbound listener and
 // the DSN/ARF/VERP parsers) and mta/queue (the delivery worker that drives
-// a Deliverer). This package imports only mta/dns of ours.
+// a Deliverer). This package imports only mta/dns and netguard of ours.
 package mta

@@ -20,7 +20,8 @@ import (
 //	4.4.3  DNS lookup failed (timeout, SERVFAIL)
 //	4.3.5  Mailbolt is misconfigured (no resolver, bad relay address)
 //	4.7.10 a relay could not be reached over verified TLS
-//	5.1.2  the domain has no MX and no address records
+//	5.1.2  the domain has no MX and no address records, or its mail host's
+//	       every address is refused by Options.MXGuard (loopback, private…)
 //	5.1.3  the address is malformed
 //	5.1.10 the domain has a null MX (RFC 7505)
 //	5.3.4  the message is larger than the server's SIZE

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -122,6 +123,12 @@ func (d *Deliverer) hopAddrs(ctx context.Context, hop Hop, src net.IP) ([]net.IP
 			ips = append(ips, a.IP)
 		}
 	}
+	if !hop.Relay {
+		var err error
+		if ips, err = d.guard(hop, ips); err != nil {
+			return nil, err
+		}
+	}
 	if src == nil {
 		return ips, nil
 	}
@@ -134,6 +141,32 @@ func (d *Deliverer) hopAddrs(ctx context.Context, hop Hop, src net.IP) ([]net.IP
 	}
 	if len(out) == 0 {
 		return nil, localError(false, "4.4.4", "%s has no address of the family of source address %s", hop.Host, src)
+	}
+	return out, nil
+}
+
+// guard drops the addresses of an MX hop that MXGuard refuses. None left
+// is permanent (5.1.2: the destination system cannot take mail from us),
+// naming the first refused address, so the bounce says why.
+func (d *Deliverer) guard(hop Hop, ips []net.IP) ([]net.IP, error) {
+	var out []net.IP
+	var refused error
+	for _, ip := range ips {
+		addr, ok := netip.AddrFromSlice(ip)
+		if !ok {
+			continue
+		}
+		if err := d.opts.MXGuard.Check(addr); err != nil {
+			if refused == nil {
+				refused = err
+			}
+			d.logger().Debug("MX address refused", "host", hop.Host, "addr", ip, "err", err)
+			continue
+		}
+		out = append(out, ip)
+	}
+	if len(out) == 0 && refused != nil {
+		return nil, localError(true, "5.1.2", "mail host %s is refused: %v; mail is not sent to loopback, private or other special addresses", hop.Host, refused)
 	}
 	return out, nil
 }
