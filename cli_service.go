@@ -155,11 +155,13 @@ func (s *service) close() {
 	}
 }
 
-// run serves until ctx ends or the HTTP server fails, then shuts down in
-// order: stop accepting (HTTP, inbound SMTP, the management socket) and let
-// requests in flight finish within --shutdown-grace, stop the workers and
-// wait for them, close the SMTP client's connections, close the database.
-// It always closes the service.
+// run serves until ctx ends or the HTTP server fails, then shuts down:
+// stop accepting (HTTP, inbound SMTP, the management socket) and stop the
+// workers taking new work (deliveries, webhooks) at once; let what is in
+// flight in all of them finish within the one --shutdown-grace and wait for
+// it (deliveries and webhook requests still out then are cut off and put
+// back); close the SMTP client's connections, close the database. It
+// always closes the service.
 func (s *service) run(ctx context.Context) error {
 	workerCtx, stopWorkers := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
@@ -179,6 +181,9 @@ func (s *service) run(ctx context.Context) error {
 	s.log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownGrace)
 	defer cancel()
+	// The workers stop claiming now; their own ShutdownGrace, the same
+	// --shutdown-grace, runs from here alongside the listeners'.
+	stopWorkers()
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
@@ -190,7 +195,6 @@ func (s *service) run(ctx context.Context) error {
 			s.log.Warn("management socket shutdown", "err", serr)
 		}
 	}
-	stopWorkers()
 	workers.Wait()
 	s.deliverer.Close()
 	if s.geo != nil {
