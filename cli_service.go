@@ -73,7 +73,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
 	}
 	if err != nil {
-		return nil, err
+		return nil, openFailed(cfg.dataDir, err)
 	}
 	resolver := dns.SystemResolver()
 	if cfg.dnsServer != "" {
