@@ -33,7 +33,7 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 		return fmt.Errorf("the database in %s is locked by another process, and no server answers on its management socket", dataDir)
 	}
 	if err != nil {
-		return err
+		return openFailed(dataDir, err)
 	}
 	defer db.Close()
 	a, err := app.New(db, app.DefaultOptions())
@@ -41,6 +41,15 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 		return err
 	}
 	return fn(app.LocalAdmin{App: a})
+}
+
+// openFailed is the error of a database that could not be opened: a
+// damaged one names the restore command to run.
+func openFailed(dataDir string, err error) error {
+	if errors.Is(err, storage.ErrDamaged) {
+		return fmt.Errorf("%w (mailbolt restore --from BACKUP_FILE --data-dir %s)", err, dataDir)
+	}
+	return err
 }
 
 func newAccountsCommand() *cobra.Command {

@@ -146,7 +146,7 @@ func newServeCommand() *cobra.Command {
 	f.DurationVar(&cfg.sweepInterval, "sweep-interval", def.sweepInterval, "how often expired records are removed")
 	f.StringVar(&cfg.logLevel, "log-level", def.logLevel, "debug, info, warn or error")
 	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
-	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long in-flight requests may finish on shutdown")
+	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long the work in flight at shutdown may finish: HTTP requests, inbound SMTP sessions, SMTP deliveries and webhook requests")
 
 	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks, MX lookups and webhook host names (default: the first nameserver in /etc/resolv.conf)")
 	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", def.dnsTimeout, "timeout of one DNS query")
@@ -261,6 +261,7 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	q := &o.Delivery
 	q.Sender, q.RetryBase, q.RetryMax = sender, cfg.smtpRetryBase, cfg.smtpRetryMax
 	q.QueueLifetime, q.Concurrency = cfg.queueLifetime, cfg.deliveryWorkers
+	q.ShutdownGrace, o.Webhooks.Dispatch.ShutdownGrace = cfg.shutdownGrace, cfg.shutdownGrace
 	o.Grader = gs.appOptions(o.Grader, resolver)
 
 	w := &o.Webhooks

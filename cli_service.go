@@ -76,7 +76,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
 	}
 	if err != nil {
-		return nil, err
+		return nil, openFailed(cfg.dataDir, err)
 	}
 	resolver := dns.SystemResolver()
 	if cfg.dnsServer != "" {
@@ -158,11 +158,13 @@ func (s *service) close() {
 	}
 }
 
-// run serves until ctx ends or the HTTP server fails, then shuts down in
-// order: stop accepting (HTTP, inbound SMTP, the management socket) and let
-// requests in flight finish within --shutdown-grace, stop the workers and
-// wait for them, close the SMTP client's connections, close the database.
-// It always closes the service.
+// run serves until ctx ends or the HTTP server fails, then shuts down:
+// stop accepting (HTTP, inbound SMTP, the management socket) and stop the
+// workers taking new work (deliveries, webhooks) at once; let what is in
+// flight in all of them finish within the one --shutdown-grace and wait for
+// it (deliveries and webhook requests still out then are cut off and put
+// back); close the SMTP client's connections, close the database. It
+// always closes the service.
 func (s *service) run(ctx context.Context) error {
 	workerCtx, stopWorkers := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
@@ -183,6 +185,9 @@ func (s *service) run(ctx context.Context) error {
 	s.app.BeginShutdown() // /readyz answers 503 from now on
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownGrace)
 	defer cancel()
+	// The workers stop claiming now; their own ShutdownGrace, the same
+	// --shutdown-grace, runs from here alongside the listeners'.
+	stopWorkers()
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
@@ -194,7 +199,6 @@ func (s *service) run(ctx context.Context) error {
 			s.log.Warn("management socket shutdown", "err", serr)
 		}
 	}
-	stopWorkers()
 	workers.Wait()
 	s.deliverer.Close()
 	if s.geo != nil {

@@ -42,12 +42,13 @@ type harness struct {
 
 const testSecret = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
-// testOptions are DefaultOptions for tests: loopback receivers allowed and
-// a 2 s deadline, then whatever set changes.
+// testOptions are DefaultOptions for tests: loopback receivers allowed, a
+// 2 s deadline and requests cut off as soon as Run ends, then whatever set
+// changes.
 func testOptions(set ...func(*Options)) Options {
 	o := DefaultOptions()
 	o.Guard = Guard{AllowPrivate: true, AllowHTTP: true}
-	o.Timeout = 2 * time.Second
+	o.Timeout, o.ShutdownGrace = 2*time.Second, 0
 	for _, f := range set {
 		f(&o)
 	}
@@ -552,7 +553,7 @@ func TestShutdownPutsInFlightBack(t *testing.T) {
 		}
 	})
 	defer close(hold)
-	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout, o.ShutdownGrace = time.Minute, 0 }))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -566,6 +567,38 @@ func TestShutdownPutsInFlightBack(t *testing.T) {
 	d := h.delivery(w, ev)
 	if d.Status != storage.DeliveryPending || len(d.Attempts) != 0 || d.Retries != 0 || !d.NextAttemptAt.Equal(h.clock.Now()) {
 		t.Fatalf("after shutdown: %+v", d)
+	}
+}
+
+// TestShutdownLetsRequestsInFlightFinish: a request out when Run's
+// context ends is not cut off while the grace lasts; its answer is saved as
+// the delivery's attempt, so the next start does not send it again.
+func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
+	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Second)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout, o.ShutdownGrace = time.Minute, 30*time.Second }))
+	w := h.webhook(rec.URL, "message.sent")
+	ev := h.event("message.sent")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.d.Run(ctx) }()
+	for rec.count() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	d := h.delivery(w, ev)
+	if d.Status != storage.DeliveryDelivered || len(d.Attempts) != 1 {
+		t.Fatalf("after shutdown: %+v", d)
+	}
+	h.restart()
+	h.runUntil("nothing left to send", func() bool { return h.outboxLen() == 0 })
+	if n := rec.count(); n != 1 {
+		t.Fatalf("the receiver got %d requests", n)
 	}
 }
 

@@ -70,11 +70,14 @@
 //
 // # Shutdown and storage failures
 //
-// When Run's context ends, the requests in flight are cut off and put
+// When Run's context ends, nothing new is sent, and the requests in flight
+// get ShutdownGrace (serve's --shutdown-grace) to be answered: those
+// answers are saved as attempts, so the next start does not send them
+// again. The requests still out when the grace is over are cut off and put
 // back, not counted as attempts: a claimed delivery loses its Unanswered
 // attempt and is due at once; a fresh event's cut-off request becomes a
-// pending delivery with no attempt. Answers already back are saved in the
-// same last write. If that write fails, Run returns the error, and what it
+// pending delivery with no attempt. Every answer is saved in the same last
+// write. If that write fails, Run returns the error, and what it
 // held is handled as after a crash.
 //
 // Answers are saved in the background, one write at a time holding every

@@ -15,7 +15,7 @@ import (
 // run on Run's goroutine only, except the sends and the write they start.
 type loop struct {
 	d         *Dispatcher
-	sendCtx   context.Context // cancelled at shutdown: cuts requests off
+	sendCtx   context.Context // cancelled when the shutdown grace is over: cuts requests off
 	stopSends context.CancelFunc
 	results   chan result   // answers of the requests in flight
 	wrote     chan writeOut // the end of the running write
@@ -144,11 +144,13 @@ func (l *loop) sendFresh(wait time.Duration) time.Duration {
 	return wait
 }
 
-// shutdown cuts the requests in flight off, waits for them and for the
-// running write, and saves what is left: answers, and cut-off requests put
-// back in the queue.
+// shutdown sends nothing new, gives the requests in flight ShutdownGrace
+// to be answered, then cuts off those still out; it waits for them and for
+// the running write, and saves what is left: answers, and cut-off requests
+// put back in the queue.
 func (l *loop) shutdown() error {
-	l.stopSends()
+	cut := time.AfterFunc(l.d.opts.ShutdownGrace, l.stopSends)
+	defer cut.Stop()
 	if l.writing {
 		l.finishWrite(<-l.wrote, false)
 	}

@@ -39,6 +39,12 @@ type Options struct {
 	// that the check and the connection see the same addresses. serve
 	// gives the --dns-server resolver.
 	Lookup func(ctx context.Context, host string) ([]net.IPAddr, error)
+	// ShutdownGrace is how long the requests in flight may go on after
+	// Run's context ends (serve's --shutdown-grace): Run takes no new work
+	// at once, saves the answers that come back within the grace, and cuts
+	// off and puts back the requests still out when it is over. Zero cuts
+	// them off at once.
+	ShutdownGrace time.Duration
 	// Now is the one clock the dispatcher reads: attempt times, signature
 	// timestamps, latencies, leases and due times.
 	Now    func() time.Time
@@ -48,8 +54,9 @@ type Options struct {
 // DefaultOptions are the documented defaults (docs/webhooks.md): retries
 // after 30 s, doubling up to 1 h, at most 3 of them; a 30 s deadline; 64
 // requests in flight, 8 per host; a 1 min poll; failed deliveries kept 7
-// days, delivered ones 30 days; only public addresses reachable; the system
-// clock and resolver; no logging.
+// days, delivered ones 30 days; only public addresses reachable; requests
+// in flight may finish for 15 s after shutdown begins; the system clock and
+// resolver; no logging.
 func DefaultOptions() Options {
 	return Options{
 		BaseDelay:          30 * time.Second,
@@ -62,6 +69,7 @@ func DefaultOptions() Options {
 		FailedRetention:    7 * 24 * time.Hour,
 		DeliveredRetention: 30 * 24 * time.Hour,
 		Lookup:             net.DefaultResolver.LookupIPAddr,
+		ShutdownGrace:      15 * time.Second,
 		Now:                time.Now,
 		Logger:             slog.New(slog.DiscardHandler),
 	}
@@ -81,6 +89,9 @@ func (o Options) check() error {
 	}
 	if o.MaxDelay < o.BaseDelay {
 		errs = append(errs, fmt.Errorf("hooks: max delay %s is below base delay %s", o.MaxDelay, o.BaseDelay))
+	}
+	if o.ShutdownGrace < 0 {
+		errs = append(errs, fmt.Errorf("hooks: shutdown grace must not be negative, not %s", o.ShutdownGrace))
 	}
 	if o.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("hooks: max retries must be 0 (none) or more, not %d", o.MaxRetries))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Backup writes a consistent copy of the live database to dest while
@@ -60,6 +61,14 @@ func (db *DB) Backup(dest string) (int64, error) {
 
 // Check opens the database file at path read-only and verifies every page.
 func Check(path string) error {
+	if exists, err := statFile(path); err != nil {
+		return err
+	} else if !exists {
+		return fmt.Errorf("%w: %s", ErrNoDatabase, path)
+	}
+	if err := verify(path, time.Second); err != nil {
+		return err
+	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
@@ -92,11 +101,16 @@ func Restore(src, dataDir string, now time.Time) (string, error) {
 	live := filepath.Join(dataDir, FileName)
 	if _, err := os.Stat(live); err == nil {
 		// Take the lock for the length of the swap so no server starts on it.
+		// A file that holds the lock past the timeout is in use; any other
+		// failure is a damaged database, which bbolt read only after it had
+		// the lock: replacing it is what restore is for.
 		held, err := bolt.Open(live, 0o600, &bolt.Options{Timeout: 200 * time.Millisecond, ReadOnly: true})
-		if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return "", ErrLocked
 		}
-		defer held.Close()
+		if err == nil {
+			defer held.Close()
+		}
 	}
 	tmp, err := os.CreateTemp(dataDir, "."+FileName+".restore-*")
 	if err != nil {

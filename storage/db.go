@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the name of the database file inside the data directory.
@@ -68,18 +68,28 @@ func DefaultOptions() Options {
 	return Options{LockTimeout: time.Second, MaxBatch: 1000}
 }
 
-// OpenFile opens the database at an explicit path.
-func OpenFile(path string, opts Options) (*DB, error) {
+// OpenFile opens the database at an explicit path. Only a missing file is
+// created: an existing file that is not a whole database (empty, truncated,
+// damaged pages) gives ErrDamaged, never a new empty database or a panic.
+func OpenFile(path string, opts Options) (_ *DB, err error) {
 	if opts.LockTimeout <= 0 || opts.MaxBatch < 1 {
 		return nil, errors.New("storage: the lock timeout and the commit batch must be positive (start from DefaultOptions)")
 	}
-	if opts.ReadOnly || opts.MustExist {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s", ErrNoDatabase, path)
-		} else if err != nil {
-			return nil, fmt.Errorf("open database: %w", err)
+	exists, err := statFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if !exists && (opts.ReadOnly || opts.MustExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNoDatabase, path)
+	}
+	if exists {
+		if err := verify(path, opts.LockTimeout); err != nil {
+			return nil, err
 		}
 	}
+	// What verify did not see (the migrations' reads) fails as ErrDamaged too.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer recoverDamaged(path, &err)
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
@@ -87,11 +97,8 @@ func OpenFile(path string, opts Options) (*DB, error) {
 		NoFreelistSync:  true,
 		InitialMmapSize: 256 << 20,
 	})
-	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, ErrLocked
-	}
 	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, openError(path, err)
 	}
 	db := &DB{bolt: b, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{})}
 	if !opts.ReadOnly {

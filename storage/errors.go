@@ -13,4 +13,8 @@ var (
 	ErrNoDatabase = errors.New("storage: no database")
 	// ErrLocked is returned by Open when another process holds the file.
 	ErrLocked = errors.New("storage: database is in use by another process")
+	// ErrDamaged is returned by Open for a file that exists but is not a
+	// whole database: empty, truncated or with pages that make no sense.
+	// Its message names the file; the remedy is to restore a backup.
+	ErrDamaged = errors.New("storage: the database file is damaged")
 )

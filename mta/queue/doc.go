@@ -26,8 +26,14 @@
 //     gives the bounce type and category from the enhanced status code
 //     (RFC 3463). Hard bounces and complaints suppress the address; a block
 //     does not (it is about us, not the address).
-//   - An attempt cut short by shutdown is recorded with its recipients
-//     deferred and due at once, so the next start resumes it.
+//   - Shutdown stops claiming at once but does not cut the SMTP
+//     transactions in flight: the receiving server may already hold the
+//     message, and cutting one off before its final reply means sending
+//     it again. They get ShutdownGrace to finish and record their outcome.
+//     An attempt still running when the grace is over is cut off and
+//     recorded with its recipients deferred and due at once, its lease
+//     given up, so the next start resumes it (at least once: the receiver
+//     may then get the message twice).
 //   - The outcome of one attempt (states, events, statistics, suppressions,
 //     the lease given up) is one transaction: a webhook never reports a
 //     delivery the message record does not show.

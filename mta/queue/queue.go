@@ -35,6 +35,11 @@ type Options struct {
 	Poll time.Duration
 	// EventRetention is how long the events the queue records are kept.
 	EventRetention time.Duration
+	// ShutdownGrace is how long the attempts in flight may go on after
+	// Run's context ends (serve's --shutdown-grace): Run stops claiming at
+	// once, and an attempt still running when the grace is over is cut off
+	// and recorded as interrupted. Zero cuts them off at once.
+	ShutdownGrace time.Duration
 	// UnsubscribeHeaders, when set, gives the List-Unsubscribe fields
 	// (RFC 2369, RFC 8058) of recipient i of m, for messages that carry
 	// them: each such recipient then gets its own copy and signature.
@@ -45,7 +50,8 @@ type Options struct {
 
 // DefaultOptions are the documented defaults (docs/delivery.md): retries
 // after 5 min, doubling up to 2 h, for 120 h; a 15 min lease; 64 messages
-// in flight, claimed 256 at a time; a 1 s poll; events kept 30 days.
+// in flight, claimed 256 at a time; a 1 s poll; events kept 30 days;
+// attempts in flight may finish for 15 s after shutdown begins.
 func DefaultOptions() Options {
 	return Options{
 		RetryBase:      5 * time.Minute,
@@ -56,6 +62,7 @@ func DefaultOptions() Options {
 		ClaimBatch:     256,
 		Poll:           time.Second,
 		EventRetention: 30 * 24 * time.Hour,
+		ShutdownGrace:  15 * time.Second,
 		Now:            time.Now,
 		Logger:         slog.New(slog.DiscardHandler),
 	}
@@ -68,6 +75,9 @@ func (o Options) check() error {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("queue: %s must be positive, not %s", name, d))
 		}
+	}
+	if o.ShutdownGrace < 0 {
+		errs = append(errs, fmt.Errorf("queue: shutdown grace must not be negative, not %s", o.ShutdownGrace))
 	}
 	if o.RetryMax < o.RetryBase {
 		errs = append(errs, fmt.Errorf("queue: retry max %s is below retry base %s", o.RetryMax, o.RetryBase))
@@ -118,18 +128,25 @@ func (q *Queue) Kick() {
 // Panics counts panics recovered in delivery attempts; tests assert zero.
 func (q *Queue) Panics() int64 { return q.panics.Load() }
 
-// Run delivers until ctx ends, then waits for the attempts in flight: those
-// cut short are recorded as interrupted and retried at once on the next
-// start. It first takes back the leases a previous process left.
+// Run delivers until ctx ends, then stops claiming and waits for the
+// attempts in flight. Those are not cut off with ctx: an SMTP transaction
+// cut short may already have been accepted by the receiving server, and
+// retrying it after the restart would send the message twice. They get
+// ShutdownGrace to finish and have their outcome recorded; an attempt still
+// running then is cut off, recorded as interrupted and retried at once on
+// the next start (at least once: the receiver may get it twice). Run first
+// takes back the leases a previous process left.
 func (q *Queue) Run(ctx context.Context) error {
 	o := q.opts
 	if err := q.recoverLeases(); err != nil {
 		q.log.Error("recovering delivery leases failed", "err", err)
 	}
+	// attempts ends only when the grace after ctx is over.
+	attempts, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
 	sem := make(chan struct{}, o.Concurrency)
 	done := make(chan struct{}, 1)
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for ctx.Err() == nil {
@@ -153,7 +170,7 @@ func (q *Queue) Run(ctx context.Context) error {
 						default:
 						}
 					}()
-					q.attempt(ctx, j)
+					q.attempt(attempts, j)
 				}()
 			}
 			if len(jobs) == min(free, o.ClaimBatch) {
@@ -178,6 +195,12 @@ func (q *Queue) Run(ctx context.Context) error {
 			}
 		}
 	}
+	if n := len(sem); n > 0 {
+		q.log.Info("waiting for delivery attempts in flight", "attempts", n, "grace", o.ShutdownGrace.String())
+	}
+	cut := time.AfterFunc(o.ShutdownGrace, abandon)
+	defer cut.Stop()
+	wg.Wait()
 	return nil
 }
 
