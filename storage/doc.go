@@ -9,6 +9,7 @@
 //	meta/
 //	    schema_version            -> u64
 //	    outbox_lease              -> u64 unix-nanos end · holder token (void at open)
+//	    return_path_mac_since     -> u64 unix-nanos (when bounce addresses started carrying a MAC)
 //	accounts/
 //	    <account_id>              -> Account (JSON)
 //	api_keys/
