@@ -136,8 +136,13 @@ type App struct {
 	hooks    *hooks.Dispatcher
 	queue    *queue.Queue
 
-	tokenKey    []byte // signs tracking and unsubscribe links
-	graderCache graderCache
+	tokenKey []byte // signs tracking and unsubscribe links
+	// returnPathKey is the key of the MAC in bounce addresses
+	// (queue.ReturnPath), and returnPathSince when this database's mail
+	// started carrying it: old-form addresses are honoured for a while.
+	returnPathKey   []byte
+	returnPathSince time.Time
+	graderCache     graderCache
 }
 
 // New builds an App over db. It fails when the database cannot be read or
@@ -164,9 +169,13 @@ func New(db *storage.DB, opts Options) (*App, error) {
 	if len(secret) < minServerSecret {
 		return nil, fmt.Errorf("the database holds no server secret (%d bytes): it was not migrated", len(secret))
 	}
-	a.tokenKey = tokenKey(secret)
+	a.tokenKey, a.returnPathKey = tokenKey(secret), returnPathKey(secret)
+	if a.returnPathSince, err = recordReturnPathSince(db, a.Now()); err != nil {
+		return nil, err
+	}
 	qo := opts.Delivery
 	qo.Now, qo.Logger, qo.EventRetention, qo.UnsubscribeHeaders = opts.Now, opts.Logger, opts.EventRetention, a.unsubscribeHeaders
+	qo.ReturnPathKey = a.returnPathKey
 	if a.queue, err = queue.New(db, qo); err != nil {
 		return nil, err
 	}

@@ -214,22 +214,26 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 	addr := e.inboundListener()
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"nobody@dest.test", "reader@dest.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
-	verp := queue.ReturnPath(m)
+	paths := e.returnPaths(m)
+	nobody, reader := paths["nobody@dest.test"], paths["reader@dest.test"]
 	send := func(rcpt string, data []byte) error { return sendPlain(addr, "", rcpt, data) }
 
-	// A relay attempt is refused; our addresses are taken.
-	if err := send("someone@example.org", []byte("Subject: x\r\n\r\nx\r\n")); err == nil || !strings.Contains(err.Error(), "550") {
-		t.Fatalf("relay attempt: %v", err)
+	// A relay attempt is refused, and so is any address of a bounce
+	// domain that is not one of ours; our addresses are taken.
+	for _, to := range []string{"someone@example.org", "postmaster@bounces.acme.test", "b+x@bounces.acme.test"} {
+		if err := send(to, []byte("Subject: x\r\n\r\nx\r\n")); err == nil || !strings.Contains(err.Error(), "550") {
+			t.Fatalf("mail for %s: %v", to, err)
+		}
 	}
 	dsn := fixture(t, "dsn/postfix-user-unknown.eml", "nobody@example.org", "nobody@dest.test",
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com", verp)
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com", nobody)
 	for range 2 { // the same DSN twice gives one event
-		if err := send(verp, dsn); err != nil {
+		if err := send(nobody, dsn); err != nil {
 			t.Fatal(err)
 		}
 	}
 	delayed := fixture(t, "dsn/postfix-delayed.eml", "slow@example.org", "reader@dest.test")
-	if err := send(verp, delayed); err != nil {
+	if err := send(reader, delayed); err != nil {
 		t.Fatal(err)
 	}
 	st := e.message(e.live, m.ID)
@@ -249,17 +253,17 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 		t.Fatalf("not suppressed: %+v", s)
 	}
 
-	// An ARF report, matched through the VERP address it quotes.
-	arf := fixture(t, "arf/yahoo-abuse.eml", "b+0195a1c0abcdef0123456789abcdef01@bounces.example.com", verp,
-		"reader@yahoo.example", "reader@dest.test")
-	// A feedback loop's fixed address and the VERP address: one complaint.
-	for _, to := range []string{"fbl@bounces.acme.test", verp} {
+	// An ARF report at the feedback-loop address, matched through the
+	// return path its returned message carries, and the same report at
+	// that return path: one complaint.
+	arf := withReturnPath(fixture(t, "arf/yahoo-abuse.eml", "reader@yahoo.example", "reader@dest.test"), reader)
+	for _, to := range []string{"fbl@bounces.acme.test", reader} {
 		if err := send(to, arf); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// An auth-failure report is not a complaint about the recipient.
-	if err := send(verp, fixture(t, "arf/auth-failure-headers.eml")); err != nil {
+	if err := send(reader, fixture(t, "arf/auth-failure-headers.eml")); err != nil {
 		t.Fatal(err)
 	}
 	c := e.eventData(e.live, m.ID, EventComplained)
@@ -270,11 +274,13 @@ func TestInboundBouncesAndComplaints(t *testing.T) {
 		t.Fatalf("not suppressed: %+v", s)
 	}
 
-	// Unmatched and unparsable mail is accepted and dropped.
-	if err := send("b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.acme.test", dsn); err != nil {
+	// Unmatched and unparsable mail is accepted and dropped: a report at a
+	// well-signed address of a message that is gone, an auto-reply.
+	gone := storage.Message{ID: "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", Domain: "acme.test"}
+	if err := send(queue.ReturnPath(e.app.returnPathKey, gone, 0), dsn); err != nil {
 		t.Fatalf("unmatched DSN: %v", err)
 	}
-	if err := send(verp, []byte("Subject: out of office\r\n\r\nI am away.\r\n")); err != nil {
+	if err := send(reader, []byte("Subject: out of office\r\n\r\nI am away.\r\n")); err != nil {
 		t.Fatalf("auto-reply: %v", err)
 	}
 	sum, _ := e.app.AnalyticsSummary(e.live, SummaryQuery{From: e.clock.now(), To: e.clock.now()})
@@ -290,7 +296,7 @@ func TestInboundReportNotRecordedIsRetried(t *testing.T) {
 	addr := e.inboundListener()
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"nobody@dest.test"}, Subject: text("s"), Text: text("t")})
 	e.drain()
-	verp := queue.ReturnPath(m)
+	verp := e.returnPaths(m)["nobody@dest.test"]
 	dsn := fixture(t, "dsn/postfix-user-unknown.eml", "nobody@example.org", "nobody@dest.test",
 		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com", verp)
 	e.failWrites.Store(true)

@@ -2,12 +2,11 @@ package app
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
@@ -15,40 +14,126 @@ import (
 )
 
 // Inbound is the inbound listener's use of the App (inbound.Handler):
-// asynchronous bounces (DSNs) and complaints (ARF reports) to VERP
-// addresses, and unsubscribe requests to the List-Unsubscribe mailto.
+// asynchronous bounces (DSNs) and complaints (ARF reports) to each
+// recipient's VERP return path, complaints to the feedback-loop address,
+// and unsubscribe requests to the List-Unsubscribe mailto.
 type Inbound struct{ a *App }
 
 // Inbound returns the handler the inbound SMTP listener runs.
 func (a *App) Inbound() Inbound { return Inbound{a} }
 
-// inboundAddress classifies a recipient of the listener: a VERP return
-// path (bounces, complaints) or an unsubscribe address, both on a bounce
-// subdomain.
-func (in Inbound) inboundAddress(rcpt string) (kind byte, value string, ok bool) {
-	if id, ok := inbound.ParseVERP(rcpt); ok {
-		return 'b', id, true
+// FeedbackLoopLocal is the local part of the fixed address registered with
+// mailbox providers' feedback loops: fbl@bounces.<domain>.
+const FeedbackLoopLocal = "fbl"
+
+// legacyReturnPathGrace is how long after the queue lifetime, counted from
+// the upgrade, the old per-message return path still takes DSNs: a DSN
+// comes back at most a few days after the last attempt.
+const legacyReturnPathGrace = 48 * time.Hour
+
+// What a recipient of the listener is.
+const (
+	rcptReturnPath       = iota // b+<id>.<index>.<MAC>: one recipient's return path
+	rcptLegacyReturnPath        // b+<id>: the old per-message form, while in transition
+	rcptFeedbackLoop            // fbl@bounces.<domain>
+	rcptUnsubscribe             // u+<token>@bounces.<domain>
+)
+
+// inboundRcpt is a recipient of the listener that is one of ours.
+type inboundRcpt struct {
+	kind  int
+	verp  inbound.VERP // the return path kinds
+	token string       // rcptUnsubscribe
+}
+
+var (
+	errNoSuchAddress = errors.New("no such address")
+	errBadMAC        = errors.New("bounce address whose MAC does not verify")
+	errLegacyOver    = errors.New("old-form bounce address: no longer taken")
+	errLegacyNewMail = errors.New("old-form bounce address for a message sent with per-recipient addresses")
+)
+
+// inboundAddress classifies a recipient of the listener. Only a return
+// path whose MAC verifies, the feedback-loop address, an unsubscribe
+// address, and during the transition an old-form return path of a message
+// sent before the upgrade are ours; anything else is an error, and so is a
+// storage failure (wrapping inbound.ErrRetryLater).
+func (in Inbound) inboundAddress(rcpt string) (inboundRcpt, error) {
+	if v, ok := inbound.ParseVERP(rcpt); ok {
+		if v.Legacy {
+			return inboundRcpt{kind: rcptLegacyReturnPath, verp: v}, in.legacyTaken(v.MessageID)
+		}
+		if !in.a.validReturnPath(v) {
+			return inboundRcpt{}, errBadMAC
+		}
+		return inboundRcpt{kind: rcptReturnPath, verp: v}, nil
 	}
 	a := strings.ToLower(strings.Trim(strings.TrimSpace(rcpt), "<>"))
 	local, domain, found := strings.Cut(a, "@")
-	if !found || !strings.HasPrefix(domain, ReturnPathLabel+".") {
-		return 0, "", false
+	if !found || !strings.HasPrefix(domain, ReturnPathLabel+".") || len(domain) == len(ReturnPathLabel)+1 {
+		return inboundRcpt{}, errNoSuchAddress
 	}
 	if tok, ok := strings.CutPrefix(local, "u+"); ok && tok != "" {
 		// Tokens are base64url: case matters, so take them from the
 		// address as it was given.
 		orig := strings.Trim(strings.TrimSpace(rcpt), "<>")
-		return 'u', orig[2:strings.LastIndexByte(orig, '@')], true
+		return inboundRcpt{kind: rcptUnsubscribe, token: orig[2:strings.LastIndexByte(orig, '@')]}, nil
 	}
-	// Any other address on a bounce subdomain (a feedback loop's fixed
-	// address, postmaster): reports there are matched by what they quote.
-	return 'b', "", true
+	if local == FeedbackLoopLocal {
+		return inboundRcpt{kind: rcptFeedbackLoop}, nil
+	}
+	return inboundRcpt{}, errNoSuchAddress
 }
 
-// Accept takes mail only for VERP and unsubscribe addresses.
-func (in Inbound) Accept(rcpt string) bool {
-	_, _, ok := in.inboundAddress(rcpt)
-	return ok
+// validReturnPath reports whether v, a per-recipient return path, carries
+// the MAC this server gives it (compared in constant time; v is lower case,
+// as the MAC is written).
+func (a *App) validReturnPath(v inbound.VERP) bool {
+	if v.Legacy {
+		return false
+	}
+	want := queue.ReturnPathMAC(a.returnPathKey, v.MessageID, v.Index, v.Domain)
+	return hmac.Equal([]byte(v.MAC), []byte(want))
+}
+
+// legacyTaken decides whether the old per-message return path of message
+// id is still taken: only for a message created before bounce addresses
+// carried a MAC, and only until the queue lifetime plus two days after
+// that upgrade, when no DSN for such a message can still be due.
+func (in Inbound) legacyTaken(id string) error {
+	a := in.a
+	since := a.returnPathSince
+	if !a.Now().Before(since.Add(a.queue.Options().QueueLifetime + legacyReturnPathGrace)) {
+		return errLegacyOver
+	}
+	var created time.Time
+	err := a.db.View(func(tx *storage.Tx) error {
+		owner, err := tx.MessageOwner(id)
+		if err != nil {
+			return err
+		}
+		m, err := tx.Message(owner, id)
+		created = m.CreatedAt
+		return err
+	})
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return errNoSuchAddress
+	case err != nil:
+		return fmt.Errorf("%w: %w", inbound.ErrRetryLater, err)
+	case !created.Before(since):
+		return errLegacyNewMail
+	}
+	return nil
+}
+
+// Accept takes mail only for our own addresses (see inboundAddress).
+func (in Inbound) Accept(rcpt string) error {
+	_, err := in.inboundAddress(rcpt)
+	if err != nil && !errors.Is(err, inbound.ErrRetryLater) {
+		in.a.log.Info("inbound recipient refused", "rcpt", rcpt, "err", err)
+	}
+	return err
 }
 
 // Deliver processes one received message for each of its recipients.
@@ -56,16 +141,18 @@ func (in Inbound) Accept(rcpt string) bool {
 func (in Inbound) Deliver(from string, rcpts []string, data []byte) error {
 	var errs []error
 	for _, rcpt := range rcpts {
-		kind, value, ok := in.inboundAddress(rcpt)
-		if !ok {
-			continue
-		}
-		var err error
-		switch kind {
-		case 'u':
-			err = in.mailtoUnsubscribe(value)
-		case 'b':
-			err = in.report(value, data)
+		r, err := in.inboundAddress(rcpt)
+		if err == nil {
+			switch r.kind {
+			case rcptUnsubscribe:
+				err = in.mailtoUnsubscribe(r.token)
+			case rcptReturnPath:
+				err = in.report(r.verp, data)
+			case rcptLegacyReturnPath:
+				err = in.legacyBounces(r.verp.MessageID, data)
+			case rcptFeedbackLoop:
+				err = in.feedbackLoop(data)
+			}
 		}
 		if err != nil {
 			in.a.log.Warn("inbound mail not used", "rcpt", rcpt, "from", from, "err", err)
@@ -90,18 +177,19 @@ func (in Inbound) mailtoUnsubscribe(token string) error {
 	return nil
 }
 
-// report reads a DSN or an ARF report sent to the return path of message
-// id, and records what it says.
-func (in Inbound) report(id string, data []byte) error {
+// report reads a DSN or an ARF report sent to the return path v of one
+// recipient, and records what it says about that recipient alone, whatever
+// other recipients the report names.
+func (in Inbound) report(v inbound.VERP, data []byte) error {
 	dsn, err := inbound.ParseDSN(bytes.NewReader(data))
 	if err == nil {
-		if id == "" {
-			var ok bool
-			if id, ok = dsn.VERPMessageID(); !ok {
-				id, _ = quotedMessageID(dsn.OriginalMessageID)
+		return in.withRecipient(v, func(tx *storage.Tx, m *storage.Message, r *storage.Recipient, now time.Time) (bool, error) {
+			d := failedFor(dsn, r.Email)
+			if d == nil {
+				return false, nil // delayed, delivered, relayed: nothing failed
 			}
-		}
-		return in.bounces(id, dsn)
+			return in.bounce(tx, m, r, *d, now)
+		})
 	}
 	if !errors.Is(err, inbound.ErrNotDSN) {
 		return err
@@ -110,29 +198,80 @@ func (in Inbound) report(id string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if !complaintTypes[strings.ToLower(fb.FeedbackType)] {
-		return nil // not-spam, auth-failure: not a complaint about the recipient
+	return in.complaint(v, fb)
+}
+
+// failedFor is the failed recipient group of a DSN sent to email's own
+// return path: the one naming email, else the first failed one (a
+// forwarded address fails under another name); nil when none failed.
+func failedFor(dsn *inbound.DSN, email string) *inbound.DSNRecipient {
+	var first *inbound.DSNRecipient
+	for i := range dsn.Recipients {
+		d := &dsn.Recipients[i]
+		if d.Action != "failed" {
+			continue
+		}
+		for _, a := range []string{d.FinalRecipient, d.OriginalRecipient} {
+			if strings.EqualFold(strings.TrimSpace(a), email) {
+				return d
+			}
+		}
+		if first == nil {
+			first = d
+		}
 	}
-	return in.complaint(id, fb)
+	return first
+}
+
+// legacyBounces reads a DSN sent to an old-form, per-message return path
+// (see legacyTaken): it names the recipient in the report's text only.
+// Anything but a DSN is not used there.
+func (in Inbound) legacyBounces(id string, data []byte) error {
+	dsn, err := inbound.ParseDSN(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("old-form bounce address takes only DSNs: %w", err)
+	}
+	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
+		changed := false
+		for _, d := range dsn.Recipients {
+			if d.Action != "failed" {
+				continue
+			}
+			r := findRecipient(m, d.FinalRecipient, d.OriginalRecipient)
+			if r == nil {
+				continue
+			}
+			bounced, err := in.bounce(tx, m, r, d, now)
+			if err != nil {
+				return false, err
+			}
+			changed = changed || bounced
+		}
+		return changed, nil
+	})
+}
+
+// feedbackLoop reads an ARF report sent to the feedback-loop address. The
+// report counts only when the returned message's own Return-Path is a
+// return path of ours whose MAC verifies, and then only for the recipient
+// it names: anyone can write to fbl@, but only the holder of a message
+// knows its return path.
+func (in Inbound) feedbackLoop(data []byte) error {
+	fb, err := inbound.ParseARF(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("the feedback-loop address takes only feedback reports: %w", err)
+	}
+	v, ok := inbound.ParseVERP(fb.OriginalReturnPath)
+	if !ok || !in.a.validReturnPath(v) {
+		return fmt.Errorf("%w: the reported message's Return-Path %q is not a bounce address of ours with a valid MAC",
+			errUnmatched, fb.OriginalReturnPath)
+	}
+	return in.complaint(v, fb)
 }
 
 // complaintTypes are the ARF feedback types that count as a complaint
 // (RFC 5965 §7.3); "other" is what a report without the field gets.
 var complaintTypes = map[string]bool{"abuse": true, "fraud": true, "virus": true, "other": true}
-
-// quotedMessageID reads our message id from a quoted Message-ID,
-// "<id@domain>", when it is one of ours (a UUID).
-func quotedMessageID(msgID string) (string, bool) {
-	local, _, ok := strings.Cut(strings.Trim(strings.TrimSpace(msgID), "<>"), "@")
-	if !ok {
-		return "", false
-	}
-	u, err := uuid.Parse(local)
-	if err != nil {
-		return "", false
-	}
-	return u.String(), true
-}
 
 // findRecipient is the recipient of m a report names, or the only one.
 func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
@@ -148,6 +287,17 @@ func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
 		return &m.Recipients[0]
 	}
 	return nil
+}
+
+// withRecipient runs fn on the recipient return path v names, in one
+// transaction (see withMessage).
+func (in Inbound) withRecipient(v inbound.VERP, fn func(tx *storage.Tx, m *storage.Message, r *storage.Recipient, now time.Time) (bool, error)) error {
+	return in.withMessage(v.MessageID, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
+		if v.Index >= len(m.Recipients) || !strings.EqualFold(m.Domain, v.Domain) {
+			return false, errUnmatched
+		}
+		return fn(tx, m, &m.Recipients[v.Index], now)
+	})
 }
 
 // withMessage runs fn on message id in one transaction; fn reports whether
@@ -183,46 +333,27 @@ func (in Inbound) withMessage(id string, fn func(tx *storage.Tx, m *storage.Mess
 	return err
 }
 
-// bounces records the failed recipients of a DSN. Delayed, delivered and
-// relayed reports change nothing; a recipient that already bounced is not
-// bounced twice (the same DSN twice gives one event).
-func (in Inbound) bounces(id string, dsn *inbound.DSN) error {
-	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
-		changed := false
-		for _, d := range dsn.Recipients {
-			if d.Action != "failed" {
-				continue
-			}
-			r := findRecipient(m, d.FinalRecipient, d.OriginalRecipient)
-			if r == nil {
-				continue
-			}
-			text := d.DiagnosticCode
-			if i := strings.IndexByte(text, ';'); i >= 0 {
-				text = strings.TrimSpace(text[i+1:])
-			}
-			bounced, err := in.a.queue.BounceLater(tx, m, r, queue.Report{Code: d.SMTPCode, Enhanced: d.Status,
-				Text: text, RemoteMTA: d.RemoteMTA, Diagnostic: d.DiagnosticCode}, now)
-			if err != nil {
-				return false, err
-			}
-			changed = changed || bounced
-		}
-		return changed, nil
-	})
+// bounce records a late bounce of recipient r from DSN group d. A
+// recipient that already bounced is not bounced twice (the same DSN twice
+// gives one event).
+func (in Inbound) bounce(tx *storage.Tx, m *storage.Message, r *storage.Recipient, d inbound.DSNRecipient, now time.Time) (bool, error) {
+	text := d.DiagnosticCode
+	if i := strings.IndexByte(text, ';'); i >= 0 {
+		text = strings.TrimSpace(text[i+1:])
+	}
+	return in.a.queue.BounceLater(tx, m, r, queue.Report{Code: d.SMTPCode, Enhanced: d.Status,
+		Text: text, RemoteMTA: d.RemoteMTA, Diagnostic: d.DiagnosticCode}, now)
 }
 
-// complaint records a spam complaint from an ARF report, once per
-// recipient, and suppresses the recipient.
-func (in Inbound) complaint(id string, fb *inbound.Feedback) error {
-	if vid, ok := fb.VERPMessageID(); ok {
-		id = vid
-	} else if qid, ok := quotedMessageID(fb.OriginalMessageID); ok && id == "" {
-		id = qid
+// complaint records a spam complaint from an ARF report about the
+// recipient return path v names, once, and suppresses the recipient.
+// Reports of other feedback types (not-spam, auth-failure) change nothing.
+func (in Inbound) complaint(v inbound.VERP, fb *inbound.Feedback) error {
+	if !complaintTypes[strings.ToLower(fb.FeedbackType)] {
+		return nil
 	}
-	return in.withMessage(id, func(tx *storage.Tx, m *storage.Message, now time.Time) (bool, error) {
-		r := findRecipient(m, append(append([]string{}, fb.OriginalRcptTo...), fb.OriginalTo...)...)
-		if r == nil || r.ComplainedAt != nil {
+	return in.withRecipient(v, func(tx *storage.Tx, m *storage.Message, r *storage.Recipient, now time.Time) (bool, error) {
+		if r.ComplainedAt != nil {
 			return false, nil
 		}
 		typ := strings.ToLower(fb.FeedbackType)

@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"fmt"
+	"time"
 
 	"github.com/google/uuid"
+
+	"mailbolt/storage"
 )
 
 // Kinds of signed link tokens.
@@ -33,6 +37,33 @@ func tokenKey(secret []byte) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("mailbolt link tokens v1"))
 	return m.Sum(nil)
+}
+
+// returnPathKey derives the key of the MAC in bounce addresses
+// (queue.ReturnPath) from the server secret: a key of its own, so that no
+// link token is ever a valid bounce-address MAC or the reverse.
+func returnPathKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("mailbolt return paths v1"))
+	return m.Sum(nil)
+}
+
+// recordReturnPathSince returns when this database's bounce addresses
+// started carrying a MAC, recording now at the first start that makes
+// them: from then on, only mail accepted earlier can have the old form.
+func recordReturnPathSince(db *storage.DB, now time.Time) (time.Time, error) {
+	var since time.Time
+	err := db.Update(func(tx *storage.Tx) error {
+		if since = tx.ReturnPathMACSince(); since.IsZero() {
+			since = now.UTC()
+			return tx.SetReturnPathMACSince(since)
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("record when bounce addresses started carrying a MAC: %w", err)
+	}
+	return since, nil
 }
 
 // signToken encodes t as an unguessable, tamper-evident URL path segment:

@@ -10,6 +10,7 @@
 //	    schema_version            -> u64
 //	    outbox_lease              -> u64 unix-nanos end · holder token (void at open)
 //	    probe                     -> u64 unix-nanos of the last readiness probe (DB.Probe)
+//	    return_path_mac_since     -> u64 unix-nanos (when bounce addresses started carrying a MAC)
 //	accounts/
 //	    <account_id>              -> Account (JSON)
 //	api_keys/

@@ -70,6 +70,8 @@ var (
 var (
 	keySchemaVersion = []byte("schema_version")
 	keyServerSecret  = []byte("server_secret")
+
+	keyReturnPathMACSince = []byte("return_path_mac_since")
 )
 
 const sep = 0x00

@@ -83,10 +83,11 @@ type Feedback struct {
 // (see ParseVERP), looked for in Original-Mail-From and then in the
 // returned header's Return-Path.
 func (f *Feedback) VERPMessageID() (string, bool) {
-	if id, ok := ParseVERP(f.OriginalMailFrom); ok {
-		return id, true
+	if v, ok := ParseVERP(f.OriginalMailFrom); ok {
+		return v.MessageID, true
 	}
-	return ParseVERP(f.OriginalReturnPath)
+	v, ok := ParseVERP(f.OriginalReturnPath)
+	return v.MessageID, ok
 }
 
 // ParseARF reads an abuse feedback report: a message with a

@@ -6,9 +6,9 @@
 // RFC 5965 ARF).
 //
 // The listener never relays and offers no AUTH. It takes mail only for
-// the recipients its Handler accepts (app.Inbound takes VERP return paths,
-// unsubscribe addresses and other addresses on a bounce subdomain) and
-// refuses the rest with 550 5.7.1; it hands each whole message to
+// the recipients its Handler accepts (app.Inbound takes VERP return paths
+// whose MAC verifies, the feedback-loop address and unsubscribe addresses)
+// and refuses the rest with 550 5.7.1; it hands each whole message to
 // Handler.Deliver and acknowledges it once Deliver returns. What a report
 // means for a message (a late bounce, a complaint, an unsubscribe) is
 // decided by app and mta/queue; this package only reads.
@@ -16,11 +16,12 @@
 // ParseDSN and ParseARF take a whole message as received and return its
 // fields plus what identifies the original message: the Message-ID and
 // envelope sender found in the returned message or its headers. Mailbolt's
-// envelope sender is a VERP address carrying the message id (see
-// queue.ReturnPath in mta/queue); ParseVERP reads it back. app.Inbound
-// matches a report to its message through a VERP address first (the
-// envelope recipient or the one the report quotes) and the original
-// Message-ID second.
+// envelope sender is a VERP address of one recipient, carrying the message
+// id, the recipient's index and a MAC (see queue.ReturnPath in mta/queue);
+// ParseVERP reads it back and leaves the MAC to be checked by its caller.
+// app.Inbound matches a report to its message and recipient through that
+// address alone: the envelope recipient, or for the feedback-loop address
+// the returned message's Return-Path.
 //
 // Multipart structure, part headers, transfer encodings and charsets are
 // read with github.com/emersion/go-message. The report bodies (the

@@ -91,7 +91,8 @@ func (r DSNRecipient) DiagnosticText() string {
 // listener's first source of the id is the DSN's own envelope recipient,
 // which is the original message's envelope sender.
 func (d *DSN) VERPMessageID() (string, bool) {
-	return ParseVERP(d.OriginalSender)
+	v, ok := ParseVERP(d.OriginalSender)
+	return v.MessageID, ok
 }
 
 // dsnTypes are the media types of a delivery-status part: RFC 3464's,

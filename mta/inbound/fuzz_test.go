@@ -64,3 +64,38 @@ func FuzzParseARF(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseVERP: any RCPT TO or quoted address reads without a panic, and
+// what reads as a return path is lower case, names a UUID-shaped message id
+// and a non-negative index, and an ASCII one reads the same in upper case.
+func FuzzParseVERP(f *testing.F) {
+	for _, s := range []string{
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com",
+		"<B+0195A1B2C3D47E5F8A9B0C1D2E3F4A5B.12.ABCDEFGHIJKLMNOPQRSTUVWX@Bounces.Example.COM>",
+		"rfc822; b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.0.aaaa@bounces.x",
+		"fbl@bounces.example.com", "b+.1.a@bounces.x", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, addr string) {
+		v, ok := ParseVERP(addr)
+		if !ok {
+			if v != (VERP{}) {
+				t.Fatalf("not a return path, yet %+v", v)
+			}
+			return
+		}
+		if len(v.MessageID) != 36 || v.Index < 0 || v.Legacy != (v.MAC == "") || v.Domain == "" ||
+			strings.ToLower(v.MessageID+v.MAC+v.Domain) != v.MessageID+v.MAC+v.Domain {
+			t.Fatalf("ParseVERP(%q) = %+v", addr, v)
+		}
+		for _, c := range []byte(addr) {
+			if c >= 0x80 {
+				return // Unicode case mapping is not ASCII's (ſ upper-cases to S)
+			}
+		}
+		if up, ok := ParseVERP(strings.ToUpper(addr)); !ok || up != v {
+			t.Fatalf("upper case reads %+v, %v; want %+v", up, ok, v)
+		}
+	})
+}

@@ -15,9 +15,11 @@ import (
 // of it. The listener never relays: it takes mail only for the recipients
 // Accept approves, and hands each message to Deliver once it is whole.
 type Handler interface {
-	// Accept reports whether mail for rcpt is taken (bounce and
-	// unsubscribe addresses); others are refused with 550 5.7.1.
-	Accept(rcpt string) bool
+	// Accept decides whether mail for rcpt is taken (bounce, feedback
+	// loop and unsubscribe addresses): nil takes it, an error wrapping
+	// ErrRetryLater answers 451 (the decision needed storage that failed),
+	// and any other error refuses it with 550 5.7.1.
+	Accept(rcpt string) error
 	// Deliver processes one received message; logging what it cannot
 	// use is the handler's. The listener acknowledges the message
 	// whatever Deliver returns (a report that cannot be used must not come
@@ -86,10 +88,16 @@ func (s *session) Mail(from string, _ *smtp.MailOptions) error {
 }
 
 var errNoRelay = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
-	Message: "relaying denied: this server takes only bounces and unsubscribe requests for its own addresses"}
+	Message: "no such address: this server takes only bounces, complaints and unsubscribe requests for its own addresses"}
 
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
-	if strings.ContainsAny(to, "\r\n") || !s.h.Accept(to) {
+	if strings.ContainsAny(to, "\r\n") {
+		return errNoRelay
+	}
+	if err := s.h.Accept(to); errors.Is(err, ErrRetryLater) {
+		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
+			Message: "the address could not be checked now; try again later"}
+	} else if err != nil {
 		return errNoRelay
 	}
 	s.to = append(s.to, to)

@@ -4,28 +4,41 @@ import "testing"
 
 func TestParseVERP(t *testing.T) {
 	const id = "0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
-	for in, want := range map[string]string{
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com":           id,
-		"<b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com>":         id,
-		"rfc822; b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.mail.example":  id,
-		"B+0195A1B2C3D47E5F8A9B0C1D2E3F4A5B@Bounces.Example.COM":           id,
-		" b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com ":         id,
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5@bounces.example.com":            "", // 31 digits
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b0@bounces.example.com":          "", // 33
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5g@bounces.example.com":           "", // not hex
-		"b+0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b@bounces.example.com":       "", // dashed
-		"x+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com":           "",
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@example.com":                   "", // not the bounce domain
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.":                      "",
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bouncesexample.com":            "",
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com@evil.test": "",
-		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b":                               "",
-		"":                                                                 "",
-		"<>":                                                               "",
+	legacy := VERP{MessageID: id, Legacy: true, Domain: "example.com"}
+	mac := VERP{MessageID: id, Index: 3, MAC: "abcdefghijklmnopqrstuvwx", Domain: "example.com"}
+	for in, want := range map[string]VERP{
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com":                              legacy,
+		"<b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com>":                            legacy,
+		"rfc822; b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.mail.example":                     {MessageID: id, Legacy: true, Domain: "mail.example"},
+		"B+0195A1B2C3D47E5F8A9B0C1D2E3F4A5B@Bounces.Example.COM":                              legacy,
+		" b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com ":                            legacy,
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.3.abcdefghijklmnopqrstuvwx@bounces.example.com":   mac,
+		"B+0195A1B2C3D47E5F8A9B0C1D2E3F4A5B.3.ABCDEFGHIJKLMNOPQRSTUVWX@BOUNCES.EXAMPLE.COM":   mac, // case changed on the way
+		"<b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.3.abcdefghijklmnopqrstuvwx@bounces.example.com>": mac,
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.03.abcdefghijklmnopqrstuvwx@bounces.example.com":  {}, // index not canonical
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.-1.abcdefghijklmnopqrstuvwx@bounces.example.com":  {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.3.abcdefgh1jklmnopqrstuvwx@bounces.example.com":   {}, // 1 is not base32
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.3.@bounces.example.com":                           {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.3@bounces.example.com":                            {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b..abc@bounces.example.com":                         {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5bx3.abc@bounces.example.com":                        {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b.3.abc.def@bounces.example.com":                    {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5@bounces.example.com":                               {}, // 31 digits
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b0@bounces.example.com":                             {}, // 33
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5g@bounces.example.com":                              {}, // not hex
+		"b+0195a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b@bounces.example.com":                          {}, // dashed
+		"x+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com":                              {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@example.com":                                      {}, // not the bounce domain
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.":                                         {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bouncesexample.com":                               {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b@bounces.example.com@evil.test":                    {},
+		"b+0195a1b2c3d47e5f8a9b0c1d2e3f4a5b":                                                  {},
+		"":                                                                                    {},
+		"<>":                                                                                  {},
 	} {
 		got, ok := ParseVERP(in)
-		if got != want || ok != (want != "") {
-			t.Errorf("ParseVERP(%q) = %q, %v; want %q", in, got, ok, want)
+		if got != want || ok != (want != VERP{}) {
+			t.Errorf("ParseVERP(%q) = %+v, %v; want %+v", in, got, ok, want)
 		}
 	}
 }

@@ -44,8 +44,11 @@ type Options struct {
 	// (RFC 2369, RFC 8058) of recipient i of m, for messages that carry
 	// them: each such recipient then gets its own copy and signature.
 	UnsubscribeHeaders func(m storage.Message, i int) []byte
-	Now                func() time.Time
-	Logger             *slog.Logger
+	// ReturnPathKey is the secret under which each recipient's VERP
+	// return path carries its MAC (ReturnPath): at least 16 bytes.
+	ReturnPathKey []byte
+	Now           func() time.Time
+	Logger        *slog.Logger
 }
 
 // DefaultOptions are the documented defaults (docs/delivery.md): retries
@@ -84,6 +87,9 @@ func (o Options) check() error {
 	}
 	if o.Concurrency < 1 || o.ClaimBatch < 1 {
 		errs = append(errs, fmt.Errorf("queue: concurrency (%d) and claim batch (%d) must be at least 1", o.Concurrency, o.ClaimBatch))
+	}
+	if len(o.ReturnPathKey) < 16 {
+		errs = append(errs, errors.New("queue: ReturnPathKey must hold at least 16 bytes, or bounce addresses could be forged"))
 	}
 	if o.Now == nil || o.Logger == nil {
 		errs = append(errs, errors.New("queue: Now and Logger are required"))

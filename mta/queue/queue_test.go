@@ -18,11 +18,14 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// testKey signs bounce addresses in tests.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 // testQueue is a Queue over a fresh database, on a clock the test moves.
 func testQueue(t *testing.T, db *storage.DB, c *clock) *Queue {
 	t.Helper()
 	o := DefaultOptions()
-	o.Now = c.now
+	o.Now, o.ReturnPathKey = c.now, testKey
 	q, err := New(db, o)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +140,7 @@ func TestRunWakesOnKick(t *testing.T) {
 	db := openDB(t)
 	c := &clock{t: time.Now().UTC()}
 	o := DefaultOptions()
-	o.Poll = time.Hour
+	o.Poll, o.ReturnPathKey = time.Hour, testKey
 	q, err := New(db, o)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
-	"strings"
 
 	"mailbolt/mta"
 	"mailbolt/mta/dkim"
@@ -17,18 +16,6 @@ import (
 // Sender hands one message to the next hop: *mta.Deliverer in production.
 type Sender interface {
 	Send(ctx context.Context, env mta.Envelope) []mta.RecipientResult
-}
-
-// ReturnPathLabel is the label of each sending domain's bounce subdomain,
-// bounces.<domain>, whose CNAME points at this server: the envelope sender
-// of its mail and the address of its unsubscribe mail.
-const ReturnPathLabel = "bounces"
-
-// ReturnPath is the VERP envelope sender of a message: on the domain's
-// bounce subdomain, carrying the message id so an asynchronous bounce finds
-// its message; the DSN names the recipient.
-func ReturnPath(m storage.Message) string {
-	return "b+" + strings.ReplaceAll(m.ID, "-", "") + "@" + ReturnPathLabel + "." + m.Domain
 }
 
 // deliver makes one attempt for a claimed message and records the outcome.
@@ -45,11 +32,14 @@ func (q *Queue) deliver(ctx context.Context, j job) {
 }
 
 // sendLive builds, signs and sends a live message: one build and one DKIM
-// signature per message, whatever the number of recipients.
+// signature per message, whatever the number of recipients, and one SMTP
+// transaction per recipient, since each has its own VERP return path
+// (ReturnPath). A message with List-Unsubscribe fields gets one copy and
+// signature per recipient, as each has its own link.
 func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
-	fail := func(err error) []mta.RecipientResult {
-		out := make([]mta.RecipientResult, len(j.rcpts))
-		for i, r := range j.rcpts {
+	fail := func(rcpts []string, err error) []mta.RecipientResult {
+		out := make([]mta.RecipientResult, len(rcpts))
+		for i, r := range rcpts {
 			out[i] = mta.RecipientResult{Recipient: r, Status: mta.StatusPermanent, Enhanced: "5.3.0",
 				Text: "message could not be prepared: " + err.Error(), Bounce: mta.Classify(554, "5.3.0", err.Error())}
 		}
@@ -67,7 +57,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 	if raw == nil {
 		var err error
 		if raw, err = Build(j.msg, j.content); err != nil {
-			return fail(err)
+			return fail(j.rcpts, err)
 		}
 	}
 	selector, key, signed := SigningKey(j.domain)
@@ -75,31 +65,39 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 	if signed {
 		var err error
 		if signer, err = q.signer(j.domain.ID, selector, key); err != nil {
-			return fail(err)
+			return fail(j.rcpts, err)
 		}
 	}
-	send := func(data []byte, rcpts []string) []mta.RecipientResult {
-		if signed {
+	sign := func(data []byte) ([]byte, error) {
+		if !signed {
+			return data, nil
+		}
+		return dkim.Sign(data, j.domain.Name, selector, signer)
+	}
+	perRecipient := j.msg.ListUnsubscribe && q.opts.UnsubscribeHeaders != nil
+	var shared []byte // one signed copy for every recipient
+	if !perRecipient {
+		var err error
+		if shared, err = sign(raw); err != nil {
+			return fail(j.rcpts, err)
+		}
+	}
+	var out []mta.RecipientResult
+	for _, rcpt := range j.rcpts {
+		i := recipientIndex(j.msg, rcpt)
+		data := shared
+		if perRecipient {
 			var err error
-			if data, err = dkim.Sign(data, j.domain.Name, selector, signer); err != nil {
-				return fail(err)
+			if data, err = sign(append(q.opts.UnsubscribeHeaders(j.msg, i), raw...)); err != nil {
+				out = append(out, fail([]string{rcpt}, err)...)
+				continue
 			}
 		}
-		env := mta.Envelope{From: ReturnPath(j.msg), To: rcpts, Data: data, HELO: j.src.Hostname}
+		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname}
 		if j.src.Addr != "" {
 			env.SourceIP = net.ParseIP(j.src.Addr)
 		}
-		return sender.Send(ctx, env)
-	}
-	if !j.msg.ListUnsubscribe || q.opts.UnsubscribeHeaders == nil {
-		return send(raw, j.rcpts) // one signed copy for every recipient
-	}
-	// Each recipient has its own List-Unsubscribe link, so its own copy
-	// and signature; a single-recipient message still signs once.
-	var out []mta.RecipientResult
-	for _, rcpt := range j.rcpts {
-		data := append(q.opts.UnsubscribeHeaders(j.msg, recipientIndex(j.msg, rcpt)), raw...)
-		out = append(out, send(data, []string{rcpt})...)
+		out = append(out, sender.Send(ctx, env)...)
 	}
 	return out
 }

@@ -86,7 +86,7 @@ func liveQueue(t *testing.T, dir string, relay string, grace time.Duration) (*Qu
 	}
 	t.Cleanup(func() { d.Close() })
 	o := DefaultOptions()
-	o.Sender, o.ShutdownGrace = d, grace
+	o.Sender, o.ShutdownGrace, o.ReturnPathKey = d, grace, testKey
 	q, err := New(db, o)
 	if err != nil {
 		t.Fatal(err)
