@@ -100,6 +100,23 @@ type overLimitKey struct{}
 // reqIDKey carries the request id, for log lines written below ServeHTTP.
 type reqIDKey struct{}
 
+// routeKey carries a *string that guard fills with the matched route's
+// pattern, so that log lines name the route and never the path: paths of
+// public routes carry link tokens (unsubscribe, click, open, invitation)
+// that anyone who reads the log could replay.
+type routeKey struct{}
+
+// unmatchedRoute is what the log shows for a request no route took.
+const unmatchedRoute = "(none)"
+
+// routeOf is the pattern of the route r was matched to, or unmatchedRoute.
+func routeOf(r *http.Request) string {
+	if p, _ := r.Context().Value(routeKey{}).(*string); p != nil && *p != "" {
+		return *p
+	}
+	return unmatchedRoute
+}
+
 // identity is who sent a request, resolved once before routing.
 type identity struct {
 	principal app.Principal
@@ -112,7 +129,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &recorder{ResponseWriter: w}
 	reqID := requestID(r)
 	rw.Header().Set("X-Request-Id", reqID)
-	r = r.WithContext(context.WithValue(r.Context(), reqIDKey{}, reqID))
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), reqIDKey{}, reqID), routeKey{}, new(string)))
 	var id identity
 	defer func() {
 		if p := recover(); p != nil {
@@ -179,7 +196,7 @@ func (s *Server) versionHeaders(h http.Header) {
 }
 
 func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id identity, start time.Time) {
-	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "bytes", rw.bytes,
+	attrs := []any{"method", r.Method, "route", routeOf(r), "status", rw.status, "bytes", rw.bytes,
 		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r)}
 	if id.err == nil {
 		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.KeyID)
