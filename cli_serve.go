@@ -38,6 +38,9 @@ type serveConfig struct {
 	logLevel      string
 	logFormat     string
 	shutdownGrace time.Duration
+	// trustedProxies are CIDRs (or bare addresses) whose forwarding
+	// headers name the client.
+	trustedProxies []string
 
 	dnsServer       string
 	dnsTimeout      time.Duration
@@ -143,6 +146,7 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.logLevel, "log-level", def.logLevel, "debug, info, warn or error")
 	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
 	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long in-flight requests may finish on shutdown")
+	f.StringSliceVar(&cfg.trustedProxies, "trusted-proxies", def.trustedProxies, "reverse proxies (CIDRs) whose X-Forwarded-For, Forwarded and X-Forwarded-Proto headers are believed (default none)")
 
 	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks and MX lookups (default: the first nameserver in /etc/resolv.conf)")
 	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", def.dnsTimeout, "timeout of one DNS query")
@@ -186,6 +190,9 @@ func newServeCommand() *cobra.Command {
 }
 
 func (cfg serveConfig) validate() error {
+	if _, err := cfg.proxies(); err != nil {
+		return err
+	}
 	if cfg.dnsServer != "" {
 		if _, _, err := net.SplitHostPort(cfg.dnsServer); err != nil {
 			return fmt.Errorf("--dns-server: %q is not host:port", cfg.dnsServer)
@@ -284,9 +291,33 @@ func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) (*mta
 	return mta.NewDeliverer(o)
 }
 
+// proxies parses --trusted-proxies: CIDR ranges, or single addresses.
+func (cfg serveConfig) proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range cfg.trustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("--trusted-proxies: %q is not a CIDR range such as 10.0.0.0/8 or an address", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 { // peers are compared as IPv4
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
 	wc := web.DefaultConfig()
 	wc.MaxBodyBytes, wc.IPRateLimit, wc.Logger = cfg.maxBodySize, cfg.ipRateLimit, log
+	var err error
+	if wc.TrustedProxies, err = cfg.proxies(); err != nil {
+		return wc, err
+	}
 	switch cfg.deprecate {
 	case "":
 		if cfg.sunset != "" {

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -44,8 +44,11 @@ type Config struct {
 	// GraderAuthHostname, when set, is the only host name the
 	// authenticated grader routes answer to (GRADER_AUTH_HOSTNAME).
 	GraderAuthHostname string
-	// TrustForwardedFor takes the client address of grader checks from the
-	// first X-Forwarded-For entry (set it only behind a proxy that sets it).
+	// TrustedProxies are the peers whose X-Forwarded-For, Forwarded and
+	// X-Forwarded-Proto headers count (--trusted-proxies); see client.go.
+	TrustedProxies []netip.Prefix
+	// TrustForwardedFor (GRADER_TRUST_FORWARDED_FOR), when TrustedProxies
+	// is empty, trusts loopback peers (LoopbackProxies) as proxies.
 	TrustForwardedFor bool
 }
 
@@ -58,7 +61,8 @@ type Server struct {
 	statics   map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
 	keys      *limiter
 	ips       *limiter
-	graderIPs *limiter // public grader checks per source IP
+	graderIPs *limiter       // public grader checks per source IP
+	proxies   []netip.Prefix // peers whose forwarding headers count
 }
 
 // DefaultConfig is the documented configuration (docs/configuration.md,
@@ -79,6 +83,11 @@ func (cfg Config) check() error {
 	case cfg.Logger == nil:
 		return errors.New("web: a logger is needed (slog.DiscardHandler for none)")
 	}
+	for _, p := range cfg.TrustedProxies {
+		if !p.IsValid() {
+			return errors.New("web: a trusted proxy range is not valid")
+		}
+	}
 	return nil
 }
 
@@ -87,7 +96,8 @@ func New(a *app.App, cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter()}
+	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter(),
+		proxies: cfg.trustedProxies()}
 	s.router = s.buildRouter()
 	return s, nil
 }
@@ -127,6 +137,7 @@ type identity struct {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &recorder{ResponseWriter: w}
+	r = withClient(r, resolveClient(r, s.proxies))
 	reqID := requestID(r)
 	rw.Header().Set("X-Request-Id", reqID)
 	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), reqIDKey{}, reqID), routeKey{}, new(string)))
@@ -197,7 +208,10 @@ func (s *Server) versionHeaders(h http.Header) {
 
 func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id identity, start time.Time) {
 	attrs := []any{"method", r.Method, "route", routeOf(r), "status", rw.status, "bytes", rw.bytes,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r)}
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r), "scheme", requestScheme(r)}
+	if c := clientOf(r); c.peer != c.addr {
+		attrs = append(attrs, "peer", c.peer.String())
+	}
 	if id.err == nil {
 		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.KeyID)
 	}
@@ -213,14 +227,6 @@ func requestID(r *http.Request) string {
 		return v
 	}
 	return app.NewID()
-}
-
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // recorder remembers what was written, for the access log.
