@@ -47,6 +47,13 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For, Forwarded and
 	// X-Forwarded-Proto headers count (--trusted-proxies); see client.go.
 	TrustedProxies []netip.Prefix
+	// ReadTimeout bounds reading one request, headers and body, and
+	// MaxConnsPerIP the connections one source IP may hold open
+	// (LimitConns; trusted proxies are exempt). They are the settings of
+	// the http.Server and listener the API is served on (--read-timeout,
+	// --max-connections-per-ip), which its caller builds.
+	ReadTimeout   time.Duration
+	MaxConnsPerIP int
 	// TrustForwardedFor (GRADER_TRUST_FORWARDED_FOR), when TrustedProxies
 	// is empty, trusts loopback peers (LoopbackProxies) as proxies.
 	TrustForwardedFor bool
@@ -66,12 +73,14 @@ type Server struct {
 }
 
 // DefaultConfig is the documented configuration (docs/configuration.md,
-// docs/grader.md): request bodies up to 10 MiB, 20 requests per second per
-// source IP without a key, 10 public grader checks per source IP per hour
-// with bodies up to 256 KB, no access log, v1 not deprecated.
+// docs/grader.md): request bodies up to 10 MiB read within 30 s, 256
+// connections and 20 requests per second per source IP without a key, 10
+// public grader checks per source IP per hour with bodies up to 256 KB, no
+// access log, v1 not deprecated.
 func DefaultConfig() Config {
 	return Config{MaxBodyBytes: 10 << 20, IPRateLimit: 20, Logger: slog.New(slog.DiscardHandler),
-		GraderRateLimit: 10, GraderRateWindow: time.Hour, GraderMaxBody: 256 << 10}
+		GraderRateLimit: 10, GraderRateWindow: time.Hour, GraderMaxBody: 256 << 10,
+		ReadTimeout: 30 * time.Second, MaxConnsPerIP: 256}
 }
 
 func (cfg Config) check() error {
@@ -80,6 +89,8 @@ func (cfg Config) check() error {
 		return errors.New("web: body limits must be positive")
 	case cfg.IPRateLimit < 1 || cfg.GraderRateLimit < 1 || cfg.GraderRateWindow <= 0:
 		return errors.New("web: rate limits must be positive")
+	case cfg.ReadTimeout <= 0 || cfg.MaxConnsPerIP < 1:
+		return errors.New("web: the read timeout and the connections per IP must be positive")
 	case cfg.Logger == nil:
 		return errors.New("web: a logger is needed (slog.DiscardHandler for none)")
 	}
