@@ -362,6 +362,8 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	sc.dataDir, sc.httpAddr, sc.smtpAddr = dir, "127.0.0.1:0", "127.0.0.1:0"
 	sc.hostname, sc.relay, sc.dnsServer = "bench.local", sink.Addr, zone.Addr
 	sc.deliveryWorkers, sc.smtpHostConns = cfg.deliveryWorkers, cfg.smtpConns
+	// Every bench client is on 127.0.0.1: the per-IP cap must hold them all.
+	sc.maxConnsPerIP = max(sc.maxConnsPerIP, 2*cfg.concurrency)
 	// No log lines: the bench measures sending, not writing its access log.
 	s, err := startService(sc, slog.New(slog.DiscardHandler), func(next queue.Sender) queue.Sender {
 		g.next = next

@@ -39,6 +39,11 @@ type serveConfig struct {
 	logLevel      string
 	logFormat     string
 	shutdownGrace time.Duration
+	// trustedProxies are CIDRs (or bare addresses) whose forwarding
+	// headers name the client.
+	trustedProxies []string
+	readTimeout    time.Duration
+	maxConnsPerIP  int
 
 	dnsServer       string
 	dnsTimeout      time.Duration
@@ -97,6 +102,8 @@ func defaultServeConfig() serveConfig {
 		logLevel:          "info",
 		logFormat:         "json",
 		shutdownGrace:     15 * time.Second,
+		readTimeout:       wd.ReadTimeout,
+		maxConnsPerIP:     wd.MaxConnsPerIP,
 		dnsTimeout:        5 * time.Second,
 		hostname:          host,
 		domainRecheck:     ad.Domains.RecheckInterval,
@@ -147,6 +154,9 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.logLevel, "log-level", def.logLevel, "debug, info, warn or error")
 	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
 	f.DurationVar(&cfg.shutdownGrace, "shutdown-grace", def.shutdownGrace, "how long the work in flight at shutdown may finish: HTTP requests, inbound SMTP sessions, SMTP deliveries and webhook requests")
+	f.DurationVar(&cfg.readTimeout, "read-timeout", def.readTimeout, "how long a client has to send one whole HTTP request, headers and body")
+	f.IntVar(&cfg.maxConnsPerIP, "max-connections-per-ip", def.maxConnsPerIP, "connections one source IP may hold open on the HTTP and inbound SMTP listeners (--trusted-proxies exempt)")
+	f.StringSliceVar(&cfg.trustedProxies, "trusted-proxies", def.trustedProxies, "reverse proxies (CIDRs) whose X-Forwarded-For, Forwarded and X-Forwarded-Proto headers are believed (default none)")
 
 	f.StringVar(&cfg.dnsServer, "dns-server", def.dnsServer, "DNS server (host:port) for domain checks, MX lookups and webhook host names (default: the first nameserver in /etc/resolv.conf)")
 	f.DurationVar(&cfg.dnsTimeout, "dns-timeout", def.dnsTimeout, "timeout of one DNS query")
@@ -191,6 +201,9 @@ func newServeCommand() *cobra.Command {
 }
 
 func (cfg serveConfig) validate() error {
+	if _, err := cfg.proxies(); err != nil {
+		return err
+	}
 	if cfg.dnsServer != "" {
 		if _, _, err := net.SplitHostPort(cfg.dnsServer); err != nil {
 			return fmt.Errorf("--dns-server: %q is not host:port", cfg.dnsServer)
@@ -202,10 +215,13 @@ func (cfg serveConfig) validate() error {
 	for name, d := range map[string]time.Duration{"--dns-timeout": cfg.dnsTimeout, "--domain-recheck-interval": cfg.domainRecheck,
 		"--dkim-rotation-grace": cfg.dkimGrace, "--domain-check-tick": cfg.domainCheckTick, "--sweep-interval": cfg.sweepInterval,
 		"--webhook-base-delay": cfg.webhookBaseDelay, "--webhook-timeout": cfg.webhookTimeout,
-		"--webhook-rotation-window": cfg.webhookRotation} {
+		"--webhook-rotation-window": cfg.webhookRotation, "--read-timeout": cfg.readTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive", name)
 		}
+	}
+	if cfg.maxConnsPerIP < 1 {
+		return errors.New("--max-connections-per-ip must be 1 or more")
 	}
 	if cfg.webhookMaxRetries < 0 || cfg.webhookWorkers < 1 || cfg.webhookHostConns < 1 {
 		return errors.New("--webhook-max-retries must be 0 or more, --webhook-workers and --webhook-host-connections 1 or more")
@@ -302,9 +318,34 @@ func prefixes(nets []net.IPNet) []netip.Prefix {
 	return out
 }
 
+// proxies parses --trusted-proxies: CIDR ranges, or single addresses.
+func (cfg serveConfig) proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range cfg.trustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("--trusted-proxies: %q is not a CIDR range such as 10.0.0.0/8 or an address", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 { // peers are compared as IPv4
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
 	wc := web.DefaultConfig()
 	wc.MaxBodyBytes, wc.IPRateLimit, wc.Logger = cfg.maxBodySize, cfg.ipRateLimit, log
+	wc.ReadTimeout, wc.MaxConnsPerIP = cfg.readTimeout, cfg.maxConnsPerIP
+	var err error
+	if wc.TrustedProxies, err = cfg.proxies(); err != nil {
+		return wc, err
+	}
 	switch cfg.deprecate {
 	case "":
 		if cfg.sunset != "" {

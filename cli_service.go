@@ -127,11 +127,19 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err != nil {
 		return nil, err
 	}
-	s.http = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout: 2 * time.Minute, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
+	// One source IP may hold only so many connections on either listener;
+	// trusted proxies, which carry many clients, are exempt.
+	s.httpLn = web.LimitConns(s.httpLn, wc.MaxConnsPerIP, wc.TrustedProxies, web.TooManyConnections)
+	s.smtpLn = web.LimitConns(s.smtpLn, wc.MaxConnsPerIP, wc.TrustedProxies, tooManySMTPConnections)
+	s.http = &http.Server{Handler: api, ReadHeaderTimeout: min(10*time.Second, wc.ReadTimeout),
+		ReadTimeout: wc.ReadTimeout, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	return s, nil
 }
+
+// tooManySMTPConnections answers an inbound SMTP connection over the
+// per-IP cap: 421 tells the client to try again later (RFC 5321 §3.8).
+var tooManySMTPConnections = []byte("421 4.7.0 Too many connections from your address, try again later\r\n")
 
 // close releases what startService opened, in reverse order; for a
 // service that never ran.

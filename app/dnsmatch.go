@@ -128,3 +128,21 @@ func mergeSPF(existing string, mechanisms []string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// isDMARC reports whether a TXT string is a DMARC record: RFC 7489 §6.4
+// has it begin with the tag v=DMARC1.
+func isDMARC(txt string) bool {
+	t := strings.ToLower(strings.TrimSpace(txt))
+	rest, ok := strings.CutPrefix(t, "v=dmarc1")
+	return ok && (rest == "" || rest[0] == ';' || rest[0] == ' ' || rest[0] == '\t')
+}
+
+// isDKIMKey reports whether a TXT string is a DKIM key record: it has the
+// p= tag (RFC 6376 §3.6.1; v=DKIM1 is optional, but when present it must be
+// that version).
+func isDKIMKey(txt string) bool {
+	tags := dkimTags(txt)
+	_, hasKey := tags["p"]
+	v, hasV := tags["v"]
+	return hasKey && (!hasV || v == "DKIM1")
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"mailbolt/mta/dkim"
 	"mailbolt/mta/queue"
@@ -143,11 +144,12 @@ func (a *App) Records(d storage.Domain) []DNSRecord {
 				r.Status, r.Found, r.Error = c.Status, c.Found, c.Error
 			}
 		}
+		found := r.Found // for the SPF suggestion: the records whole
 		if r.Purpose == PurposeSPF && r.Status == RecordMismatch {
 			// Suggest the user's own record with our mechanism added: a
 			// domain may publish only one SPF record.
 			var spf []string
-			for _, txt := range r.Found {
+			for _, txt := range found {
 				if isSPF(txt) {
 					spf = append(spf, txt)
 				}
@@ -156,9 +158,74 @@ func (a *App) Records(d storage.Domain) []DNSRecord {
 				r.Value = mergeSPF(spf[0], o.spfMechanisms())
 			}
 		}
+		r.Found = shownFound(*r, found)
 		if r.RemovableAfter != nil && !now.Before(*r.RemovableAfter) {
 			r.Status = RecordRemovable
 		}
 	}
 	return out
+}
+
+// MaxFoundBytes bounds each value of DNSRecord.Found.
+const MaxFoundBytes = 512
+
+// OtherCNAMETarget stands in DNSRecord.Found for a CNAME target that is
+// not the one asked for.
+const OtherCNAMETarget = "(another target)"
+
+// keptFound is what a check keeps of the answers at r's name: only
+// records of the kind r is (SPF, DMARC, a DKIM key), and a CNAME's target
+// only when it is the one asked for. The lookups go through the server's
+// resolver, which may see internal (split-horizon) names; echoing any TXT
+// or target it returns would let a tenant read them.
+func keptFound(r DNSRecord, answers []string) []string {
+	var out []string
+	for _, v := range answers {
+		switch r.Purpose {
+		case PurposeSPF:
+			if isSPF(v) {
+				out = append(out, v)
+			}
+		case PurposeDMARC:
+			if isDMARC(v) {
+				out = append(out, v)
+			}
+		case PurposeDKIM:
+			if isDKIMKey(v) {
+				out = append(out, v)
+			}
+		default: // CNAMEs
+			if strings.EqualFold(strings.TrimSuffix(v, "."), r.Value) {
+				out = append(out, v)
+			} else {
+				out = append(out, OtherCNAMETarget)
+			}
+		}
+	}
+	return out
+}
+
+// shownFound is what the API shows of the kept answers (records checked
+// before keptFound existed pass through it too), each cut to MaxFoundBytes.
+func shownFound(r DNSRecord, kept []string) []string {
+	out := keptFound(r, kept)
+	for i, v := range out {
+		out[i] = truncateUTF8(v, MaxFoundBytes)
+	}
+	return out
+}
+
+// truncateUTF8 cuts s to at most n bytes, not inside a UTF-8 sequence.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > n-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	if !utf8.RuneStart(s[cut]) {
+		cut = n // not UTF-8 text: cut at the byte
+	}
+	return s[:cut]
 }

@@ -291,8 +291,8 @@ func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, err
 		case ans.err != nil:
 			c.Status = RecordMissing
 		default:
-			c.Found = ans.found
 			c.Status = a.judge(d, r, ans.found)
+			c.Found = keptFound(r, ans.found)
 		}
 		checks[i] = c
 	}
@@ -353,7 +353,7 @@ func (a *App) judge(d storage.Domain, r DNSRecord, found []string) string {
 		return RecordMismatch
 	case PurposeDMARC:
 		for _, txt := range found {
-			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(txt)), "v=dmarc1") {
+			if isDMARC(txt) {
 				return RecordVerified
 			}
 		}

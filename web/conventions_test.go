@@ -282,7 +282,7 @@ func TestAccessLog(t *testing.T) {
 			json.Unmarshal([]byte(l), &line)
 		}
 	}
-	if line["msg"] != "request" || line["method"] != "GET" || line["path"] != "/v1/account" || line["status"] != 200.0 ||
+	if line["msg"] != "request" || line["method"] != "GET" || line["route"] != "/v1/account" || line["status"] != 200.0 ||
 		line["account"] != e.acct.ID || line["duration_ms"] == nil {
 		t.Fatalf("access log line %v in:\n%s", line, buf.String())
 	}

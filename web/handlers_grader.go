@@ -38,20 +38,6 @@ func (s *Server) graderBody(w http.ResponseWriter, r *http.Request, v any) bool 
 	return true
 }
 
-// graderClient is the source address grader checks are limited by: the
-// first X-Forwarded-For entry when the deployment trusts it.
-func (s *Server) graderClient(r *http.Request) string {
-	if s.cfg.TrustForwardedFor {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			first, _, _ := strings.Cut(xff, ",")
-			if ip := strings.TrimSpace(first); ip != "" {
-				return ip
-			}
-		}
-	}
-	return clientIP(r)
-}
-
 type checkRequest struct {
 	Domain    string   `json:"domain"`
 	Selectors []string `json:"selectors"`
@@ -64,7 +50,7 @@ func (s *Server) graderCheck(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.ErrGraderDisabled)
 		return
 	}
-	q := s.graderIPs.takeIn(s.graderClient(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
+	q := s.graderIPs.takeIn(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
 	if !q.allowed {
 		w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
 		s.writeError(w, r, &app.Error{Code: app.CodeRateLimited,

@@ -45,7 +45,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status() >= 500 {
 		reqID, _ := r.Context().Value(reqIDKey{}).(string)
 		s.log.Error("request failed", "request_id", reqID,
-			"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", e.Details["cause"])
+			"method", r.Method, "route", routeOf(r), "code", e.Code, "err", e.Details["cause"])
 		out.Details = nil
 	}
 	writeJSON(w, e.Status(), envelope{Error: out})

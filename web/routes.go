@@ -179,6 +179,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 func (s *Server) guard(rt route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		c := &call{params: ps}
+		if p, _ := r.Context().Value(routeKey{}).(*string); p != nil {
+			*p = rt.Path
+		}
 		if strings.HasPrefix(rt.Path, "/v1/grader/") && s.app.GraderDisabled() {
 			s.writeError(w, r, app.ErrGraderDisabled) // before authentication: the whole grader is off
 			return

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -44,8 +44,18 @@ type Config struct {
 	// GraderAuthHostname, when set, is the only host name the
 	// authenticated grader routes answer to (GRADER_AUTH_HOSTNAME).
 	GraderAuthHostname string
-	// TrustForwardedFor takes the client address of grader checks from the
-	// first X-Forwarded-For entry (set it only behind a proxy that sets it).
+	// TrustedProxies are the peers whose X-Forwarded-For, Forwarded and
+	// X-Forwarded-Proto headers count (--trusted-proxies); see client.go.
+	TrustedProxies []netip.Prefix
+	// ReadTimeout bounds reading one request, headers and body, and
+	// MaxConnsPerIP the connections one source IP may hold open
+	// (LimitConns; trusted proxies are exempt). They are the settings of
+	// the http.Server and listener the API is served on (--read-timeout,
+	// --max-connections-per-ip), which its caller builds.
+	ReadTimeout   time.Duration
+	MaxConnsPerIP int
+	// TrustForwardedFor (GRADER_TRUST_FORWARDED_FOR), when TrustedProxies
+	// is empty, trusts loopback peers (LoopbackProxies) as proxies.
 	TrustForwardedFor bool
 }
 
@@ -58,16 +68,19 @@ type Server struct {
 	statics   map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
 	keys      *limiter
 	ips       *limiter
-	graderIPs *limiter // public grader checks per source IP
+	graderIPs *limiter       // public grader checks per source IP
+	proxies   []netip.Prefix // peers whose forwarding headers count
 }
 
 // DefaultConfig is the documented configuration (docs/configuration.md,
-// docs/grader.md): request bodies up to 10 MiB, 20 requests per second per
-// source IP without a key, 10 public grader checks per source IP per hour
-// with bodies up to 256 KB, no access log, v1 not deprecated.
+// docs/grader.md): request bodies up to 10 MiB read within 30 s, 256
+// connections and 20 requests per second per source IP without a key, 10
+// public grader checks per source IP per hour with bodies up to 256 KB, no
+// access log, v1 not deprecated.
 func DefaultConfig() Config {
 	return Config{MaxBodyBytes: 10 << 20, IPRateLimit: 20, Logger: slog.New(slog.DiscardHandler),
-		GraderRateLimit: 10, GraderRateWindow: time.Hour, GraderMaxBody: 256 << 10}
+		GraderRateLimit: 10, GraderRateWindow: time.Hour, GraderMaxBody: 256 << 10,
+		ReadTimeout: 30 * time.Second, MaxConnsPerIP: 256}
 }
 
 func (cfg Config) check() error {
@@ -76,8 +89,15 @@ func (cfg Config) check() error {
 		return errors.New("web: body limits must be positive")
 	case cfg.IPRateLimit < 1 || cfg.GraderRateLimit < 1 || cfg.GraderRateWindow <= 0:
 		return errors.New("web: rate limits must be positive")
+	case cfg.ReadTimeout <= 0 || cfg.MaxConnsPerIP < 1:
+		return errors.New("web: the read timeout and the connections per IP must be positive")
 	case cfg.Logger == nil:
 		return errors.New("web: a logger is needed (slog.DiscardHandler for none)")
+	}
+	for _, p := range cfg.TrustedProxies {
+		if !p.IsValid() {
+			return errors.New("web: a trusted proxy range is not valid")
+		}
 	}
 	return nil
 }
@@ -87,7 +107,8 @@ func New(a *app.App, cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter()}
+	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter(),
+		proxies: cfg.trustedProxies()}
 	s.router = s.buildRouter()
 	return s, nil
 }
@@ -100,6 +121,23 @@ type overLimitKey struct{}
 // reqIDKey carries the request id, for log lines written below ServeHTTP.
 type reqIDKey struct{}
 
+// routeKey carries a *string that guard fills with the matched route's
+// pattern, so that log lines name the route and never the path: paths of
+// public routes carry link tokens (unsubscribe, click, open, invitation)
+// that anyone who reads the log could replay.
+type routeKey struct{}
+
+// unmatchedRoute is what the log shows for a request no route took.
+const unmatchedRoute = "(none)"
+
+// routeOf is the pattern of the route r was matched to, or unmatchedRoute.
+func routeOf(r *http.Request) string {
+	if p, _ := r.Context().Value(routeKey{}).(*string); p != nil && *p != "" {
+		return *p
+	}
+	return unmatchedRoute
+}
+
 // identity is who sent a request, resolved once before routing.
 type identity struct {
 	principal app.Principal
@@ -110,9 +148,10 @@ type identity struct {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &recorder{ResponseWriter: w}
+	r = withClient(r, resolveClient(r, s.proxies))
 	reqID := requestID(r)
 	rw.Header().Set("X-Request-Id", reqID)
-	r = r.WithContext(context.WithValue(r.Context(), reqIDKey{}, reqID))
+	r = r.WithContext(context.WithValue(context.WithValue(r.Context(), reqIDKey{}, reqID), routeKey{}, new(string)))
 	var id identity
 	defer func() {
 		if p := recover(); p != nil {
@@ -182,8 +221,11 @@ func (s *Server) versionHeaders(h http.Header) {
 }
 
 func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id identity, start time.Time) {
-	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", rw.status, "bytes", rw.bytes,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r)}
+	attrs := []any{"method", r.Method, "route", routeOf(r), "status", rw.status, "bytes", rw.bytes,
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r), "scheme", requestScheme(r)}
+	if c := clientOf(r); c.peer != c.addr {
+		attrs = append(attrs, "peer", c.peer.String())
+	}
 	if id.err == nil {
 		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.KeyID)
 	}
@@ -199,14 +241,6 @@ func requestID(r *http.Request) string {
 		return v
 	}
 	return app.NewID()
-}
-
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // recorder remembers what was written, for the access log.

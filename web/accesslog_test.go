@@ -1,0 +1,74 @@
+package web
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// Link tokens (open, click, unsubscribe, invitation) are credentials: a
+// log line that held one would let whoever reads the log replay it. The
+// access log names the route pattern and the request id, never the path.
+func TestAccessLogNamesRoutesNotTokens(t *testing.T) {
+	var buf syncLog
+	e := newEnv(t, configWith(func(c *Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+		c.IPRateLimit = 100000
+	}))
+	inv := e.do("POST", "/v1/team/invite", e.key, `{"email":"ann@example.com","role":"viewer"}`).want(t, 201).json(t)
+	invToken, _ := inv["accept_token"].(string)
+	if invToken == "" {
+		t.Fatalf("no accept_token in %v", inv)
+	}
+
+	const fake = "SECRETtok3nXYZ0123456789abcdefghij"
+	type probe struct{ method, path, route string }
+	var probes []probe
+	// Every public route with a token, from the route table, so a token
+	// route added later is covered too.
+	for _, rt := range (&Server{}).routes() {
+		if !rt.Public || !strings.Contains(rt.Path, ":token") {
+			continue
+		}
+		probes = append(probes, probe{rt.Method, strings.Replace(rt.Path, ":token", fake, 1), rt.Path})
+		if strings.HasPrefix(rt.Path, "/v1/team/accept/") {
+			probes = append(probes, probe{rt.Method, strings.Replace(rt.Path, ":token", invToken, 1), rt.Path})
+		}
+	}
+	if len(probes) < 7 {
+		t.Fatalf("only %d token routes found: %v", len(probes), probes)
+	}
+	// Paths no route takes may carry a token as well.
+	probes = append(probes,
+		probe{"GET", "/v1/t/c/" + fake + "/more", unmatchedRoute},
+		probe{"DELETE", "/v1/u/" + fake, unmatchedRoute},
+		probe{"GET", "/" + fake, unmatchedRoute})
+
+	for i, p := range probes {
+		reqID := "tok-probe-" + string(rune('a'+i))
+		e.public(p.method, p.path, formType, "List-Unsubscribe=One-Click", "X-Request-Id", reqID)
+		line := logLine(t, &buf, reqID)
+		if line["route"] != p.route || line["method"] != p.method {
+			t.Errorf("%s %s: route %v, method %v; want %s", p.method, p.path, line["route"], line["method"], p.route)
+		}
+	}
+	for _, tok := range []string{fake, invToken} {
+		if strings.Contains(buf.String(), tok) {
+			t.Fatalf("a token is in the log:\n%s", buf.String())
+		}
+	}
+}
+
+// logLine is the access log line of the request with id reqID.
+func logLine(t *testing.T, buf *syncLog, reqID string) map[string]any {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var line map[string]any
+		if json.Unmarshal([]byte(l), &line) == nil && line["msg"] == "request" && line["request_id"] == reqID {
+			return line
+		}
+	}
+	t.Fatalf("no access log line for %s in:\n%s", reqID, buf.String())
+	return nil
+}
