@@ -32,6 +32,7 @@ type serveConfig struct {
 	dataDir       string
 	httpAddr      string
 	maxBodySize   int64
+	maxMessage    int64
 	ipRateLimit   int
 	deprecate     string
 	sunset        string
@@ -97,6 +98,7 @@ func defaultServeConfig() serveConfig {
 		dataDir:           "./data",
 		httpAddr:          "127.0.0.1:8080",
 		maxBodySize:       wd.MaxBodyBytes,
+		maxMessage:        ad.MaxMessageSize,
 		ipRateLimit:       wd.IPRateLimit,
 		sweepInterval:     ad.SweepInterval,
 		logLevel:          "info",
@@ -147,6 +149,7 @@ func newServeCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.httpAddr, "http-addr", def.httpAddr, "address of the HTTP API")
 	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
+	f.Int64Var(&cfg.maxMessage, "max-message-size", def.maxMessage, "largest message in bytes as built for the wire, and largest template output (422 above it)")
 	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", def.ipRateLimit, "requests per second per source IP for requests without a valid key")
 	f.StringVar(&cfg.deprecate, "deprecate", def.deprecate, "mark an API version deprecated (v1)")
 	f.StringVar(&cfg.sunset, "sunset", def.sunset, "sunset date of the deprecated version, YYYY-MM-DD or RFC 3339; after it the version answers 410")
@@ -212,6 +215,9 @@ func (cfg serveConfig) validate() error {
 	if cfg.hostname == "" {
 		return errors.New("--hostname is required (the system host name is unknown)")
 	}
+	if cfg.maxMessage < 1 {
+		return errors.New("--max-message-size must be 1 or more bytes")
+	}
 	for name, d := range map[string]time.Duration{"--dns-timeout": cfg.dnsTimeout, "--domain-recheck-interval": cfg.domainRecheck,
 		"--dkim-rotation-grace": cfg.dkimGrace, "--domain-check-tick": cfg.domainCheckTick, "--sweep-interval": cfg.sweepInterval,
 		"--webhook-base-delay": cfg.webhookBaseDelay, "--webhook-timeout": cfg.webhookTimeout,
@@ -271,6 +277,7 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	o.Logger, o.SweepInterval, o.DomainCheckTick = log, cfg.sweepInterval, cfg.domainCheckTick
 	o.EventRetention, o.MessageRetention = cfg.eventRetention, cfg.messageRetention
 	o.PublicURL, o.GeoDB, o.SystemFrom = cfg.publicURL, geo, cfg.systemFrom
+	o.MaxMessageSize = cfg.maxMessage
 	d := &o.Domains
 	d.Resolver, d.Hostname, d.SPFInclude, d.SendingIPs = resolver, cfg.hostname, cfg.spfInclude, cfg.sendingIPs
 	d.TrackingHost, d.RecheckInterval, d.RotationGrace = cfg.trackingHost, cfg.domainRecheck, cfg.dkimGrace

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"mailbolt/app"
+	"mailbolt/mta/dns"
 	"mailbolt/storage"
 )
 
@@ -281,10 +284,23 @@ func TestServeFlagsValidation(t *testing.T) {
 		{"--sunset", "2027-06-30"},
 		{"--deprecate", "v1", "--sunset", "June"},
 		{"--log-level", "loud"},
+		{"--max-message-size", "0"},
 	} {
 		if _, err := run(t, append([]string{"serve", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, args...)...); err == nil {
 			t.Errorf("serve %v accepted", args)
 		}
+	}
+}
+
+// --max-message-size defaults to the App's limit and reaches it.
+func TestMaxMessageSizeFlag(t *testing.T) {
+	cfg := defaultServeConfig()
+	if cfg.maxMessage != app.DefaultOptions().MaxMessageSize || cfg.maxMessage != 10<<20 {
+		t.Fatalf("default %d", cfg.maxMessage)
+	}
+	cfg.maxMessage = 12345
+	if o := cfg.appOptions(slog.New(slog.DiscardHandler), &dns.Resolver{}, nil, nil, graderSettings{}); o.MaxMessageSize != 12345 {
+		t.Fatalf("app gets %d", o.MaxMessageSize)
 	}
 }
 

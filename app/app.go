@@ -53,6 +53,14 @@ type Options struct {
 	// storage.DB.ReleaseMapped), so resident memory follows what is in use,
 	// not the file's size.
 	ReleaseMappedEvery time.Duration
+	// MaxMessageSize bounds one message as built for the wire, and a
+	// template's rendered output (--max-message-size).
+	MaxMessageSize int64
+	// RenderTimeout is the time budget of one template render.
+	RenderTimeout time.Duration
+	// RenderSteps bounds the tag visits one render could make over its
+	// data (see RenderLimits).
+	RenderSteps int64
 }
 
 // DefaultOptions are the documented defaults (docs/configuration.md):
@@ -62,7 +70,8 @@ type Options struct {
 // DKIM rotation grace), events and messages kept 30 days, webhooks and the
 // delivery queue on their own packages' defaults with secrets rotating out
 // over 24 h, grader checks cached 5 min, mapped pages handed back every
-// 2 s, the system clock and no log.
+// 2 s, messages of at most 10 MiB, template renders of at most 1 s and
+// 1,000,000 tag visits, the system clock and no log.
 func DefaultOptions() Options {
 	return Options{
 		Now:            time.Now,
@@ -80,6 +89,9 @@ func DefaultOptions() Options {
 		Delivery:           queue.DefaultOptions(),
 		Grader:             GraderOptions{CacheTTL: 5 * time.Minute, Config: grader.DefaultConfig()},
 		ReleaseMappedEvery: 2 * time.Second,
+		MaxMessageSize:     10 << 20,
+		RenderTimeout:      time.Second,
+		RenderSteps:        1_000_000,
 	}
 }
 
@@ -89,7 +101,7 @@ func (o Options) check() error {
 		"message retention": o.MessageRetention, "mapped-page release interval": o.ReleaseMappedEvery,
 		"grader cache TTL": o.Grader.CacheTTL, "webhook secret rotation window": o.Webhooks.RotationWindow,
 		"domain recheck interval": o.Domains.RecheckInterval, "DKIM rotation grace": o.Domains.RotationGrace,
-		"domain check timeout": o.Domains.CheckTimeout} {
+		"domain check timeout": o.Domains.CheckTimeout, "render timeout": o.RenderTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("app: the %s must be positive", name)
 		}
@@ -99,6 +111,8 @@ func (o Options) check() error {
 		return errors.New("app: a clock and a logger are needed (slog.DiscardHandler for no log)")
 	case o.SweepBatch < 1:
 		return errors.New("app: the sweep batch must be 1 or more")
+	case o.MaxMessageSize < 1 || o.RenderSteps < 1:
+		return errors.New("app: the message size limit and the render step limit must be 1 or more")
 	case o.Domains.Hostname == "":
 		return errors.New("app: the mail host name is needed")
 	}

@@ -161,6 +161,10 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 	}
 	m.Template = tref
 	m.Subject = content.Subject
+	templated := tref != nil || in.TemplateData != nil
+	if size := contentSize(content); size > a.opts.MaxMessageSize {
+		return out, a.messageTooLarge(templated, size)
+	}
 	if in.SendAt != nil {
 		at := in.SendAt.UTC()
 		if at.After(now.Add(MaxScheduleAhead)) {
@@ -195,10 +199,35 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 	if err != nil {
 		return out, Validation("message", err.Error())
 	}
+	if int64(len(raw)) > a.opts.MaxMessageSize {
+		return out, a.messageTooLarge(templated, int64(len(raw)))
+	}
 	for i := range content.Attachments {
 		content.Attachments[i].Content = nil // kept in raw; the record keeps the size
 	}
 	return prepared{msg: m, content: content, raw: raw, links: links}, nil
+}
+
+// contentSize is what a message's content weighs before it is encoded:
+// its built form is at least as large.
+func contentSize(c storage.MessageContent) int64 {
+	n := int64(len(c.Subject) + len(c.HTML) + len(c.Text))
+	for _, at := range c.Attachments {
+		n += int64(len(at.Content))
+	}
+	return n
+}
+
+// messageTooLarge refuses a message over --max-message-size: a templated
+// one as its render's failure, any other as invalid input.
+func (a *App) messageTooLarge(templated bool, size int64) error {
+	limit := a.opts.MaxMessageSize
+	if templated {
+		return NewError(CodeTemplateRenderFailed, fmt.Sprintf("the rendered message is over the limit of %d bytes", limit)).
+			With("part", "message").With("reason", ReasonOutputTooLarge).With("limit", limit)
+	}
+	return NewError(CodeValidation, fmt.Sprintf("the message is at least %d bytes as built, over the limit of %d bytes", size, limit)).
+		With("field", "message").With("reason", ReasonMessageTooLarge).With("limit", limit)
 }
 
 // parseSender checks the from address and returns it with its domain.
@@ -312,7 +341,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 			}
 			return c, nil, e
 		}
-		r, e := Render(v, in.TemplateData)
+		r, e := render(v, in.TemplateData, a.renderLimits())
 		if e != nil {
 			return c, nil, e
 		}
@@ -323,7 +352,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 	case in.TemplateData != nil:
 		// An inline template: subject, html and text are Mustache sources.
 		v := storage.TemplateVersion{Subject: derefStr(in.Subject), HTML: derefStr(in.HTML), Text: derefStr(in.Text)}
-		r, e := Render(v, in.TemplateData)
+		r, e := render(v, in.TemplateData, a.renderLimits())
 		if e != nil {
 			return c, nil, e
 		}

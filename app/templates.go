@@ -246,19 +246,36 @@ func (a *App) RenderTemplate(p Principal, id string, version int, data map[strin
 	if e != nil {
 		return Rendered{}, e
 	}
-	return Render(v, data)
+	return render(v, data, a.renderLimits())
+}
+
+// renderLimits are the bounds of one render: the output may be as large as
+// a whole message.
+func (a *App) renderLimits() RenderLimits {
+	return RenderLimits{MaxBytes: a.opts.MaxMessageSize, Timeout: a.opts.RenderTimeout,
+		MaxSteps: a.opts.RenderSteps, Now: a.opts.Now}
 }
 
 var missingVar = regexp.MustCompile(`missing variable "([^"]*)"`)
 
-// Render fills a template version with data. A strict version fails with
-// 422 TEMPLATE_RENDER_FAILED naming the first variable data lacks; a lenient
-// one renders missing variables as empty. A subject that renders with a
-// line break is refused: it would split the header.
-func Render(v storage.TemplateVersion, data map[string]any) (Rendered, error) {
+// render fills a template version with data within lim. A strict version
+// fails with 422 TEMPLATE_RENDER_FAILED naming the first variable data
+// lacks; a lenient one renders missing variables as empty. A subject that
+// renders with a line break is refused: it would split the header. A
+// render that would pass lim is refused with details.reason saying which
+// bound (see RenderLimits), and stops as soon as it passes it.
+func render(v storage.TemplateVersion, data map[string]any, lim RenderLimits) (Rendered, error) {
 	out := Rendered{Version: v.Version}
 	dst := map[string]*string{"subject": &out.Subject, "html": &out.HTML, "text": &out.Text}
 	base := normalizeData(data).(map[string]any)
+	type parsed struct {
+		name string
+		t    *mustache.Template
+		ctx  map[string]any
+	}
+	var todo []parsed
+	byKey, longest := listLengths(base)
+	var steps int64
 	for _, p := range parts(v) {
 		if p.src == "" {
 			continue
@@ -272,7 +289,27 @@ func Render(v storage.TemplateVersion, data map[string]any) (Rendered, error) {
 		if !v.Strict {
 			ctx = withDefaults(ctx, t.Tags())
 		}
-		s, err := t.Render(ctx)
+		if steps = satAdd(steps, renderSteps(t.Tags(), byKey, longest, 1, 0, lim.MaxSteps)); steps > lim.MaxSteps {
+			return Rendered{}, &Error{Code: CodeTemplateRenderFailed,
+				Message: fmt.Sprintf("the %s could take more than %d steps over this data (its sections repeat over lists, nested): too complex to render", p.name, lim.MaxSteps),
+				Details: map[string]any{"part": p.name, "reason": ReasonTooComplex, "limit": lim.MaxSteps}}
+		}
+		todo = append(todo, parsed{p.name, t, ctx})
+	}
+	budget := newRenderBudget(lim)
+	for _, p := range todo {
+		w := &partWriter{b: budget}
+		err := p.t.FRender(w, p.ctx)
+		switch budget.err {
+		case errOutputTooLarge:
+			return Rendered{}, &Error{Code: CodeTemplateRenderFailed,
+				Message: fmt.Sprintf("the rendered message is over the limit of %d bytes (stopped in the %s)", lim.MaxBytes, p.name),
+				Details: map[string]any{"part": p.name, "reason": ReasonOutputTooLarge, "limit": lim.MaxBytes}}
+		case errRenderTimeout:
+			return Rendered{}, &Error{Code: CodeTemplateRenderFailed,
+				Message: fmt.Sprintf("rendering took longer than its budget of %s (stopped in the %s)", lim.Timeout, p.name),
+				Details: map[string]any{"part": p.name, "reason": ReasonRenderTimeout, "timeout_ms": lim.Timeout.Milliseconds()}}
+		}
 		if err != nil {
 			details := map[string]any{"part": p.name}
 			msg := fmt.Sprintf("rendering the %s failed: %v", p.name, err)
@@ -282,7 +319,7 @@ func Render(v storage.TemplateVersion, data map[string]any) (Rendered, error) {
 			}
 			return Rendered{}, &Error{Code: CodeTemplateRenderFailed, Message: msg, Details: details}
 		}
-		*dst[p.name] = s
+		*dst[p.name] = w.out.String()
 	}
 	if strings.ContainsAny(out.Subject, "\r\n\x00") {
 		return Rendered{}, &Error{Code: CodeTemplateRenderFailed,

@@ -58,7 +58,7 @@ func TestMustacheSpec(t *testing.T) {
 			if c.raw {
 				v.HTML, v.Text = "", c.tmpl
 			}
-			got, e := Render(v, data)
+			got, e := render(v, data, defaultLimits())
 			if e != nil {
 				t.Fatal(e)
 			}
@@ -166,7 +166,7 @@ func TestNumbersAndNullRenderPlainly(t *testing.T) {
 	v := storage.TemplateVersion{Name: "t", Subject: "s", Text: "{{big}} {{huge}} {{pi}} [{{none}}] {{#list}}{{.}},{{/list}}"}
 	var data map[string]any
 	json.Unmarshal([]byte(`{"big":1000000,"huge":12345678901,"pi":3.25,"none":null,"list":[1,2.5]}`), &data)
-	got, e := Render(v, data)
+	got, e := render(v, data, defaultLimits())
 	if e != nil || got.Text != "1000000 12345678901 3.25 [] 1,2.5," {
 		t.Fatalf("%q %v", got.Text, e)
 	}
@@ -178,7 +178,7 @@ func TestNumbersAndNullRenderPlainly(t *testing.T) {
 
 func TestLenientDefaultsFollowDottedNames(t *testing.T) {
 	v := storage.TemplateVersion{Name: "t", Subject: "s", Text: "[{{user.name}}|{{user.email}}|{{top}}]"}
-	got, e := Render(v, map[string]any{"user": map[string]any{"name": "Ann"}})
+	got, e := render(v, map[string]any{"user": map[string]any{"name": "Ann"}}, defaultLimits())
 	if e != nil || got.Text != "[Ann||]" {
 		t.Fatalf("%q %v", got.Text, e)
 	}
