@@ -177,7 +177,7 @@ func New(db *storage.DB, opts Options) (*App, error) {
 		return nil, err
 	}
 	var secret []byte
-	if err := db.View(func(tx *storage.Tx) error { secret = tx.ServerSecret(); return nil }); err != nil {
+	if err := db.View(func(tx *storage.Tx) (err error) { secret, err = tx.ServerSecret(); return err }); err != nil {
 		return nil, fmt.Errorf("read the server secret: %w", err)
 	}
 	if len(secret) < minServerSecret {

@@ -24,32 +24,7 @@ func (db *DB) Backup(dest string) (int64, error) {
 	if dest == db.path {
 		return 0, errors.New("backup: refusing to overwrite the live database")
 	}
-	dir := filepath.Dir(dest)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-*")
-	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	var size int64
-	err = db.bolt.View(func(tx *bolt.Tx) error {
-		size, err = tx.WriteTo(tmp)
-		return err
-	})
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dest)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
+	size, err := writeSnapshot(db.bolt, dest)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
@@ -90,10 +65,18 @@ func Check(path string) error {
 // server must be stopped: a database still locked by a running process gives
 // ErrLocked. The backup is checked before anything is touched, and the
 // database it replaces is kept beside it as mailbolt.db.pre-restore-<time>.
-// It returns that path ("" when there was no database).
-func Restore(src, dataDir string, now time.Time) (string, error) {
+// A backup whose sealed secrets the key in keyFile does not open is refused
+// (ErrSecretKey); keyFile "" is secret.key in dataDir. It returns the path
+// of the kept database ("" when there was none).
+func Restore(src, dataDir, keyFile string, now time.Time) (string, error) {
 	if err := Check(src); err != nil {
 		return "", fmt.Errorf("restore: backup is not usable: %w", err)
+	}
+	if keyFile == "" {
+		keyFile = filepath.Join(dataDir, SecretKeyFileName)
+	}
+	if err := CheckSecretKey(src, keyFile); err != nil {
+		return "", fmt.Errorf("restore: refused, the backup's secrets cannot be opened: %w", err)
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return "", err

@@ -69,7 +69,7 @@ func (db *DB) commitBatch(batch []*op) {
 		failed, failErr := -1, error(nil)
 		var changed Change
 		err := db.bolt.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{btx: btx}
+			tx := &Tx{btx: btx, seal: db.seal}
 			for i, o := range batch {
 				if err := db.runOne(o.fn, tx); err != nil {
 					failed, failErr = i, err

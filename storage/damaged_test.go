@@ -19,6 +19,12 @@ var pageSize = os.Getpagesize()
 // levels, closes it and returns its bytes and how many of them hold pages
 // (bbolt grows the file ahead of its pages).
 func writtenDB(t *testing.T) ([]byte, int) {
+	b, used, _ := writtenDBWithKey(t)
+	return b, used
+}
+
+// writtenDBWithKey is writtenDB that also gives the file's secret key file.
+func writtenDBWithKey(t *testing.T) ([]byte, int, string) {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := Open(dir, DefaultOptions())
@@ -54,7 +60,7 @@ func writtenDB(t *testing.T) ([]byte, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b, used
+	return b, used, filepath.Join(dir, SecretKeyFileName)
 }
 
 // damages are ways a database file is found broken: each gives a data dir
@@ -139,7 +145,7 @@ func TestOnlyAMissingFileIsAFirstStart(t *testing.T) {
 // TestRestoreReplacesADamagedDatabase: restore is the remedy, so a damaged
 // live file must not stop it (it used to be taken for a file in use).
 func TestRestoreReplacesADamagedDatabase(t *testing.T) {
-	good, _ := writtenDB(t)
+	good, _, keyFile := writtenDBWithKey(t)
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	if err := os.WriteFile(backup, good, 0o600); err != nil {
 		t.Fatal(err)
@@ -147,11 +153,13 @@ func TestRestoreReplacesADamagedDatabase(t *testing.T) {
 	for name, b := range damages(t) {
 		t.Run(name, func(t *testing.T) {
 			dir, _ := dataDirWith(t, b)
-			kept, err := Restore(backup, dir, time.Now())
+			kept, err := Restore(backup, dir, keyFile, time.Now())
 			if err != nil || kept == "" {
 				t.Fatalf("restore: %q %v", kept, err)
 			}
-			db, err := Open(dir, DefaultOptions())
+			o := DefaultOptions()
+			o.SecretKeyFile = keyFile
+			db, err := Open(dir, o)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,6 +33,15 @@ type Options struct {
 	// ReadFault, when set, is called before every read-only unit of work;
 	// a non-nil result fails it as a storage fault would.
 	ReadFault func() error
+	// SecretKeyFile holds the key that seals the secrets stored in the
+	// database (seal.go); empty means secret.key beside the database file.
+	SecretKeyFile string
+	// CreateSecretKey lets Open create a missing key file while the
+	// database holds no sealed secret yet: the embedded engine's first
+	// start, or the start that seals an older file's secrets. An engine
+	// shared by several nodes leaves it unset, so that every node is given
+	// the one key file and none makes its own.
+	CreateSecretKey bool
 }
 
 // DB is an open Mailbolt database.
@@ -48,6 +57,11 @@ type DB struct {
 
 	hookMu sync.Mutex
 	hooks  []*afterCommit // replaced, never changed in place (see AfterCommit)
+
+	seal         *sealer // the secret key (seal.go)
+	keyFile      string  // where the key was read from
+	keyCreated   bool    // this Open created keyFile
+	preMigration string  // the copy taken before this Open migrated the schema
 }
 
 // Open opens (creating if needed) the database in dataDir and brings its
@@ -63,9 +77,20 @@ func Open(dataDir string, opts Options) (*DB, error) {
 
 // DefaultOptions open the database for reading and writing, creating it
 // when missing, waiting 1 s at most for the file lock, with up to 1000
-// writes in one commit.
+// writes in one commit, its secrets sealed under secret.key beside it
+// (created when missing on a database without sealed secrets).
 func DefaultOptions() Options {
-	return Options{LockTimeout: time.Second, MaxBatch: 1000}
+	return Options{LockTimeout: time.Second, MaxBatch: 1000, CreateSecretKey: true}
+}
+
+func boltOptions(opts Options) *bolt.Options {
+	return &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		ReadOnly:        opts.ReadOnly,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true,
+		InitialMmapSize: 256 << 20,
+	}
 }
 
 // OpenFile opens the database at an explicit path. Only a missing file is
@@ -90,24 +115,22 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 	// What verify did not see (the migrations' reads) fails as ErrDamaged too.
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer recoverDamaged(path, &err)
-	b, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:         opts.LockTimeout,
-		ReadOnly:        opts.ReadOnly,
-		FreelistType:    bolt.FreelistMapType,
-		NoFreelistSync:  true,
-		InitialMmapSize: 256 << 20,
-	})
+	b, err := bolt.Open(path, 0o600, boltOptions(opts))
 	if err != nil {
 		return nil, openError(path, err)
 	}
 	db := &DB{bolt: b, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{})}
+	if err := db.loadSecretKey(); err != nil {
+		b.Close()
+		return nil, err
+	}
 	if !opts.ReadOnly {
-		if err := migrate(b, migrations); err != nil {
-			b.Close()
+		if err := db.upgrade(); err != nil {
+			db.bolt.Close()
 			return nil, err
 		}
-		if err := voidOutboxLease(b); err != nil {
-			b.Close()
+		if err := voidOutboxLease(db.bolt); err != nil {
+			db.bolt.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 		go db.commitLoop()
@@ -149,7 +172,7 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 		}
 	}
 	return db.bolt.View(func(btx *bolt.Tx) error {
-		return fn(&Tx{btx: btx})
+		return fn(&Tx{btx: btx, seal: db.seal})
 	})
 }
 

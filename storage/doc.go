@@ -11,6 +11,8 @@
 //	    outbox_lease              -> u64 unix-nanos end · holder token (void at open)
 //	    probe                     -> u64 unix-nanos of the last readiness probe (DB.Probe)
 //	    return_path_mac_since     -> u64 unix-nanos (when bounce addresses started carrying a MAC)
+//	    server_secret             -> sealed 32 random bytes (link and bounce address keys derive from it)
+//	    secret_key_check          -> a known text sealed under the secret key (schema v9)
 //	accounts/
 //	    <account_id>              -> Account (JSON)
 //	api_keys/
@@ -92,6 +94,10 @@
 //	    <account_id>·<mode>·<dimension>·<u32 day> -> 11 u64 counters (analytics)
 //	grader_results/                                (schema v8)
 //	    <account_id>·<result_id>  -> GraderResult (JSON; the answer as given)
+//
+// Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
+// webhook secrets in webhooks, meta/server_secret. secretClasses
+// (secrets.go) lists them.
 //
 // Secondary indexes and counts are written in the same transaction as the
 // record they describe. Writes go through DB.Update, which groups concurrent

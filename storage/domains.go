@@ -22,7 +22,8 @@ type Domain struct {
 }
 
 // DomainKey is one DKIM key pair of a domain. The private key is stored
-// here and nowhere else; it is never returned by the API.
+// here and nowhere else, sealed under the secret key (seal.go); it is
+// never returned by the API.
 type DomainKey struct {
 	Selector    string     `json:"selector"`
 	Algorithm   string     `json:"algorithm"`
@@ -91,7 +92,19 @@ func (tx *Tx) putDomain(d Domain, oldNext *time.Time) error {
 	if err := tx.bucket(bucketDomainStatus).Put(join(d.AccountID, d.Name), []byte(d.Status)); err != nil {
 		return err
 	}
-	return putJSON(tx.bucket(bucketDomains), []byte(d.ID), d)
+	stored := d
+	stored.DKIMKeys = append([]DomainKey(nil), d.DKIMKeys...)
+	for i, k := range stored.DKIMKeys {
+		if len(k.PrivateKey) == 0 {
+			continue
+		}
+		sealed, err := tx.sealValue(dkimContext(d.ID, k.Selector), k.PrivateKey)
+		if err != nil {
+			return err
+		}
+		stored.DKIMKeys[i].PrivateKey = sealed
+	}
+	return putJSON(tx.bucket(bucketDomains), []byte(d.ID), stored)
 }
 
 // DomainStatus reads only the status of an account's domain: what the
@@ -123,8 +136,20 @@ func (tx *Tx) Domain(accountID, id string) (Domain, error) {
 // request made on behalf of a tenant.
 func (tx *Tx) DomainByID(id string) (Domain, error) {
 	var d Domain
-	err := getJSON(tx.bucket(bucketDomains), []byte(id), &d)
-	return d, err
+	if err := getJSON(tx.bucket(bucketDomains), []byte(id), &d); err != nil {
+		return Domain{}, err
+	}
+	for i, k := range d.DKIMKeys {
+		if len(k.PrivateKey) == 0 {
+			continue
+		}
+		clear, err := tx.openValue(dkimContext(d.ID, k.Selector), k.PrivateKey)
+		if err != nil {
+			return Domain{}, err
+		}
+		d.DKIMKeys[i].PrivateKey = clear
+	}
+	return d, nil
 }
 
 // DomainByName finds an account's domain by its normalised name.

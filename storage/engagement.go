@@ -8,9 +8,15 @@ import (
 )
 
 // ServerSecret is the installation's random secret (created by migration
-// 7); tracking and unsubscribe links are signed with keys derived from it.
-func (tx *Tx) ServerSecret() []byte {
-	return append([]byte(nil), tx.bucket(bucketMeta).Get(keyServerSecret)...)
+// 7, sealed since migration 9); tracking and unsubscribe links and bounce
+// addresses are signed with keys derived from it. Rotating the secret key
+// re-seals it but never changes it, so links already sent keep verifying.
+func (tx *Tx) ServerSecret() ([]byte, error) {
+	v := tx.bucket(bucketMeta).Get(keyServerSecret)
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return tx.openValue(ctxServerSecret, v)
 }
 
 // MessageOwner is the account a message id belongs to.

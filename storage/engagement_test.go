@@ -73,13 +73,13 @@ func TestLinksAndEngagement(t *testing.T) {
 func TestServerSecretIsCopied(t *testing.T) {
 	db := openTest(t)
 	var s []byte
-	db.View(func(tx *Tx) error { s = tx.ServerSecret(); return nil })
+	db.View(func(tx *Tx) (err error) { s, err = tx.ServerSecret(); return err })
 	if len(s) != 32 {
 		t.Fatalf("secret of %d bytes", len(s))
 	}
 	s[0] ^= 0xff // the caller's copy, not the mapped page
 	var again []byte
-	db.View(func(tx *Tx) error { again = tx.ServerSecret(); return nil })
+	db.View(func(tx *Tx) (err error) { again, err = tx.ServerSecret(); return err })
 	if again[0] == s[0] {
 		t.Error("ServerSecret returned the stored bytes, not a copy")
 	}

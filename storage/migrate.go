@@ -14,20 +14,29 @@ import (
 type migration struct {
 	version int
 	name    string
-	up      func(tx *bolt.Tx) error
+	up      func(tx *bolt.Tx, s *sealer) error
+	// compact: the migration leaves secrets in clear in freed pages, which
+	// bbolt does not wipe; the file is rewritten once the migrations end.
+	compact bool
+}
+
+// plain adapts a migration that needs no secret key.
+func plain(up func(tx *bolt.Tx) error) func(*bolt.Tx, *sealer) error {
+	return func(tx *bolt.Tx, _ *sealer) error { return up(tx) }
 }
 
 // migrations is the ordered schema history. Append only; never edit a
 // migration that has shipped.
 var migrations = []migration{
-	{1, "create the base buckets", migrateBaseBuckets},
-	{2, "per-account list counts, backfilled", migrateCounts},
-	{3, "sending domains and templates", migrateDomainsTemplates},
-	{4, "events, webhooks and their deliveries", migrateWebhooks},
-	{5, "messages, their queue, per-mode event counts, dedicated IPs", migrateMessages},
-	{6, "domain status by name, built messages", migrateDomainStatus},
-	{7, "server secret, message owners, tracked links, engagement, statistics", migrateEngagement},
-	{8, "grader results", migrateGrader},
+	{1, "create the base buckets", plain(migrateBaseBuckets), false},
+	{2, "per-account list counts, backfilled", plain(migrateCounts), false},
+	{3, "sending domains and templates", plain(migrateDomainsTemplates), false},
+	{4, "events, webhooks and their deliveries", plain(migrateWebhooks), false},
+	{5, "messages, their queue, per-mode event counts, dedicated IPs", plain(migrateMessages), false},
+	{6, "domain status by name, built messages", plain(migrateDomainStatus), false},
+	{7, "server secret, message owners, tracked links, engagement, statistics", plain(migrateEngagement), false},
+	{8, "grader results", plain(migrateGrader), false},
+	{9, "secrets sealed under the secret key file", sealAll, true},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -38,20 +47,20 @@ func schemaVersion(tx *bolt.Tx) int {
 	return int(getU64(b.Get(keySchemaVersion)))
 }
 
-func migrate(db *bolt.DB, list []migration) error {
-	var current int
-	if err := db.View(func(tx *bolt.Tx) error { current = schemaVersion(tx); return nil }); err != nil {
-		return fmt.Errorf("read the schema version: %w", err)
-	}
-	if latest := list[len(list)-1].version; current > latest {
-		return fmt.Errorf("database schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
+// migrate runs the migrations of list that the file has not had, and
+// reports whether one of them asks for the file to be compacted.
+func migrate(db *bolt.DB, list []migration, s *sealer) (compact bool, _ error) {
+	current, err := checkSchema(db, list)
+	if err != nil {
+		return false, err
 	}
 	for _, m := range list {
 		if m.version <= current {
 			continue
 		}
+		compact = compact || m.compact
 		err := db.Update(func(tx *bolt.Tx) error {
-			if err := m.up(tx); err != nil {
+			if err := m.up(tx, s); err != nil {
 				return err
 			}
 			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -61,10 +70,23 @@ func migrate(db *bolt.DB, list []migration) error {
 			return meta.Put(keySchemaVersion, putU64(uint64(m.version)))
 		})
 		if err != nil {
-			return fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+			return compact, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
 		}
 	}
-	return nil
+	return compact, nil
+}
+
+// checkSchema reads the file's schema version and refuses one newer than
+// list knows: an older binary never writes to a newer file.
+func checkSchema(db *bolt.DB, list []migration) (int, error) {
+	var current int
+	if err := db.View(func(tx *bolt.Tx) error { current = schemaVersion(tx); return nil }); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	if latest := list[len(list)-1].version; current > latest {
+		return 0, fmt.Errorf("database schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
+	}
+	return current, nil
 }
 
 func migrateBaseBuckets(tx *bolt.Tx) error {

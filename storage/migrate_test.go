@@ -223,7 +223,7 @@ func migrateTo(t *testing.T, b *bolt.DB, v int) {
 			upTo = append(upTo, m)
 		}
 	}
-	if err := migrate(b, upTo); err != nil {
+	if _, err := migrate(b, upTo, testSealer(t)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -344,7 +344,7 @@ func TestMigration7AddsSecretAndBackfillsMessageOwners(t *testing.T) {
 	}
 	defer db.Close()
 	db.View(func(tx *Tx) error {
-		if got := tx.ServerSecret(); !bytes.Equal(got, secret) {
+		if got, _ := tx.ServerSecret(); !bytes.Equal(got, secret) {
 			t.Errorf("secret changed by a later open: %x, want %x", got, secret)
 		}
 		for id, acct := range map[string]string{"m1": "a1", "m2": "a1", "m3": "a2"} {

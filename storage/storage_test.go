@@ -284,12 +284,12 @@ func TestBackupWhileWritingAndRestore(t *testing.T) {
 		t.Error("backup over the live file was allowed")
 	}
 	// Restore refuses while the database is open.
-	if _, err := Restore(out, dir, time.Now()); !errors.Is(err, ErrLocked) {
+	if _, err := Restore(out, dir, "", time.Now()); !errors.Is(err, ErrLocked) {
 		t.Fatalf("restore while open: %v", err)
 	}
 	db.Close()
 
-	kept, err := Restore(out, dir, time.Now())
+	kept, err := Restore(out, dir, "", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if _, err := Restore(bad, dir, time.Now()); err == nil {
+	if _, err := Restore(bad, dir, "", time.Now()); err == nil {
 		t.Fatal("garbage restored")
 	}
 }

@@ -12,7 +12,9 @@ type Webhook struct {
 	Events      []string `json:"events"`
 	Description string   `json:"description,omitempty"`
 	Test        bool     `json:"test"` // receives test-mode events (created with a test key)
-	Secret      string   `json:"secret"`
+	// Secret signs the requests; stored sealed under the secret key
+	// (seal.go), like PreviousSecret.
+	Secret string `json:"secret"`
 	// PreviousSecret still signs until PreviousUntil (secret rotation).
 	PreviousSecret string     `json:"previous_secret,omitempty"`
 	PreviousUntil  *time.Time `json:"previous_until,omitempty"`
@@ -33,14 +35,51 @@ func (tx *Tx) PutWebhook(w Webhook) error {
 			return err
 		}
 	}
-	return putJSON(b, key, w)
+	stored := w
+	for _, f := range []struct {
+		name string
+		val  *string
+	}{{"secret", &stored.Secret}, {"previous_secret", &stored.PreviousSecret}} {
+		if *f.val == "" {
+			continue
+		}
+		sealed, err := tx.sealValue(webhookContext(w.ID, f.name), []byte(*f.val))
+		if err != nil {
+			return err
+		}
+		*f.val = string(sealed)
+	}
+	return putJSON(b, key, stored)
+}
+
+// openWebhook opens the sealed secrets of a webhook read from its bucket.
+func (tx *Tx) openWebhook(w *Webhook) error {
+	for _, f := range []struct {
+		name string
+		val  *string
+	}{{"secret", &w.Secret}, {"previous_secret", &w.PreviousSecret}} {
+		if *f.val == "" {
+			continue
+		}
+		clear, err := tx.openValue(webhookContext(w.ID, f.name), []byte(*f.val))
+		if err != nil {
+			return err
+		}
+		*f.val = string(clear)
+	}
+	return nil
 }
 
 // Webhook reads one of an account's webhooks.
 func (tx *Tx) Webhook(accountID, id string) (Webhook, error) {
 	var w Webhook
-	err := getJSON(tx.bucket(bucketWebhooks), join(accountID, id), &w)
-	return w, err
+	if err := getJSON(tx.bucket(bucketWebhooks), join(accountID, id), &w); err != nil {
+		return Webhook{}, err
+	}
+	if err := tx.openWebhook(&w); err != nil {
+		return Webhook{}, err
+	}
+	return w, nil
 }
 
 // WebhookByID reads a webhook without knowing its account.
@@ -59,7 +98,16 @@ func (tx *Tx) WebhookExists(id string) bool {
 
 // Webhooks lists an account's webhooks, oldest first.
 func (tx *Tx) Webhooks(accountID string, opts ListOptions) ([]Webhook, ListResult, error) {
-	return scanJSON[Webhook](tx.bucket(bucketWebhooks), prefix(accountID), opts)
+	list, res, err := scanJSON[Webhook](tx.bucket(bucketWebhooks), prefix(accountID), opts)
+	if err != nil {
+		return nil, res, err
+	}
+	for i := range list {
+		if err := tx.openWebhook(&list[i]); err != nil {
+			return nil, res, err
+		}
+	}
+	return list, res, nil
 }
 
 // WebhookCount is the number of webhooks of an account.
