@@ -23,7 +23,8 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 	if c, err := web.DialAdmin(dataDir); err == nil {
 		return fn(c)
 	}
-	o := storage.DefaultOptions()
+	keyFile, _ := cmd.Flags().GetString("secret-key-file")
+	o := storageOptions(keyFile)
 	o.MustExist = mustExist
 	db, err := storage.Open(dataDir, o)
 	if errors.Is(err, storage.ErrNoDatabase) {
@@ -36,6 +37,12 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 		return openFailed(dataDir, err)
 	}
 	defer db.Close()
+	if c := db.PreMigrationCopy(); c != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "the database schema was migrated; the file as it was before is kept at %s\n", c)
+	}
+	if db.SecretKeyCreated() {
+		fmt.Fprintf(cmd.ErrOrStderr(), "created the secret key file %s: keep a copy of it with your backups\n", db.SecretKeyFile())
+	}
 	a, err := app.New(db, app.DefaultOptions())
 	if err != nil {
 		return err
@@ -259,7 +266,10 @@ func newBackupCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "backup written to %s (%d bytes, consistency check passed)\n", out, n)
+				w := cmd.OutOrStdout()
+				fmt.Fprintf(w, "backup written to %s (%d bytes, consistency check passed)\n", out, n)
+				fmt.Fprintf(w, "its secrets are sealed with the key in %s: keep a copy of that file with the backup; "+
+					"without it the backup cannot be restored\n", secretKeyFile(cmd))
 				return nil
 			})
 		},
@@ -281,7 +291,8 @@ func newRestoreCommand() *cobra.Command {
 				_ = c
 				return fmt.Errorf("a server is running on %s: stop it before restoring", dataDir)
 			}
-			kept, err := storage.Restore(from, dataDir, time.Now())
+			keyFile, _ := cmd.Flags().GetString("secret-key-file")
+			kept, err := storage.Restore(from, dataDir, keyFile, time.Now())
 			if errors.Is(err, storage.ErrLocked) {
 				return fmt.Errorf("the database in %s is in use: stop the server before restoring", dataDir)
 			}

@@ -30,6 +30,7 @@ import (
 // serveConfig is everything `mailbolt serve` can be told.
 type serveConfig struct {
 	dataDir       string
+	secretKeyFile string // --secret-key-file (a flag of every command); "" is secret.key in dataDir
 	httpAddr      string
 	maxBodySize   int64
 	maxMessage    int64
@@ -140,6 +141,7 @@ func newServeCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
+			cfg.secretKeyFile, _ = cmd.Flags().GetString("secret-key-file")
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -412,6 +414,12 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	s, err := startService(cfg, log, nil)
 	if err != nil {
 		return err
+	}
+	if c := s.db.PreMigrationCopy(); c != "" {
+		fmt.Fprintf(stdout, "The database schema was migrated; the file as it was before is kept at %s (restore it with the previous mailbolt to roll back).\n", c)
+	}
+	if s.db.SecretKeyCreated() {
+		fmt.Fprintf(stdout, "Created the secret key file %s: keep a copy of it with your backups; without it the secrets in mailbolt.db cannot be opened.\n", s.db.SecretKeyFile())
 	}
 	if b := s.boot; b != nil {
 		fmt.Fprintf(stdout, "First start: created account %q (%s).\n", b.Account.Name, b.Account.ID)

@@ -71,12 +71,18 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			s.close()
 		}
 	}()
-	s.db, err = storage.Open(cfg.dataDir, storage.DefaultOptions())
+	s.db, err = storage.Open(cfg.dataDir, storageOptions(cfg.secretKeyFile))
 	if errors.Is(err, storage.ErrLocked) {
 		return nil, fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
 	}
 	if err != nil {
 		return nil, openFailed(cfg.dataDir, err)
+	}
+	if c := s.db.PreMigrationCopy(); c != "" {
+		log.Warn("database schema migrated; the file as it was before is kept for a rollback", "copy", c)
+	}
+	if s.db.SecretKeyCreated() {
+		log.Info("created the secret key file; keep a copy of it with your backups", "file", s.db.SecretKeyFile())
 	}
 	resolver := dns.SystemResolver()
 	if cfg.dnsServer != "" {

@@ -234,7 +234,14 @@ func TestManagementWhileServingAndStopped(t *testing.T) {
 	mustRun(t, "backup", "--out", offlineBackup, "--data-dir", dir)
 
 	// Restore the backup taken while serving into a fresh data dir and read it back.
+	// Without the key file kept with the backup, restore is refused.
 	restored := t.TempDir()
+	if out, err := run(t, "restore", "--from", backup, "--data-dir", restored); err == nil || !strings.Contains(err.Error(), "secret key file") {
+		t.Fatalf("restore without the key file: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(restored, "secret.key"), mustRead(t, filepath.Join(dir, "secret.key")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	mustRun(t, "restore", "--from", backup, "--data-dir", restored)
 	out := mustRun(t, "accounts", "list", "--data-dir", restored)
 	if !strings.Contains(out, acctID) || strings.Contains(out, other) {

@@ -104,7 +104,11 @@ func TestEndToEnd(t *testing.T) {
 		t.Error("socket left behind")
 	}
 
+	// The key file is kept with the backup: a new data dir gets it first.
 	restored := t.TempDir()
+	if err := os.WriteFile(filepath.Join(restored, "secret.key"), mustRead(t, filepath.Join(dir, "secret.key")), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "restore", "--from", backup, "--data-dir", restored)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("restore: %v\n%s", err, out)

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"mailbolt/storage"
+	"mailbolt/web"
+)
+
+// storageOptions are the options every command opens the database with:
+// the embedded engine, whose key file (keyFile, or secret.key in the data
+// dir when empty) is created when missing on a database without sealed
+// secrets.
+func storageOptions(keyFile string) storage.Options {
+	o := storage.DefaultOptions()
+	o.SecretKeyFile = keyFile
+	return o
+}
+
+// secretKeyFile is the key file a command works with: --secret-key-file,
+// or secret.key in --data-dir.
+func secretKeyFile(cmd *cobra.Command) string {
+	if f, _ := cmd.Flags().GetString("secret-key-file"); f != "" {
+		return f
+	}
+	dataDir, _ := cmd.Flags().GetString("data-dir")
+	return filepath.Join(dataDir, storage.SecretKeyFileName)
+}
+
+func newSecretsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "secrets", Short: "Manage the key that seals the secrets stored in mailbolt.db"}
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "Seal every stored secret under a new key and write it to the key file (the server must be stopped)",
+		Long: "Seals the DKIM private keys, webhook signing secrets and the server secret under a new random key, " +
+			"in one transaction, then writes the new key to the key file. The old key file is kept beside it as " +
+			"<key file>.old-<UTC time>: backups taken before the rotation open only with it. The secrets themselves " +
+			"do not change, so tracking, unsubscribe and bounce links already sent keep verifying.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dataDir, _ := cmd.Flags().GetString("data-dir")
+			if _, err := web.DialAdmin(dataDir); err == nil {
+				return fmt.Errorf("a server is running on %s: stop it, run `mailbolt secrets rotate`, then start it again "+
+					"(a server holds the key in memory, so rotation is offline only)", dataDir)
+			}
+			keyFile, _ := cmd.Flags().GetString("secret-key-file")
+			kept, err := storage.RotateSecretKey(dataDir, storageOptions(keyFile), time.Now())
+			if errors.Is(err, storage.ErrNoDatabase) {
+				return fmt.Errorf("no database in %s: check --data-dir (or MAILBOLT_DATA_DIR)", dataDir)
+			}
+			if errors.Is(err, storage.ErrLocked) {
+				return fmt.Errorf("the database in %s is in use: stop the server before rotating the secret key", dataDir)
+			}
+			if err != nil {
+				return openFailed(dataDir, err)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "secrets re-sealed under a new key, written to %s\n", secretKeyFile(cmd))
+			fmt.Fprintf(out, "the old key is kept at %s: backups taken before now open only with it; "+
+				"keep it with them, and delete it when none is left\n", kept)
+			return nil
+		},
+	}
+	cmd.AddCommand(rotate)
+	return cmd
+}
