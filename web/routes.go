@@ -252,6 +252,9 @@ func answer[T any](c *call, write func(w http.ResponseWriter, result T)) func(w 
 	return write
 }
 
+// noContent is the answer of a write that returns nothing: 204.
+func noContent(w http.ResponseWriter, _ struct{}) { w.WriteHeader(http.StatusNoContent) }
+
 func printableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] > 0x7e {
