@@ -172,7 +172,7 @@ func TestIdempotentRunsOnceUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, replayed, e := a.Idempotent(context.Background(), pk("key1"), "s1", "idem", []byte("fp"), func() Response {
+			resp, replayed, e := a.Idempotent(context.Background(), pk("key1"), "s1", "idem", []byte("fp"), func(Principal) Response {
 				runs.Add(1)
 				time.Sleep(50 * time.Millisecond)
 				return Response{Status: 202, Body: []byte("first")}
@@ -200,8 +200,8 @@ func TestIdempotentRunsOnceUnderConcurrency(t *testing.T) {
 
 func TestIdempotentConflictScopeAndExpiry(t *testing.T) {
 	a, c := newTestApp(t)
-	run := func(status int) func() Response {
-		return func() Response { return Response{Status: status, Body: []byte("x")} }
+	run := func(status int) func(Principal) Response {
+		return func(Principal) Response { return Response{Status: status, Body: []byte("x")} }
 	}
 	a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("A"), run(201))
 	if _, _, e := a.Idempotent(context.Background(), pk("k1"), "s1", "same", []byte("B"), run(201)); e == nil || AsError(e).Code != CodeIdempotencyConflict {
@@ -230,7 +230,7 @@ func pk(id string) Principal { return Principal{Kind: KindAPIKey, KeyID: id} }
 func TestIdempotentNeedsAKey(t *testing.T) {
 	a, _ := newTestApp(t)
 	ran := false
-	_, _, e := a.Idempotent(context.Background(), Operator(), "", "k", []byte("A"), func() Response { ran = true; return Response{Status: 200} })
+	_, _, e := a.Idempotent(context.Background(), Operator(), "", "k", []byte("A"), func(Principal) Response { ran = true; return Response{Status: 200} })
 	if !HasCode(e, CodeForbidden) || ran {
 		t.Fatalf("operator: %v (ran: %v)", e, ran)
 	}
@@ -239,7 +239,7 @@ func TestIdempotentNeedsAKey(t *testing.T) {
 func TestIdempotentAnswersAreSealed(t *testing.T) {
 	a, _ := newTestApp(t)
 	secretBody := []byte(`{"key":"svc_live_TOPSECRET"}`)
-	a.Idempotent(context.Background(), pk("k1"), "svc_live_owner", "x", []byte("A"), func() Response {
+	a.Idempotent(context.Background(), pk("k1"), "svc_live_owner", "x", []byte("A"), func(Principal) Response {
 		return Response{Status: 201, Header: map[string][]string{"Location": {"/v1/x"}}, Body: secretBody}
 	})
 	a.db.View(func(tx *storage.Tx) error {
@@ -263,15 +263,15 @@ func TestIdempotentAnswersAreSealed(t *testing.T) {
 func TestRefusalsAndFailuresAreNotStored(t *testing.T) {
 	a, _ := newTestApp(t)
 	for _, status := range []int{500, 503, 429, 401, 403} {
-		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func(Principal) Response { return Response{Status: status} })
 		runs := 0
-		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { runs++; return Response{Status: 200} })
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func(Principal) Response { runs++; return Response{Status: 200} })
 		if runs != 1 {
 			t.Errorf("a %d answer was stored", status)
 		}
 	}
 	for _, status := range []int{400, 404, 409, 422} {
-		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func() Response { return Response{Status: status} })
+		a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), func(Principal) Response { return Response{Status: status} })
 		if _, replayed, _ := a.Idempotent(context.Background(), pk("k1"), "s", fmt.Sprint(status), []byte("A"), nil); !replayed {
 			t.Errorf("a %d answer was not stored", status)
 		}
@@ -280,7 +280,7 @@ func TestRefusalsAndFailuresAreNotStored(t *testing.T) {
 
 func TestSweepRemovesExpiredIdempotency(t *testing.T) {
 	a, c := newTestApp(t)
-	a.Idempotent(context.Background(), pk("k1"), "s1", "x", []byte("A"), func() Response { return Response{Status: 200} })
+	a.Idempotent(context.Background(), pk("k1"), "s1", "x", []byte("A"), func(Principal) Response { return Response{Status: 200} })
 	c.add(25 * time.Hour)
 	n, err := a.Sweep()
 	if err != nil || n != 1 {

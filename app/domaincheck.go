@@ -37,7 +37,7 @@ func (a *App) CheckDueDomains(ctx context.Context) (int, error) {
 		}
 		for _, d := range claimed {
 			before := d.Status
-			after, e := a.verify(ctx, d)
+			after, e := a.verify(ctx, Principal{}, d)
 			if e != nil {
 				a.log.Warn("domain re-check failed", "domain", d.Name, "account", d.AccountID, "err", e)
 				continue

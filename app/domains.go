@@ -98,7 +98,7 @@ func (a *App) CreateDomain(p Principal, name, alg string) (storage.Domain, error
 	next := now.Add(a.opts.Domains.RecheckInterval)
 	d := storage.Domain{ID: NewID(), AccountID: accountID, Name: name, Status: DomainPending,
 		DKIMKeys: []storage.DomainKey{key}, CreatedAt: now, NextCheckAt: &next}
-	err := a.db.Update(func(tx *storage.Tx) error { return tx.InsertDomain(d) })
+	err := update(a, p, &d, func(tx *storage.Tx) error { return tx.InsertDomain(d) })
 	if errors.Is(err, storage.ErrExists) {
 		return storage.Domain{}, Conflict("this account already has the domain " + name)
 	}
@@ -145,7 +145,7 @@ func (a *App) DeleteDomain(p Principal, id string) error {
 	if err := a.authorize(p, ScopeDomainsWrite); err != nil {
 		return err
 	}
-	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteDomain(p.Account.ID, id) })
+	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteDomain(p.Account.ID, id) })
 	return storageErr(err, "domain")
 }
 
@@ -168,7 +168,7 @@ func (a *App) RotateDKIM(p Principal, id, alg string) (storage.Domain, error) {
 	if e != nil {
 		return d, e
 	}
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, &d, func(tx *storage.Tx) error {
 		var err error
 		if d, err = tx.Domain(accountID, id); err != nil {
 			return err
@@ -244,10 +244,13 @@ func (a *App) VerifyDomain(ctx context.Context, p Principal, id string) (storage
 	if e != nil {
 		return d, e
 	}
-	return a.verify(ctx, d)
+	return a.verify(ctx, p, d)
 }
 
-func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, error) {
+// verify checks d's records in DNS and stores the outcome. For p's
+// idempotent request the answer is stored with that outcome, so a replay
+// does not look up DNS again. The scheduled re-check passes Principal{}.
+func (a *App) verify(ctx context.Context, p Principal, d storage.Domain) (storage.Domain, error) {
 	o := a.opts.Domains
 	if o.Resolver == nil {
 		return d, &Error{Code: CodeServiceUnavailable, Message: "no DNS resolver configured"}
@@ -298,7 +301,7 @@ func (a *App) verify(ctx context.Context, d storage.Domain) (storage.Domain, err
 	}
 
 	var result storage.Domain
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, &result, func(tx *storage.Tx) error {
 		cur, err := tx.Domain(d.AccountID, d.ID)
 		if err != nil {
 			return err

@@ -47,19 +47,25 @@ func Fingerprint(method, path string, body []byte) []byte {
 // runs again: 401 and 403 (the caller was refused: nothing ran), 429 and any
 // 5xx. The stored answer is sealed with a key derived from the API key's
 // secret (see seal).
-func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func() Response) (resp Response, replayed bool, e error) {
+//
+// run gets p with an answer slot: a write use case called with it stores
+// the answer (rendered by the function given to Answer) in the transaction
+// of its effect, so that a crash cannot leave the effect committed and the
+// answer lost (see update). An answer that no such transaction stored (the
+// request failed before writing anything) is stored after run returns.
+func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func(Principal) Response) (resp Response, replayed bool, e error) {
 	apiKeyID := p.KeyID
 	if apiKeyID == "" {
 		// Records are kept per key; callers without one would share a slot.
 		return Response{}, false, NewError(CodeForbidden, "idempotency keys are kept per API key, and this "+
 			p.Kind.noun()+" has none")
 	}
-	slot := apiKeyID + "\x00" + key
+	busyKey := apiKeyID + "\x00" + key
 	for {
 		a.idemMu.Lock()
-		busy, ok := a.inflight[slot]
+		busy, ok := a.inflight[busyKey]
 		if !ok {
-			a.inflight[slot] = make(chan struct{})
+			a.inflight[busyKey] = make(chan struct{})
 			a.idemMu.Unlock()
 			break
 		}
@@ -73,8 +79,8 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 	}
 	defer func() {
 		a.idemMu.Lock()
-		close(a.inflight[slot])
-		delete(a.inflight, slot)
+		close(a.inflight[busyKey])
+		delete(a.inflight, busyKey)
 		a.idemMu.Unlock()
 	}()
 
@@ -99,7 +105,13 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 		return Response{}, false, Internal(err)
 	}
 
-	resp = run()
+	slot := &answerSlot{apiKeyID: apiKeyID, key: key, secret: secret, fingerprint: fingerprint, ttl: a.opts.IdempotencyTTL}
+	p.idem = slot
+	resp = run(p)
+	if slot.stored != nil {
+		// Committed with the effect: that is the answer every retry gets.
+		return *slot.stored, false, nil
+	}
 	if !storable(resp.Status) {
 		return resp, false, nil
 	}

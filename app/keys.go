@@ -128,7 +128,8 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 		Prefix: secret[:len(LivePrefix)+8], Hash: HashSecret(secret),
 		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: expires,
 	}
-	err = a.db.Update(func(tx *storage.Tx) error {
+	created := CreatedKey{Key: k, Secret: secret}
+	err = update(a, p, &created, func(tx *storage.Tx) error {
 		if _, err := tx.Account(accountID); err != nil {
 			return NotFound("account")
 		}
@@ -137,7 +138,7 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 	if e := storageErr(err, "api key"); e != nil {
 		return CreatedKey{}, e
 	}
-	return CreatedKey{Key: k, Secret: secret}, nil
+	return created, nil
 }
 
 // ListKeys lists an account's keys.
@@ -183,7 +184,7 @@ func (a *App) RevokeKey(p Principal, keyID string) (storage.APIKey, error) {
 		}
 	}
 	var k storage.APIKey
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, &k, func(tx *storage.Tx) error {
 		var err error
 		if anyAccount {
 			k, err = tx.APIKeyByID(keyID)

@@ -428,6 +428,7 @@ func decodeBase64(s string) ([]byte, error) {
 // SendMessage validates and stores one message. It answers only after the
 // message, its queue entry and its message.sent event are committed.
 func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, error) {
+	adaptAnswer(p, func(list []storage.Message) any { return list[0] })
 	out, e := a.SendBatch(p, []MessageInput{in}, false)
 	if e != nil {
 		return storage.Message{}, e
@@ -477,7 +478,7 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 		}
 	}
 	var out []storage.Message
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, &out, func(tx *storage.Tx) error {
 		out = make([]storage.Message, 0, len(list)) // this function may run again: start afresh
 		for i := range list {
 			m := list[i].msg

@@ -52,6 +52,14 @@ type Principal struct {
 	// KeyID is the API key the caller authenticated with: rate limits and
 	// idempotency records are kept per key. Empty for the operator.
 	KeyID string
+
+	// idem is the answer slot of the idempotent request this principal
+	// calls for (nil for none): the use case's write transaction stores the
+	// request's answer there (see update). It rides on the Principal
+	// because every use case takes one. A use case that acts for someone
+	// else (the server's own mail) makes a new Principal, which carries the
+	// slot only where that other use case's write is the request's last.
+	idem *answerSlot
 }
 
 // KeyPrincipal is the principal of an authenticated API key of acct.

@@ -28,6 +28,13 @@ func NormalizeAddress(field, s string) (string, error) {
 	return strings.ToLower(addr.Address), nil
 }
 
+// AddedSuppression is what AddSuppression did: the stored record, and
+// whether this call created it.
+type AddedSuppression struct {
+	Suppression storage.Suppression
+	Created     bool
+}
+
 // AddSuppression suppresses a recipient. Adding one that is already
 // suppressed is not an error: the stored record is returned with
 // created=false.
@@ -47,12 +54,13 @@ func (a *App) AddSuppression(p Principal, recipient, reason string) (s storage.S
 		return s, false, Validation("reason", "must be one of "+strings.Join(SuppressionReasons, ", "))
 	}
 	in := storage.Suppression{AccountID: accountID, Recipient: addr, Reason: reason, CreatedAt: a.Now()}
-	err := a.db.Update(func(tx *storage.Tx) error {
+	var added AddedSuppression
+	err := update(a, p, &added, func(tx *storage.Tx) error {
 		var err error
-		s, created, err = tx.PutSuppression(in)
+		added.Suppression, added.Created, err = tx.PutSuppression(in)
 		return err
 	})
-	return s, created, storageErr(err, "suppression")
+	return added.Suppression, added.Created, storageErr(err, "suppression")
 }
 
 // ListSuppressions lists an account's suppressions in address order.
@@ -77,6 +85,6 @@ func (a *App) DeleteSuppression(p Principal, recipient string) error {
 	}
 	accountID := p.Account.ID
 	addr := strings.ToLower(strings.TrimSpace(recipient))
-	err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr) })
+	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr) })
 	return storageErr(err, "suppression")
 }

@@ -54,19 +54,30 @@ func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 		return Invitation{}, Internal(err)
 	}
 	m.TokenHash = HashSecret(token)
+	inv := Invitation{Member: m, Token: token, AcceptURL: a.publicURL(AcceptPath + token)}
+	sender, status := a.invitationSender()
+	inv.EmailStatus = status
 	var acct storage.Account
-	err = a.db.Update(func(tx *storage.Tx) error {
+	insert := func(tx *storage.Tx) error {
 		var err error
 		if acct, err = tx.Account(accountID); err != nil {
 			return err
 		}
 		return tx.InsertTeamMember(m)
-	})
+	}
+	if sender.ID == "" {
+		// No mail follows: the member is the request's one effect and
+		// carries its idempotent answer.
+		err = update(a, p, &inv, insert)
+	} else {
+		err = a.db.Update(insert)
+	}
 	if e := storageErr(err, "team member with this email"); e != nil {
 		return Invitation{}, e
 	}
-	inv := Invitation{Member: m, Token: token, AcceptURL: a.publicURL(AcceptPath + token)}
-	inv.EmailStatus, inv.MessageID = a.sendInvitation(acct, inv)
+	if sender.ID != "" {
+		inv.EmailStatus, inv.MessageID = a.sendInvitation(p, sender, acct, inv)
+	}
 	return inv, nil
 }
 
@@ -140,19 +151,17 @@ func (a *App) AcceptInvitation(token string) (storage.TeamMember, error) {
 	return m, storageErr(err, "invitation")
 }
 
-// sendInvitation mails an invitation from the system sender, through the
-// account that has the sender's domain verified. The server sends it on
-// the operator's authority, not the inviter's: inviting needs team:write,
-// not messages:write.
-func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, messageID string) {
+// invitationSender is the account that mails invitations: the one that
+// has the system sender's domain verified. When there is none, status says
+// why no invitation will be mailed.
+func (a *App) invitationSender() (owner storage.Account, status string) {
 	if a.opts.SystemFrom == "" {
-		return "not_configured", ""
+		return owner, "not_configured"
 	}
 	_, domain, e := parseSender(a.opts.SystemFrom)
 	if e != nil {
-		return "not_configured", ""
+		return owner, "not_configured"
 	}
-	var owner storage.Account
 	err := a.db.View(func(tx *storage.Tx) error {
 		accounts, _, err := tx.Accounts(storage.ListOptions{Limit: -1})
 		if err != nil {
@@ -168,17 +177,33 @@ func (a *App) sendInvitation(acct storage.Account, inv Invitation) (status, mess
 	})
 	if err != nil {
 		a.log.Error("finding the account of the system sender failed", "err", err)
-		return "failed", ""
+		return storage.Account{}, "failed"
 	}
 	if owner.ID == "" {
-		return "sender_unverified", ""
+		return owner, "sender_unverified"
 	}
+	return owner, ""
+}
+
+// sendInvitation mails an invitation from the system sender, through the
+// account owner. The server sends it on the operator's authority, not the
+// inviter's: inviting needs team:write, not messages:write. The inviter's
+// idempotent answer is stored with the mail, so a retry never mails the
+// invitation twice.
+func (a *App) sendInvitation(inviter Principal, owner, acct storage.Account, inv Invitation) (status, messageID string) {
 	name := acct.Name
 	subject := "You are invited to join " + name + " on Mailbolt"
 	body := "You have been invited to join the team of " + name + " on Mailbolt as " + inv.Member.Role + ".\n\n" +
 		"Accept the invitation here:\n" + inv.AcceptURL + "\n\nIf you did not expect this invitation, ignore this email.\n"
 	off := false
-	m, e := a.SendMessage(operatorIn(owner), MessageInput{
+	op := operatorIn(owner)
+	op.idem = inviter.idem
+	adaptAnswer(op, func(m storage.Message) any {
+		queued := inv
+		queued.EmailStatus, queued.MessageID = "queued", m.ID
+		return queued
+	})
+	m, e := a.SendMessage(op, MessageInput{
 		From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body, Unsubscribe: &off,
 		Tags: []string{"team-invitation"}})
 	if e != nil {

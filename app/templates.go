@@ -109,6 +109,12 @@ func ValidateTemplate(v storage.TemplateVersion) error {
 	return nil
 }
 
+// SavedTemplate is a template as a write left it, with the version written.
+type SavedTemplate struct {
+	Template storage.Template
+	Version  storage.TemplateVersion
+}
+
 // CreateTemplate stores a template and its version 1.
 func (a *App) CreateTemplate(p Principal, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
 	if err := a.authorize(p, ScopeTemplatesWrite); err != nil {
@@ -124,7 +130,7 @@ func (a *App) CreateTemplate(p Principal, in TemplateInput) (storage.Template, s
 	now := a.Now()
 	t := storage.Template{ID: NewID(), AccountID: accountID, Name: v.Name, Version: 1, Strict: v.Strict, CreatedAt: now, UpdatedAt: now}
 	v.TemplateID, v.CreatedAt = t.ID, now
-	err := a.db.Update(func(tx *storage.Tx) error { return tx.PutTemplate(t, v) })
+	err := update(a, p, &SavedTemplate{Template: t, Version: v}, func(tx *storage.Tx) error { return tx.PutTemplate(t, v) })
 	return t, v, storageErr(err, "template")
 }
 
@@ -151,7 +157,8 @@ func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.
 	accountID := p.Account.ID
 	var t storage.Template
 	var v storage.TemplateVersion
-	err := a.db.Update(func(tx *storage.Tx) error {
+	var saved SavedTemplate
+	err := update(a, p, &saved, func(tx *storage.Tx) error {
 		var err error
 		if t, err = tx.Template(accountID, id); err != nil {
 			return err
@@ -168,6 +175,7 @@ func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.
 		t.Version++
 		t.Name, t.Strict, t.UpdatedAt = v.Name, v.Strict, now
 		v.Version, v.CreatedAt = t.Version, now
+		saved = SavedTemplate{Template: t, Version: v}
 		return tx.PutTemplate(t, v)
 	})
 	return t, v, storageErr(err, "template")

@@ -74,7 +74,8 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	secret := newWebhookSecret()
 	w := storage.Webhook{ID: NewID(), AccountID: p.Account.ID, URL: in.URL, Events: events,
 		Description: strings.TrimSpace(in.Description), Test: p.Test, Secret: secret, CreatedAt: a.Now()}
-	err := a.db.Update(func(tx *storage.Tx) error {
+	created := CreatedWebhook{Webhook: w, Secret: secret}
+	err := update(a, p, &created, func(tx *storage.Tx) error {
 		if tx.WebhookCount(p.Account.ID) >= MaxWebhooks {
 			return &Error{Code: CodeQuotaExceeded,
 				Message: "an account can have at most 100 webhooks; delete one first"}
@@ -84,7 +85,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	if e := storageErr(err, "webhook"); e != nil {
 		return CreatedWebhook{}, e
 	}
-	return CreatedWebhook{Webhook: w, Secret: secret}, nil
+	return created, nil
 }
 
 // webhookOf reads a webhook the principal may see: its account's, and of
@@ -156,7 +157,7 @@ func (a *App) DeleteWebhook(p Principal, id string) error {
 	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
 		return err
 	}
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, new(struct{}), func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, id); err != nil {
 			return err
 		}
@@ -172,7 +173,7 @@ func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error
 		return CreatedWebhook{}, err
 	}
 	var out CreatedWebhook
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, &out, func(tx *storage.Tx) error {
 		w, err := webhookOf(tx, p, id)
 		if err != nil {
 			return err
@@ -215,7 +216,7 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 		return storage.Delivery{}, err
 	}
 	var d storage.Delivery
-	err := a.db.Update(func(tx *storage.Tx) error {
+	err := update(a, p, &d, func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, webhookID); err != nil {
 			return NotFound("webhook")
 		}

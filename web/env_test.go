@@ -77,7 +77,13 @@ func newEnv(t *testing.T, cfg Config) *env {
 // may reach loopback receivers unless tune says otherwise.
 func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	return newEnvOn(t, cfg, storage.DefaultOptions(), tune)
+}
+
+// newEnvOn is newEnvWith on a database opened with sopts (fault injection).
+func newEnvOn(t *testing.T, cfg Config, sopts storage.Options, tune func(*app.Options)) *env {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), sopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,16 +59,19 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, created app.CreatedKey) {
+		v := viewKey(created.Key)
+		v.Key = created.Secret
+		w.Header().Set("Location", "/v1/api-keys/"+created.Key.ID)
+		writeJSON(w, http.StatusCreated, v)
+	})
 	created, e := s.app.CreateKey(c.Principal, app.KeyInput{Name: req.Name, Scopes: req.Scopes, Mode: req.Mode,
 		ExpiresAt: req.ExpiresAt})
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	v := viewKey(created.Key)
-	v.Key = created.Secret
-	w.Header().Set("Location", "/v1/api-keys/"+created.Key.ID)
-	writeJSON(w, http.StatusCreated, v)
+	write(w, created)
 }
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *call) {
@@ -81,10 +84,11 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *call) {
+	write := answer(c, func(w http.ResponseWriter, k storage.APIKey) { writeJSON(w, http.StatusOK, viewKey(k)) })
 	k, e := s.app.RevokeKey(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewKey(k))
+	write(w, k)
 }

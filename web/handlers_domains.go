@@ -77,13 +77,16 @@ func (s *Server) createDomain(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, d storage.Domain) {
+		w.Header().Set("Location", "/v1/domains/"+d.ID)
+		writeJSON(w, http.StatusCreated, s.viewDomain(d))
+	})
 	d, e := s.app.CreateDomain(c.Principal, req.Name, req.DKIMAlgorithm)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.Header().Set("Location", "/v1/domains/"+d.ID)
-	writeJSON(w, http.StatusCreated, s.viewDomain(d))
+	write(w, d)
 }
 
 func (s *Server) listDomains(w http.ResponseWriter, r *http.Request, c *call) {
@@ -102,20 +105,22 @@ func (s *Server) getDomain(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) verifyDomain(w http.ResponseWriter, r *http.Request, c *call) {
+	write := answer(c, func(w http.ResponseWriter, d storage.Domain) { writeJSON(w, http.StatusOK, s.viewDomain(d)) })
 	d, e := s.app.VerifyDomain(r.Context(), c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.viewDomain(d))
+	write(w, d)
 }
 
 func (s *Server) deleteDomain(w http.ResponseWriter, r *http.Request, c *call) {
+	write := answer(c, noContent)
 	if e := s.app.DeleteDomain(c.Principal, c.params.ByName("id")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	write(w, struct{}{})
 }
 
 type rotateRequest struct {
@@ -127,10 +132,11 @@ func (s *Server) rotateDKIM(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decodeOptional(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, d storage.Domain) { writeJSON(w, http.StatusOK, s.viewDomain(d)) })
 	d, e := s.app.RotateDKIM(c.Principal, c.params.ByName("id"), req.DKIMAlgorithm)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.viewDomain(d))
+	write(w, d)
 }

@@ -134,15 +134,18 @@ func (s *Server) graderSubmit(w http.ResponseWriter, r *http.Request, c *call) {
 	if req.Raw != "" {
 		sub.Raw = []byte(req.Raw)
 	}
+	write := answer(c, func(w http.ResponseWriter, stored app.StoredResult) {
+		w.Header().Set("Location", "/v1/grader/results/"+stored.ID)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(append(storedView(stored.ID, stored.CreatedAt, stored.Result), '\n'))
+	})
 	stored, e := s.app.GraderSubmit(r.Context(), c.Principal, sub)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.Header().Set("Location", "/v1/grader/results/"+stored.ID)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	w.Write(append(storedView(stored.ID, stored.CreatedAt, stored.Result), '\n'))
+	write(w, stored)
 }
 
 func (s *Server) graderResult(w http.ResponseWriter, r *http.Request, c *call) {

@@ -122,13 +122,16 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, m storage.Message) {
+		w.Header().Set("Location", "/v1/messages/"+m.ID)
+		writeJSON(w, http.StatusAccepted, viewAccepted(m))
+	})
 	m, e := s.app.SendMessage(c.Principal, req.input())
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.Header().Set("Location", "/v1/messages/"+m.ID)
-	writeJSON(w, http.StatusAccepted, viewAccepted(m))
+	write(w, m)
 }
 
 type batchRequest struct {
@@ -153,12 +156,15 @@ func (s *Server) sendBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		ins[i] = m.input()
 	}
+	write := answer(c, func(w http.ResponseWriter, list []storage.Message) {
+		writeJSON(w, http.StatusAccepted, map[string]any{"data": mapSlice(list, viewAccepted)})
+	})
 	list, e := s.app.SendBatch(c.Principal, ins, true)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"data": mapSlice(list, viewAccepted)})
+	write(w, list)
 }
 
 type smtpResponseView struct {
@@ -288,12 +294,13 @@ func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request, c *call) 
 	if !s.decodeOptional(w, r, &struct{}{}) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, m storage.Message) { writeJSON(w, http.StatusOK, viewMessage(m)) })
 	m, e := s.app.CancelMessage(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewMessage(m))
+	write(w, m)
 }
 
 // timeParam reads an RFC 3339 query parameter.

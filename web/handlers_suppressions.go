@@ -34,22 +34,26 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 		s.writeError(w, r, app.Validation("email", "differs from recipient; give one of the two"))
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, added app.AddedSuppression) {
+		status := http.StatusOK
+		if added.Created {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, viewSuppression(added.Suppression))
+	})
 	sup, created, e := s.app.AddSuppression(c.Principal, req.Recipient, req.Reason)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, viewSuppression(sup))
+	write(w, app.AddedSuppression{Suppression: sup, Created: created})
 }
 
 func (s *Server) deleteSuppression(w http.ResponseWriter, r *http.Request, c *call) {
+	write := answer(c, noContent)
 	if e := s.app.DeleteSuppression(c.Principal, c.params.ByName("recipient")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	write(w, struct{}{})
 }

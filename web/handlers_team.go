@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 
+	"mailbolt/app"
 	"mailbolt/storage"
 )
 
@@ -23,14 +24,17 @@ func (s *Server) invite(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, inv app.Invitation) {
+		v := invitationView{memberView: viewMember(inv.Member), AcceptToken: inv.Token, AcceptURL: inv.AcceptURL,
+			EmailStatus: inv.EmailStatus, MessageID: inv.MessageID}
+		writeJSON(w, http.StatusCreated, v)
+	})
 	inv, e := s.app.Invite(c.Principal, req.Email, req.Role)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	v := invitationView{memberView: viewMember(inv.Member), AcceptToken: inv.Token, AcceptURL: inv.AcceptURL,
-		EmailStatus: inv.EmailStatus, MessageID: inv.MessageID}
-	writeJSON(w, http.StatusCreated, v)
+	write(w, inv)
 }
 
 // invitationView is the answer to an invitation: the member, the accept

@@ -72,13 +72,16 @@ func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, c *call)
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, saved app.SavedTemplate) {
+		w.Header().Set("Location", "/v1/templates/"+saved.Template.ID)
+		writeJSON(w, http.StatusCreated, viewTemplate(saved.Template, saved.Version))
+	})
 	t, v, e := s.app.CreateTemplate(c.Principal, req.input())
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.Header().Set("Location", "/v1/templates/"+t.ID)
-	writeJSON(w, http.StatusCreated, viewTemplate(t, v))
+	write(w, app.SavedTemplate{Template: t, Version: v})
 }
 
 func (s *Server) updateTemplate(w http.ResponseWriter, r *http.Request, c *call) {
@@ -86,12 +89,15 @@ func (s *Server) updateTemplate(w http.ResponseWriter, r *http.Request, c *call)
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, saved app.SavedTemplate) {
+		writeJSON(w, http.StatusOK, viewTemplate(saved.Template, saved.Version))
+	})
 	t, v, e := s.app.UpdateTemplate(c.Principal, c.params.ByName("id"), req.input())
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusOK, viewTemplate(t, v))
+	write(w, app.SavedTemplate{Template: t, Version: v})
 }
 
 // versionParam reads ?version=N (0 when absent: the newest).

@@ -86,15 +86,18 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *call) 
 	if !s.decode(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, created app.CreatedWebhook) {
+		v := s.viewWebhook(created.Webhook)
+		v.Secret = created.Secret
+		w.Header().Set("Location", "/v1/webhooks/"+created.Webhook.ID)
+		writeJSON(w, http.StatusCreated, v)
+	})
 	created, e := s.app.CreateWebhook(r.Context(), c.Principal, app.WebhookInput{URL: req.URL, Events: req.Events, Description: req.Description})
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	v := s.viewWebhook(created.Webhook)
-	v.Secret = created.Secret
-	w.Header().Set("Location", "/v1/webhooks/"+created.Webhook.ID)
-	writeJSON(w, http.StatusCreated, v)
+	write(w, created)
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, c *call) {
@@ -113,11 +116,12 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	write := answer(c, noContent)
 	if e := s.app.DeleteWebhook(c.Principal, c.params.ByName("id")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	write(w, struct{}{})
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *call) {
@@ -125,14 +129,17 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *
 	if !s.decodeOptional(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, rotated app.CreatedWebhook) {
+		v := s.viewWebhook(rotated.Webhook)
+		v.Secret = rotated.Secret
+		writeJSON(w, http.StatusOK, v)
+	})
 	rotated, e := s.app.RotateWebhookSecret(c.Principal, c.params.ByName("id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	v := s.viewWebhook(rotated.Webhook)
-	v.Secret = rotated.Secret
-	writeJSON(w, http.StatusOK, v)
+	write(w, rotated)
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call) {
@@ -147,10 +154,11 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, c *call) {
 	if !s.decodeOptional(w, r, &req) {
 		return
 	}
+	write := answer(c, func(w http.ResponseWriter, d storage.Delivery) { writeJSON(w, http.StatusAccepted, s.viewDelivery(d)) })
 	d, e := s.app.Replay(c.Principal, c.params.ByName("id"), c.params.ByName("event_id"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, s.viewDelivery(d))
+	write(w, d)
 }

@@ -218,14 +218,12 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, c *call, key
 		return
 	}
 	fp := app.Fingerprint(r.Method, r.URL.Path, body)
-	resp, replayed, e := s.app.Idempotent(r.Context(), c.Principal, r.Header.Get("X-API-Key"), key, fp, func() app.Response {
+	resp, replayed, e := s.app.Idempotent(r.Context(), c.Principal, r.Header.Get("X-API-Key"), key, fp, func(p app.Principal) app.Response {
+		c.Principal = p // carries the answer slot to the use case
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		buf := &bufferedWriter{header: http.Header{}}
 		h(buf, r, c)
-		if buf.status == 0 {
-			buf.status = http.StatusOK
-		}
-		return app.Response{Status: buf.status, Header: buf.header, Body: buf.body.Bytes()}
+		return buf.response()
 	})
 	if e != nil {
 		s.writeError(w, r, e)
@@ -240,6 +238,22 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, c *call, key
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body)
 }
+
+// answer registers write as the way c's write use case answers, so that an
+// idempotent request stores that answer in the transaction of its effect
+// (app.Answer), and returns write for the handler to answer with. write
+// must depend on the result alone: it also runs inside that transaction.
+func answer[T any](c *call, write func(w http.ResponseWriter, result T)) func(w http.ResponseWriter, result T) {
+	app.Answer(c.Principal, func(result T) app.Response {
+		buf := &bufferedWriter{header: http.Header{}}
+		write(buf, result)
+		return buf.response()
+	})
+	return write
+}
+
+// noContent is the answer of a write that returns nothing: 204.
+func noContent(w http.ResponseWriter, _ struct{}) { w.WriteHeader(http.StatusNoContent) }
 
 func printableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -258,6 +272,15 @@ type bufferedWriter struct {
 }
 
 func (b *bufferedWriter) Header() http.Header { return b.header }
+
+// response is the captured answer.
+func (b *bufferedWriter) response() app.Response {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return app.Response{Status: b.status, Header: b.header, Body: b.body.Bytes()}
+}
+
 func (b *bufferedWriter) WriteHeader(code int) {
 	if b.status == 0 {
 		b.status = code
