@@ -36,8 +36,10 @@ type sendEnv struct {
 	live   Principal
 	test   Principal
 	domain storage.Domain
-	// failWrites, while set, fails every write to the database.
+	// failWrites, while set, fails every write to the database; failNth,
+	// when set to n, fails the n-th write from then on (once).
 	failWrites *atomic.Bool
+	failNth    *atomic.Int64
 }
 
 func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
@@ -62,9 +64,9 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	failWrites := &atomic.Bool{}
+	failWrites, failNth := &atomic.Bool{}, &atomic.Int64{}
 	db, err := storage.Open(t.TempDir(), faults(func() error {
-		if failWrites.Load() {
+		if failWrites.Load() || failNth.Load() > 0 && failNth.Add(-1) == 0 {
 			return errors.New("injected write fault")
 		}
 		return nil
@@ -86,7 +88,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	if ae != nil {
 		t.Fatal(ae)
 	}
-	e := &sendEnv{domainEnv: &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}, sink: sink, failWrites: failWrites}
+	e := &sendEnv{domainEnv: &domainEnv{t: t, app: a, clock: c, zone: zone, acct: acct.ID}, sink: sink, failWrites: failWrites, failNth: failNth}
 	dom, ae := a.CreateDomain(keyIn(acct.ID), "acme.test", alg)
 	if ae != nil {
 		t.Fatal(ae)

@@ -360,6 +360,15 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 	if ae != nil || m.Status != "active" || m.AcceptedAt == nil {
 		t.Fatalf("accept: %+v %v", m, ae)
 	}
+	// The member and its invitation mail are committed together: a fault
+	// on the request's second write leaves both in place (one write holds
+	// them), never a member whose mail was lost.
+	e.failNth.Store(2)
+	inv, ae = e.app.Invite(keyIn(other.ID, ScopeTeamWrite), "fourth@dest.test", "viewer")
+	e.failNth.Store(0)
+	if ae != nil || inv.EmailStatus != "queued" || inv.MessageID == "" {
+		t.Fatalf("invitation with a fault on a second write: %+v %v", inv, ae)
+	}
 	// Without a system sender the link is still returned.
 	e.app.opts.SystemFrom = ""
 	inv, _ = e.app.Invite(keyIn(other.ID), "second@dest.test", "viewer")

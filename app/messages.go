@@ -439,15 +439,35 @@ func (a *App) SendMessage(p Principal, in MessageInput) (storage.Message, error)
 // SendBatch validates every message first and stores all of them in one
 // transaction, or none: a failure names the item in details.index.
 func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.Message, error) {
-	if err := a.authorize(p, ScopeMessagesWrite); err != nil {
+	list, sent, err := a.prepareBatch(p, ins, batch)
+	if err != nil {
 		return nil, err
+	}
+	var out []storage.Message
+	err = update(a, p, &out, func(tx *storage.Tx) error {
+		var err error
+		out, err = fileBatch(tx, list, sent)
+		return err
+	})
+	if err != nil {
+		return nil, storageErr(err, "message")
+	}
+	return out, nil
+}
+
+// prepareBatch authorizes p, validates and builds every message and
+// accepts it for the queue (its message.sent event): all the work of a
+// send that needs no transaction.
+func (a *App) prepareBatch(p Principal, ins []MessageInput, batch bool) ([]prepared, []storage.Event, error) {
+	if err := a.authorize(p, ScopeMessagesWrite); err != nil {
+		return nil, nil, err
 	}
 	if batch {
 		if len(ins) == 0 {
-			return nil, Validation("messages", "must hold at least one message")
+			return nil, nil, Validation("messages", "must hold at least one message")
 		}
 		if limit := Limits(p.Account).BatchSize; len(ins) > limit {
-			return nil, NewError(CodeValidation,
+			return nil, nil, NewError(CodeValidation,
 				fmt.Sprintf("a batch holds at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins))).
 				With("field", "messages").With("limit", limit)
 		}
@@ -458,9 +478,9 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 		pm, err := a.prepare(p, in, now)
 		if err != nil {
 			if batch {
-				return nil, AsError(err).Within(fmt.Sprintf("messages[%d].", i)).With("index", i)
+				return nil, nil, AsError(err).Within(fmt.Sprintf("messages[%d].", i)).With("index", i)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		list[i] = pm
 	}
@@ -474,30 +494,31 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 		}
 		var err error
 		if sent[i], err = a.queue.Accept(m, now); err != nil {
-			return nil, Internal(err)
+			return nil, nil, Internal(err)
 		}
 	}
-	var out []storage.Message
-	err := update(a, p, &out, func(tx *storage.Tx) error {
-		out = make([]storage.Message, 0, len(list)) // this function may run again: start afresh
-		for i := range list {
-			m := list[i].msg
-			m.Recipients = slices.Clone(m.Recipients)
-			if err := queue.File(tx, &m, sent[i]); err != nil {
-				return err
-			}
-			if err := tx.InsertMessage(m, list[i].content, list[i].raw); err != nil {
-				return err
-			}
-			if err := tx.PutLinks(m.ID, list[i].links); err != nil {
-				return err
-			}
-			out = append(out, m)
+	return list, sent, nil
+}
+
+// fileBatch stores prepared messages in tx: their queue entries and
+// events (queue.File), the messages and their tracked links. It may run
+// more than once for one transaction (group commit re-runs it), so it
+// starts afresh each time and changes only tx.
+func fileBatch(tx *storage.Tx, list []prepared, sent []storage.Event) ([]storage.Message, error) {
+	out := make([]storage.Message, 0, len(list))
+	for i := range list {
+		m := list[i].msg
+		m.Recipients = slices.Clone(m.Recipients)
+		if err := queue.File(tx, &m, sent[i]); err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, storageErr(err, "message")
+		if err := tx.InsertMessage(m, list[i].content, list[i].raw); err != nil {
+			return nil, err
+		}
+		if err := tx.PutLinks(m.ID, list[i].links); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

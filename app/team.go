@@ -57,26 +57,36 @@ func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 	inv := Invitation{Member: m, Token: token, AcceptURL: a.publicURL(AcceptPath + token)}
 	sender, status := a.invitationSender()
 	inv.EmailStatus = status
-	var acct storage.Account
-	insert := func(tx *storage.Tx) error {
-		var err error
-		if acct, err = tx.Account(accountID); err != nil {
+	// The invitation mail, when there is a sender, is prepared first and
+	// stored in the transaction of the member: both are committed, with
+	// the request's idempotent answer, or neither is.
+	var mail []prepared
+	var mailSent []storage.Event
+	if sender.ID != "" {
+		if mail, mailSent, err = a.prepareBatch(operatorIn(sender), []MessageInput{a.invitationMail(p.Account, inv)}, false); err != nil {
+			a.log.Error("preparing an invitation mail failed", "err", err)
+			inv.EmailStatus, mail = "failed", nil
+		}
+	}
+	err = update(a, p, &inv, func(tx *storage.Tx) error {
+		if _, err := tx.Account(accountID); err != nil {
 			return err
 		}
-		return tx.InsertTeamMember(m)
-	}
-	if sender.ID == "" {
-		// No mail follows: the member is the request's one effect and
-		// carries its idempotent answer.
-		err = update(a, p, &inv, insert)
-	} else {
-		err = a.db.Update(insert)
-	}
+		if err := tx.InsertTeamMember(m); err != nil {
+			return err
+		}
+		if mail == nil {
+			return nil
+		}
+		msgs, err := fileBatch(tx, mail, mailSent)
+		if err != nil {
+			return err
+		}
+		inv.EmailStatus, inv.MessageID = "queued", msgs[0].ID
+		return nil
+	})
 	if e := storageErr(err, "team member with this email"); e != nil {
 		return Invitation{}, e
-	}
-	if sender.ID != "" {
-		inv.EmailStatus, inv.MessageID = a.sendInvitation(p, sender, acct, inv)
 	}
 	return inv, nil
 }
@@ -185,32 +195,16 @@ func (a *App) invitationSender() (owner storage.Account, status string) {
 	return owner, ""
 }
 
-// sendInvitation mails an invitation from the system sender, through the
-// account owner. The server sends it on the operator's authority, not the
-// inviter's: inviting needs team:write, not messages:write. The inviter's
-// idempotent answer is stored with the mail, so a retry never mails the
-// invitation twice.
-func (a *App) sendInvitation(inviter Principal, owner, acct storage.Account, inv Invitation) (status, messageID string) {
+// invitationMail is the message that invites inv's member to acct, sent
+// from the system sender.
+func (a *App) invitationMail(acct storage.Account, inv Invitation) MessageInput {
 	name := acct.Name
 	subject := "You are invited to join " + name + " on Mailbolt"
 	body := "You have been invited to join the team of " + name + " on Mailbolt as " + inv.Member.Role + ".\n\n" +
 		"Accept the invitation here:\n" + inv.AcceptURL + "\n\nIf you did not expect this invitation, ignore this email.\n"
 	off := false
-	op := operatorIn(owner)
-	op.idem = inviter.idem
-	adaptAnswer(op, func(m storage.Message) any {
-		queued := inv
-		queued.EmailStatus, queued.MessageID = "queued", m.ID
-		return queued
-	})
-	m, e := a.SendMessage(op, MessageInput{
-		From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body, Unsubscribe: &off,
-		Tags: []string{"team-invitation"}})
-	if e != nil {
-		a.log.Error("sending an invitation failed", "err", e)
-		return "failed", ""
-	}
-	return "queued", m.ID
+	return MessageInput{From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body,
+		Unsubscribe: &off, Tags: []string{"team-invitation"}}
 }
 
 // Team lists an account's members.
