@@ -33,6 +33,10 @@ type Options struct {
 	// ReadFault, when set, is called before every read-only unit of work;
 	// a non-nil result fails it as a storage fault would.
 	ReadFault func() error
+	// CommitObserver, when set, is told how long each commit of the
+	// committer took, fsync included (for the commit duration metric). It
+	// runs on the committer goroutine and must be quick.
+	CommitObserver func(time.Duration)
 }
 
 // DB is an open Mailbolt database.
@@ -45,6 +49,8 @@ type DB struct {
 	closed   bool
 	finished chan struct{}
 	commits  atomic.Int64 // transactions committed by the committer
+
+	gauges gauges // queue sizes, kept from each commit (gauges.go)
 
 	hookMu sync.Mutex
 	hooks  []*afterCommit // replaced, never changed in place (see AfterCommit)
@@ -109,6 +115,10 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 		if err := voidOutboxLease(b); err != nil {
 			b.Close()
 			return nil, fmt.Errorf("open database: %w", err)
+		}
+		if err := db.countGauges(); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open database: count the queues: %w", err)
 		}
 		go db.commitLoop()
 	} else {

@@ -14,7 +14,8 @@ import (
 // after the transaction ends.
 type Tx struct {
 	btx     *bolt.Tx
-	changed Change // what this write transaction filed for the workers
+	changed Change     // what this write transaction filed for the workers
+	gauge   gaugeDelta // what it changed of the gauges (gauges.go)
 }
 
 // Bucket names. Every bucket is created by a migration.
