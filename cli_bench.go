@@ -361,6 +361,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	sc := defaultServeConfig()
 	sc.dataDir, sc.httpAddr, sc.smtpAddr = dir, "127.0.0.1:0", "127.0.0.1:0"
 	sc.hostname, sc.relay, sc.dnsServer = "bench.local", sink.Addr, zone.Addr
+	sc.metricsAddr = "" // counted, not served: two benches may run at once
 	sc.deliveryWorkers, sc.smtpHostConns = cfg.deliveryWorkers, cfg.smtpConns
 	// Every bench client is on 127.0.0.1: the per-IP cap must hold them all.
 	sc.maxConnsPerIP = max(sc.maxConnsPerIP, 2*cfg.concurrency)

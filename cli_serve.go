@@ -20,6 +20,7 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/hooks"
+	"mailbolt/metrics"
 	"mailbolt/mta"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
@@ -87,6 +88,11 @@ type serveConfig struct {
 	smtpAddr   string
 	geoIPDB    string
 	systemFrom string
+
+	// metricsAddr is where /metrics is served; empty: nowhere.
+	metricsAddr    string
+	metricsAddrSet bool // given by flag or environment: failing to bind it stops serve
+	logRecipients  bool
 }
 
 // defaultServeConfig is what serve runs with when no flag is given; the
@@ -129,6 +135,8 @@ func defaultServeConfig() serveConfig {
 		smtpCmdTimeout:    md.CommandTimeout,
 		messageRetention:  ad.MessageRetention,
 		smtpAddr:          "127.0.0.1:2525",
+		metricsAddr:       metrics.DefaultAddr,
+		logRecipients:     qd.LogRecipients,
 	}
 }
 
@@ -143,6 +151,7 @@ func newServeCommand() *cobra.Command {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
 			cfg.secretKeyFile, _ = cmd.Flags().GetString("secret-key-file")
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
+			cfg.metricsAddrSet = cmd.Flags().Changed("metrics-addr")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -202,6 +211,8 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.smtpAddr, "smtp-addr", def.smtpAddr, "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
 	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
+	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
+	f.BoolVar(&cfg.logRecipients, "log-recipients", def.logRecipients, "log full recipient addresses in delivery lines (default: only their domain)")
 	return cmd
 }
 
@@ -258,6 +269,11 @@ func (cfg serveConfig) validate() error {
 			return fmt.Errorf("--public-url: %q is not an http(s) base URL such as https://mail.example.com", cfg.publicURL)
 		}
 	}
+	if cfg.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(cfg.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr: %q is not host:port (empty disables metrics)", cfg.metricsAddr)
+		}
+	}
 	if _, _, err := net.SplitHostPort(cfg.smtpAddr); err != nil {
 		return fmt.Errorf("--smtp-addr: %q is not host:port", cfg.smtpAddr)
 	}
@@ -287,6 +303,7 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	q.Sender, q.RetryBase, q.RetryMax = sender, cfg.smtpRetryBase, cfg.smtpRetryMax
 	q.QueueLifetime, q.Concurrency = cfg.queueLifetime, cfg.deliveryWorkers
 	q.ShutdownGrace, o.Webhooks.Dispatch.ShutdownGrace = cfg.shutdownGrace, cfg.shutdownGrace
+	q.LogRecipients = cfg.logRecipients
 	o.Grader = gs.appOptions(o.Grader, resolver)
 
 	w := &o.Webhooks
@@ -429,5 +446,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
 	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", s.smtpLn.Addr())
+	if s.metricsLn != nil {
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", s.metricsLn.Addr())
+	}
 	return s.run(ctx)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"mailbolt/app"
+	"mailbolt/metrics"
 	"mailbolt/mta"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/inbound"
@@ -38,6 +39,9 @@ type service struct {
 	http      *http.Server
 	inbound   *smtp.Server
 	admin     *web.AdminServer
+	metrics   *metrics.Metrics
+	metricsLn net.Listener // nil: no metrics endpoint
+	metricsHS *http.Server
 	// boot is the account and keys a first start created; nil otherwise.
 	boot *app.Bootstrap
 }
@@ -71,7 +75,11 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			s.close()
 		}
 	}()
-	s.db, err = storage.Open(cfg.dataDir, storageOptions(cfg.secretKeyFile))
+	s.metrics = newMetrics(s)
+	wc.Observe = s.metrics.Request
+	dbOpts := storageOptions(cfg.secretKeyFile)
+	dbOpts.CommitObserver = s.metrics.Commit
+	s.db, err = storage.Open(cfg.dataDir, dbOpts)
 	if errors.Is(err, storage.ErrLocked) {
 		return nil, fmt.Errorf("another mailbolt is already running on %s", cfg.dataDir)
 	}
@@ -101,7 +109,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if hold != nil {
 		sender = hold(sender)
 	}
-	s.app, err = app.New(s.db, cfg.appOptions(log, resolver, sender, s.geo, gs))
+	ao := cfg.appOptions(log, resolver, sender, s.geo, gs)
+	observe(s.metrics, &ao)
+	s.app, err = app.New(s.db, ao)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +121,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	}
 	if s.smtpLn, err = net.Listen("tcp", cfg.smtpAddr); err != nil {
 		return nil, fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
+	}
+	if s.metricsLn, err = listenMetrics(cfg, log); err != nil {
+		return nil, err
 	}
 	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
 		return nil, fmt.Errorf("create the default account: %w", err)
@@ -158,6 +171,9 @@ func (s *service) close() {
 	if s.smtpLn != nil {
 		s.smtpLn.Close()
 	}
+	if s.metricsLn != nil {
+		s.metricsLn.Close()
+	}
 	if s.httpLn != nil {
 		s.httpLn.Close()
 	}
@@ -186,8 +202,14 @@ func (s *service) run(ctx context.Context) error {
 	go s.inbound.Serve(s.smtpLn)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
+	metricsAddr := ""
+	if s.metricsLn != nil {
+		s.metricsHS = metricsServer(s.metrics, s.log)
+		go s.metricsHS.Serve(s.metricsLn)
+		metricsAddr = s.metricsLn.Addr().String()
+	}
 	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "smtp_addr", s.smtpLn.Addr().String(),
-		"data_dir", s.cfg.dataDir, "version", version)
+		"metrics_addr", metricsAddr, "data_dir", s.cfg.dataDir, "version", version)
 
 	var err error
 	select {
@@ -204,6 +226,9 @@ func (s *service) run(ctx context.Context) error {
 	stopWorkers()
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
+	}
+	if s.metricsHS != nil {
+		s.metricsHS.Shutdown(shutdownCtx)
 	}
 	if serr := s.inbound.Shutdown(shutdownCtx); serr != nil {
 		s.inbound.Close()

@@ -78,7 +78,9 @@ func startServe(t *testing.T, dataDir string, extra ...string) (string, *syncBuf
 	cmd := newRootCommand()
 	cmd.SetOut(out)
 	cmd.SetErr(&syncBuffer{})
-	cmd.SetArgs(append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, extra...))
+	// No metrics endpoint unless extra asks for one: tests run side by side.
+	cmd.SetArgs(append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0",
+		"--metrics-addr="}, extra...))
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)

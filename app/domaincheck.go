@@ -36,17 +36,11 @@ func (a *App) CheckDueDomains(ctx context.Context) (int, error) {
 			return checked, err
 		}
 		for _, d := range claimed {
-			before := d.Status
-			after, e := a.verify(ctx, Principal{}, d)
-			if e != nil {
+			if _, e := a.verify(ctx, Principal{}, d); e != nil {
 				a.log.Warn("domain re-check failed", "domain", d.Name, "account", d.AccountID, "err", e)
 				continue
 			}
-			checked++
-			if after.Status != before {
-				a.log.Info("domain status changed", "domain", d.Name, "account", d.AccountID,
-					"from", before, "to", after.Status, "reason", after.StatusReason)
-			}
+			checked++ // verify logs a change of status
 		}
 	}
 	return checked, ctx.Err()

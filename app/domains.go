@@ -301,11 +301,13 @@ func (a *App) verify(ctx context.Context, p Principal, d storage.Domain) (storag
 	}
 
 	var result storage.Domain
+	var before string
 	err := update(a, p, &result, func(tx *storage.Tx) error {
 		cur, err := tx.Domain(d.AccountID, d.ID)
 		if err != nil {
 			return err
 		}
+		before = cur.Status
 		cur.Checks = checks
 		cur.LastCheckedAt = &now
 		cur.CheckError = strings.Join(tempFailures, "; ")
@@ -321,6 +323,12 @@ func (a *App) verify(ctx context.Context, p Principal, d storage.Domain) (storag
 		result = cur
 		return tx.UpdateDomain(cur)
 	})
+	if err == nil && result.Status != before {
+		// One line per change, whether the scheduler or the API checked
+		// (docs/operations.md, "Logs").
+		a.log.Info("domain status changed", "domain", result.Name, "domain_id", result.ID, "account", result.AccountID,
+			"from", before, "to", result.Status, "reason", result.StatusReason)
+	}
 	return result, storageErr(err, "domain")
 }
 

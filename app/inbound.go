@@ -157,10 +157,21 @@ func (in Inbound) Deliver(from string, rcpts []string, data []byte) error {
 		if err != nil {
 			in.a.log.Warn("inbound mail not used", "rcpt", rcpt, "from", from, "err", err)
 			errs = append(errs, err)
+			continue
 		}
+		// One line per report processed (docs/operations.md, "Logs").
+		attrs := []any{"kind", inboundKinds[r.kind], "bytes", len(data)}
+		if r.verp.MessageID != "" {
+			attrs = append(attrs, "message_id", r.verp.MessageID)
+		}
+		in.a.log.Info("inbound report processed", attrs...)
 	}
 	return errors.Join(errs...)
 }
+
+// inboundKinds name the kinds of listener address in the log.
+var inboundKinds = map[int]string{rcptReturnPath: "bounce_or_complaint", rcptLegacyReturnPath: "legacy_bounce",
+	rcptFeedbackLoop: "feedback_loop", rcptUnsubscribe: "unsubscribe"}
 
 var errUnmatched = errors.New("names no message of this server")
 

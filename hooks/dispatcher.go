@@ -81,6 +81,45 @@ func (d *Dispatcher) safeSend(ctx context.Context, j job) (r result) {
 			r = result{job: j, at: d.now(), err: fmt.Sprintf("internal error: %v", p)}
 		}
 		r.answered = d.now()
+		d.report(r)
 	}()
 	return send(ctx, d.client, j, d.opts.Now)
+}
+
+// outcome is what an attempt's answer means for its delivery.
+func (r result) outcome() Outcome {
+	if r.refused {
+		return Fail // the guard will refuse every retry too
+	}
+	return Classify(r.status)
+}
+
+// OutcomeName names an outcome in the metrics and the log.
+func OutcomeName(o Outcome) string {
+	switch o {
+	case Delivered:
+		return "delivered"
+	case Retry:
+		return "retry"
+	}
+	return "failed"
+}
+
+// report tells Options.Answered of an attempt, and logs one line when it
+// failed (docs/operations.md, "Logs"); an attempt cut off by shutdown is
+// neither.
+func (d *Dispatcher) report(r result) {
+	if r.aborted {
+		return
+	}
+	o := r.outcome()
+	if d.opts.Answered != nil {
+		d.opts.Answered(OutcomeName(o))
+	}
+	if o == Delivered {
+		return
+	}
+	d.opts.Logger.Warn("webhook delivery failed", "delivery_id", r.job.deliveryID, "event_id", r.job.eventID,
+		"event_type", r.job.eventType, "host", r.job.host, "status", r.status, "err", r.err,
+		"latency_ms", float64(r.latency.Microseconds())/1000, "outcome", OutcomeName(o))
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// timestamps, latencies, leases and due times.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Answered, when set, is told the outcome of every request made
+	// ("delivered", "retry" or "failed"; see OutcomeName), as soon as it
+	// ends; a request cut off by shutdown is no attempt and is not told.
+	// It runs on the sending goroutine and must be quick.
+	Answered func(outcome string)
 }
 
 // DefaultOptions are the documented defaults (docs/webhooks.md): retries

@@ -91,11 +91,7 @@ func (d *Dispatcher) apply(del *storage.Delivery, r result, now time.Time) {
 	}
 	*last = storage.DeliveryAttempt{At: r.at, StatusCode: r.status, Error: r.err,
 		LatencyMS: float64(r.latency.Microseconds()) / 1000, Response: r.response}
-	outcome := Classify(r.status)
-	if r.refused {
-		outcome = Fail // the guard will refuse every retry too
-	}
-	switch outcome {
+	switch r.outcome() {
 	case Delivered:
 		d.finish(del, storage.DeliveryDelivered, now)
 	case Retry:

@@ -27,8 +27,10 @@ type smtpConn struct {
 	lastCode int
 	lastText string
 	tls      bool
-	uses     int         // transactions run
-	timer    *time.Timer // closes the connection when idle too long; guarded by pool.mu
+	// tlsVersion names the negotiated TLS version when tls is set.
+	tlsVersion string
+	uses       int         // transactions run
+	timer      *time.Timer // closes the connection when idle too long; guarded by pool.mu
 	// clean says the last transaction ended with the reply to its final
 	// dot, so the session is ready for MAIL FROM without RSET; idleAt is
 	// when it was put back in the pool.

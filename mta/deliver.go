@@ -188,7 +188,13 @@ type RecipientResult struct {
 	Text      string // the server's text or a description of the local failure
 	Host      string // the host that answered, or the last one tried
 	TLS       bool   // the transaction ran over TLS
-	Bounce    Bounce // classification of a failure; zero when delivered
+	// TLSVersion names the TLS version of the session ("TLS 1.3"); empty
+	// without TLS.
+	TLSVersion string
+	// Duration is how long the attempt that gave this result took; the
+	// delivery queue sets it around its Sender, for the delivery log.
+	Duration time.Duration
+	Bounce   Bounce // classification of a failure; zero when delivered
 }
 
 // Settings.
@@ -300,6 +306,11 @@ func (d *Deliverer) sendDomain(ctx context.Context, env Envelope, domain string,
 				break
 			}
 			continue
+		}
+		for i := range results {
+			if results[i].TLS {
+				results[i].TLSVersion = c.tlsVersion
+			}
 		}
 		p.release(c, reusable)
 		d.unref(p)

@@ -151,7 +151,7 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 		if err != nil {
 			return &DeliveryError{Enhanced: "4.7.10", Text: fmt.Sprintf("TLS with relay failed: %v", err), Host: hop.Host}
 		}
-		conn, c.tls = tc, true
+		conn, c.tls, c.tlsVersion = tc, true, tls.VersionName(tc.ConnectionState().Version)
 	}
 	cl := d.newClient(conn)
 	if err := cl.Hello(helo); err != nil {
@@ -171,6 +171,11 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 				return handshakeError(hop.Host, err)
 			}
 			c.tls = true
+			if g, ok := tc.(*greetedConn); ok {
+				if t, ok := g.Conn.(*tls.Conn); ok {
+					c.tlsVersion = tls.VersionName(t.ConnectionState().Version)
+				}
+			}
 		case hop.Relay:
 			return &DeliveryError{Enhanced: "4.7.10", Text: fmt.Sprintf("STARTTLS with relay failed: %v", err), Host: hop.Host}
 		case errors.As(err, &refused):

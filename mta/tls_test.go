@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"strings"
 	"testing"
 
 	"github.com/emersion/go-smtp"
@@ -23,6 +24,9 @@ func TestOpportunisticSTARTTLS(t *testing.T) {
 	wantStatus(t, r, StatusDelivered, Bounce{})
 	if !r.TLS {
 		t.Fatal("result says no TLS")
+	}
+	if !strings.HasPrefix(r.TLSVersion, "TLS 1.") {
+		t.Errorf("TLS version %q, want the negotiated one named", r.TLSVersion)
 	}
 	m := mx.Messages()[0]
 	if !m.TLS || m.HELO != "out.mailbolt.test" || !bytes.Equal(m.Data, testData) {

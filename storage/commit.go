@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -68,6 +69,8 @@ func (db *DB) commitBatch(batch []*op) {
 	for len(batch) > 0 {
 		failed, failErr := -1, error(nil)
 		var changed Change
+		var gauge gaugeDelta
+		start := time.Now()
 		err := db.bolt.Update(func(btx *bolt.Tx) error {
 			tx := &Tx{btx: btx, seal: db.seal}
 			for i, o := range batch {
@@ -76,7 +79,7 @@ func (db *DB) commitBatch(batch []*op) {
 					return errRollback
 				}
 			}
-			changed = tx.changed
+			changed, gauge = tx.changed, tx.gauge
 			return nil
 		})
 		if failed >= 0 {
@@ -86,6 +89,10 @@ func (db *DB) commitBatch(batch []*op) {
 		}
 		if err == nil {
 			db.commits.Add(1)
+			db.gauges.apply(&gauge)
+			if db.opts.CommitObserver != nil {
+				db.opts.CommitObserver(time.Since(start))
+			}
 			// On disk now: wake whoever waits for what the batch filed,
 			// before its callers hear that it is done.
 			db.runAfterCommit(changed)

@@ -42,6 +42,10 @@ type Options struct {
 	// shared by several nodes leaves it unset, so that every node is given
 	// the one key file and none makes its own.
 	CreateSecretKey bool
+	// CommitObserver, when set, is told how long each commit of the
+	// committer took, fsync included (for the commit duration metric). It
+	// runs on the committer goroutine and must be quick.
+	CommitObserver func(time.Duration)
 }
 
 // DB is an open Mailbolt database.
@@ -54,6 +58,8 @@ type DB struct {
 	closed   bool
 	finished chan struct{}
 	commits  atomic.Int64 // transactions committed by the committer
+
+	gauges gauges // queue sizes, kept from each commit (gauges.go)
 
 	hookMu sync.Mutex
 	hooks  []*afterCommit // replaced, never changed in place (see AfterCommit)
@@ -132,6 +138,10 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 		if err := voidOutboxLease(db.bolt); err != nil {
 			db.bolt.Close()
 			return nil, fmt.Errorf("open database: %w", err)
+		}
+		if err := db.countGauges(); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("open database: count the queues: %w", err)
 		}
 		go db.commitLoop()
 	} else {

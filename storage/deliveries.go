@@ -127,6 +127,9 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery, counts deliveryCounts) er
 				return err
 			}
 			counts.add(collectionDeliveries+"_"+old.Status, d.WebhookID, -1)
+			if old.Status == DeliveryPending {
+				tx.gauge.pending--
+			}
 		}
 		if old.NextAttemptAt != nil {
 			if err := queue.Delete(queueKey(*old.NextAttemptAt, d.ID)); err != nil {
@@ -139,6 +142,9 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery, counts deliveryCounts) er
 			return err
 		}
 		counts.add(collectionDeliveries+"_"+d.Status, d.WebhookID, 1)
+		if d.Status == DeliveryPending {
+			tx.gauge.pending++
+		}
 	}
 	if d.NextAttemptAt != nil {
 		var was *time.Time
@@ -278,6 +284,9 @@ func (tx *Tx) deleteDelivery(id string) error {
 	}
 	if err := tx.addCount(collectionDeliveries, d.WebhookID, -1); err != nil {
 		return err
+	}
+	if d.Status == DeliveryPending {
+		tx.gauge.pending--
 	}
 	return tx.addCount(collectionDeliveries+"_"+d.Status, d.WebhookID, -1)
 }

@@ -48,6 +48,7 @@ func (tx *Tx) AppendEvent(ev Event) error {
 			return err
 		}
 		tx.changed |= OutboxWritten
+		tx.gauge.outbox++
 	}
 	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
 		return err
@@ -135,7 +136,12 @@ func (tx *Tx) OutboxAfter(after uint64, max int) ([]OutboxEntry, error) {
 
 // DoneOutbox removes a fanned-out event from the outbox.
 func (tx *Tx) DoneOutbox(seq uint64) error {
-	return tx.bucket(bucketEventOutbox).Delete(putU64(seq))
+	out, key := tx.bucket(bucketEventOutbox), putU64(seq)
+	if out.Get(key) == nil {
+		return nil
+	}
+	tx.gauge.outbox--
+	return out.Delete(key)
 }
 
 func expireEvent(tx *Tx, key []byte, now time.Time) error {

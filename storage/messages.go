@@ -51,6 +51,8 @@ type Message struct {
 	// filedAt is QueueAt as read from the store: where the queue entry
 	// is, so UpdateMessage can move it without reading the record again.
 	filedAt *time.Time
+	// filedStatus is Status as read from the store, for the gauges.
+	filedStatus string
 }
 
 // TemplateRef names the template version a message was rendered from.
@@ -132,8 +134,13 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	if err := tx.bucket(bucketMessageOwner).Put([]byte(m.ID), []byte(m.AccountID)); err != nil {
 		return err
 	}
-	if err := tx.putMessage(m, nil); err != nil {
+	if err := tx.putMessage(m, nil, ""); err != nil {
 		return err
+	}
+	if m.Test {
+		tx.gauge.inserted[1]++
+	} else {
+		tx.gauge.inserted[0]++
 	}
 	if err := tx.addExpiry(m.ExpiresAt, kindMessage, key); err != nil {
 		return err
@@ -148,10 +155,16 @@ func (tx *Tx) UpdateMessage(m Message) error {
 	if tx.bucket(bucketMessages).Get(join(m.AccountID, m.ID)) == nil {
 		return ErrNotFound
 	}
-	return tx.putMessage(m, m.filedAt)
+	return tx.putMessage(m, m.filedAt, m.filedStatus)
 }
 
-func (tx *Tx) putMessage(m Message, oldQueue *time.Time) error {
+func (tx *Tx) putMessage(m Message, oldQueue *time.Time, oldStatus string) error {
+	if oldQueue != nil {
+		tx.gauge.queue(oldStatus, -1)
+	}
+	if m.QueueAt != nil {
+		tx.gauge.queue(m.Status, 1)
+	}
 	q := tx.bucket(bucketMessageQueue)
 	if oldQueue != nil && (m.QueueAt == nil || !oldQueue.Equal(*m.QueueAt)) {
 		if err := q.Delete(queueKey(*oldQueue, m.ID)); err != nil {
@@ -186,6 +199,7 @@ func (tx *Tx) Message(accountID, id string) (Message, error) {
 		at := *m.QueueAt
 		m.filedAt = &at
 	}
+	m.filedStatus = m.Status
 	return m, err
 }
 
@@ -337,6 +351,7 @@ func expireMessage(tx *Tx, key []byte, now time.Time) error {
 		if err := tx.bucket(bucketMessageQueue).Delete(queueKey(*m.QueueAt, m.ID)); err != nil {
 			return err
 		}
+		tx.gauge.queue(m.Status, -1)
 	}
 	if err := tx.DeleteLease(m.ID); err != nil {
 		return err

@@ -14,8 +14,9 @@ import (
 // after the transaction ends.
 type Tx struct {
 	btx     *bolt.Tx
-	changed Change  // what this write transaction filed for the workers
-	seal    *sealer // seals and opens secrets (seal.go); nil only read-only without a key file
+	changed Change     // what this write transaction filed for the workers
+	gauge   gaugeDelta // what it changed of the gauges (gauges.go)
+	seal    *sealer    // seals and opens secrets (seal.go); nil only read-only without a key file
 }
 
 // Bucket names. Every bucket is created by a migration.

@@ -2,9 +2,12 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // Link tokens (open, click, unsubscribe, invitation) are credentials: a
@@ -12,9 +15,17 @@ import (
 // access log names the route pattern and the request id, never the path.
 func TestAccessLogNamesRoutesNotTokens(t *testing.T) {
 	var buf syncLog
+	var mu sync.Mutex
+	observed := map[string]string{} // method route status -> ""
 	e := newEnv(t, configWith(func(c *Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 		c.IPRateLimit = 100000
+		// The request metric is fed the same route as the log.
+		c.Observe = func(route, method string, status int, d time.Duration) {
+			mu.Lock()
+			observed[method+" "+route] = fmt.Sprint(status)
+			mu.Unlock()
+		}
 	}))
 	inv := e.do("POST", "/v1/team/invite", e.key, `{"email":"ann@example.com","role":"viewer"}`).want(t, 201).json(t)
 	invToken, _ := inv["accept_token"].(string)
@@ -51,6 +62,16 @@ func TestAccessLogNamesRoutesNotTokens(t *testing.T) {
 		line := logLine(t, &buf, reqID)
 		if line["route"] != p.route || line["method"] != p.method {
 			t.Errorf("%s %s: route %v, method %v; want %s", p.method, p.path, line["route"], line["method"], p.route)
+		}
+		mu.Lock()
+		if st, ok := observed[p.method+" "+p.route]; !ok || st != fmt.Sprint(line["status"]) {
+			t.Errorf("%s %s: not observed as %s %s with status %v (%v)", p.method, p.path, p.method, p.route, line["status"], observed)
+		}
+		mu.Unlock()
+	}
+	for k := range observed {
+		if strings.Contains(k, fake) || strings.Contains(k, invToken) {
+			t.Errorf("a token reached the request metric: %s", k)
 		}
 	}
 	for _, tok := range []string{fake, invToken} {

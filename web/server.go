@@ -57,6 +57,10 @@ type Config struct {
 	// TrustForwardedFor (GRADER_TRUST_FORWARDED_FOR), when TrustedProxies
 	// is empty, trusts loopback peers (LoopbackProxies) as proxies.
 	TrustForwardedFor bool
+	// Observe, when set, is told of every request once answered: its
+	// route pattern (the access log's route, never the path), method,
+	// status and duration. serve feeds the request metric with it.
+	Observe func(route, method string, status int, d time.Duration)
 }
 
 // Server is the HTTP API.
@@ -221,8 +225,12 @@ func (s *Server) versionHeaders(h http.Header) {
 }
 
 func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id identity, start time.Time) {
+	took := time.Since(start)
+	if s.cfg.Observe != nil {
+		s.cfg.Observe(routeOf(r), r.Method, rw.status, took)
+	}
 	attrs := []any{"method", r.Method, "route", routeOf(r), "status", rw.status, "bytes", rw.bytes,
-		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r), "scheme", requestScheme(r)}
+		"duration_ms", float64(took.Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r), "scheme", requestScheme(r)}
 	if c := clientOf(r); c.peer != c.addr {
 		attrs = append(attrs, "peer", c.peer.String())
 	}

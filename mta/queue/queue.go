@@ -47,6 +47,13 @@ type Options struct {
 	// ReturnPathKey is the secret under which each recipient's VERP
 	// return path carries its MAC (ReturnPath): at least 16 bytes.
 	ReturnPathKey []byte
+	// Attempted, when set, is told of every recipient's attempt once its
+	// outcome is committed (serve counts them for the metrics). It runs on
+	// the delivery worker and must be quick.
+	Attempted func(Attempt)
+	// LogRecipients puts the full recipient address in the delivery log
+	// line (--log-recipients); without it only the domain is logged.
+	LogRecipients bool
 	Now           func() time.Time
 	Logger        *slog.Logger
 }

@@ -52,7 +52,10 @@ func smtpLine(res mta.RecipientResult) string {
 func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error {
 	now := q.now()
 	o := q.opts
-	return q.db.Update(func(tx *storage.Tx) error {
+	aj := attemptJob{msgID: j.msg.ID, accountID: j.msg.AccountID, src: j.src.Addr}
+	var attempts []Attempt
+	err := q.db.Update(func(tx *storage.Tx) error {
+		attempts = attempts[:0] // the transaction may run again
 		m, err := tx.Message(j.msg.AccountID, j.msg.ID)
 		if err != nil {
 			return tx.DeleteLease(j.msg.ID) // removed meanwhile (retention)
@@ -62,6 +65,7 @@ func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error
 			if r == nil {
 				continue
 			}
+			number := r.Attempts
 			r.SMTPCode, r.EnhancedCode, r.SMTPResponse = res.Code, res.Enhanced, smtpLine(res)
 			r.MX, r.SourceIP, r.TLS = res.Host, j.src.Addr, res.TLS
 			switch res.Status {
@@ -74,6 +78,7 @@ func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error
 					DeliveredAt: now.Format(time.RFC3339Nano), SMTPResponse: r.SMTPResponse}, storage.StatDelivered); err != nil {
 					return err
 				}
+				attempts = append(attempts, attempted(aj, res, number, OutcomeDelivered, ""))
 				if res.Bounce.Category == sandboxComplaint {
 					if err := q.Complain(tx, m, r, "abuse", "", now); err != nil {
 						return err
@@ -91,6 +96,7 @@ func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error
 						return err
 					}
 					r.NextAttemptAt = &next
+					attempts = append(attempts, attempted(aj, res, number, OutcomeDeferred, ""))
 					continue
 				}
 				res.Bounce = mta.Bounce{Type: mta.BounceSoft, Category: mta.CategoryExpired}
@@ -99,6 +105,7 @@ func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error
 			if err := q.bounce(tx, m, r, res, "", now); err != nil {
 				return err
 			}
+			attempts = append(attempts, attempted(aj, res, number, OutcomeBounced, r.BounceType))
 		}
 		settle(&m, now)
 		if err := tx.UpdateMessage(m); err != nil {
@@ -106,6 +113,10 @@ func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error
 		}
 		return tx.DeleteLease(m.ID)
 	})
+	if err == nil {
+		q.report(attempts)
+	}
+	return err
 }
 
 // event records one event of message m in tx, kept for the event

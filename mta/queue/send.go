@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"time"
 
 	"mailbolt/mta"
 	"mailbolt/mta/dkim"
@@ -97,7 +98,13 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 		if j.src.Addr != "" {
 			env.SourceIP = net.ParseIP(j.src.Addr)
 		}
-		out = append(out, sender.Send(ctx, env)...)
+		start := time.Now()
+		res := sender.Send(ctx, env)
+		took := time.Since(start)
+		for i := range res {
+			res[i].Duration = took
+		}
+		out = append(out, res...)
 	}
 	return out
 }
