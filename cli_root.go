@@ -29,7 +29,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().String("data-dir", "./data", "directory holding mailbolt.db and the management socket")
 	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(),
 		newIPsCommand(), newPoolsCommand(), newBackupCommand(), newRestoreCommand(), newVersionCommand())
-	root.AddCommand(newBenchCommand(), newHealthcheckCommand())
+	root.AddCommand(newBenchCommand(), newHealthcheckCommand(), newDoctorCommand())
 	return root
 }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"mailbolt/app"
 	"mailbolt/hooks"
@@ -132,7 +133,6 @@ func defaultServeConfig() serveConfig {
 }
 
 func newServeCommand() *cobra.Command {
-	def := defaultServeConfig()
 	var cfg serveConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -146,7 +146,15 @@ func newServeCommand() *cobra.Command {
 			return serve(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f := cmd.Flags()
+	cfg.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags registers serve's flags, with their defaults from
+// defaultServeConfig, on f: serve and doctor (which checks what serve
+// would run with) take the same ones.
+func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
+	def := defaultServeConfig()
 	f.StringVar(&cfg.httpAddr, "http-addr", def.httpAddr, "address of the HTTP API")
 	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
 	f.Int64Var(&cfg.maxMessage, "max-message-size", def.maxMessage, "largest message in bytes as built for the wire, and largest template output (422 above it)")
@@ -200,7 +208,6 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.smtpAddr, "smtp-addr", def.smtpAddr, "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
 	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
-	return cmd
 }
 
 func (cfg serveConfig) validate() error {
