@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -261,8 +262,11 @@ func newBackupCommand() *cobra.Command {
 		Short: "Write a consistent, checked copy of the database (safe while serving)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			dataDir, _ := cmd.Flags().GetString("data-dir")
 			return withAdmin(cmd, true, func(a app.Admin) error {
+				prog := startProgress(cmd.ErrOrStderr(), copyStatus("backup: copying", filepath.Join(dataDir, storage.FileName), out))
 				n, err := a.Backup(out)
+				prog.Done("")
 				if err != nil {
 					return err
 				}
@@ -292,7 +296,9 @@ func newRestoreCommand() *cobra.Command {
 				return fmt.Errorf("a server is running on %s: stop it before restoring", dataDir)
 			}
 			keyFile, _ := cmd.Flags().GetString("secret-key-file")
+			prog := startProgress(cmd.ErrOrStderr(), copyStatus("restore: checking and copying", from, dataDir))
 			kept, err := storage.Restore(from, dataDir, keyFile, time.Now())
+			prog.Done("")
 			if errors.Is(err, storage.ErrLocked) {
 				return fmt.Errorf("the database in %s is in use: stop the server before restoring", dataDir)
 			}

@@ -235,6 +235,7 @@ type tracker struct {
 	tag       string
 	sample    []byte // the first signed message, verified afterwards
 	count     atomic.Int64
+	acceptN   atomic.Int64 // messages accepted, for the progress line
 }
 
 func newTracker(keep bool) *tracker {
@@ -246,6 +247,7 @@ func newTracker(keep bool) *tracker {
 }
 
 func (t *tracker) accept(id string, at time.Time) {
+	t.acceptN.Add(1)
 	if !t.keep {
 		return
 	}
@@ -415,6 +417,10 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	defer cancel()
 	fmt.Fprintf(logw, "bench: %d messages of about %d bytes from %d clients (%s DKIM, %s)...\n",
 		cfg.messages, cfg.size, cfg.concurrency, alg, rep.Mode)
+	prog := startProgress(logw, func(elapsed time.Duration) string {
+		return benchStatus(tr.acceptN.Load(), tr.count.Load(), cfg.messages, elapsed)
+	})
+	defer prog.Done("")
 
 	peakAnon := sampleAnon(runCtx)
 	commits0 := db.Commits()
@@ -477,6 +483,8 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 		rep.TimedOut = runCtx.Err() != nil
 		rep.Complete = !rep.TimedOut && rep.Accepted == cfg.messages && rep.Delivered == cfg.messages && rep.Duplicates == 0
 	}
+	prog.Done(fmt.Sprintf("bench: %s accepted, %s delivered in %s", formatCount(int64(rep.Accepted)),
+		formatCount(tr.count.Load()), formatElapsed(time.Since(start))))
 	if profile != nil {
 		pprof.StopCPUProfile()
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"mailbolt/app"
 	"mailbolt/hooks"
@@ -141,7 +142,6 @@ func defaultServeConfig() serveConfig {
 }
 
 func newServeCommand() *cobra.Command {
-	def := defaultServeConfig()
 	var cfg serveConfig
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -157,7 +157,15 @@ func newServeCommand() *cobra.Command {
 			return serve(ctx, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f := cmd.Flags()
+	cfg.addFlags(cmd.Flags())
+	return cmd
+}
+
+// addFlags registers serve's flags, with their defaults from
+// defaultServeConfig, on f: serve and doctor (which checks what serve
+// would run with) take the same ones.
+func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
+	def := defaultServeConfig()
 	f.StringVar(&cfg.httpAddr, "http-addr", def.httpAddr, "address of the HTTP API")
 	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
 	f.Int64Var(&cfg.maxMessage, "max-message-size", def.maxMessage, "largest message in bytes as built for the wire, and largest template output (422 above it)")
@@ -213,7 +221,6 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
 	f.BoolVar(&cfg.logRecipients, "log-recipients", def.logRecipients, "log full recipient addresses in delivery lines (default: only their domain)")
-	return cmd
 }
 
 func (cfg serveConfig) validate() error {

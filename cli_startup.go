@@ -31,46 +31,63 @@ func isFQDN(name string) bool {
 	return strings.Trim(labels[len(labels)-1], "0123456789") != ""
 }
 
+// startupFinding is one thing startupFindings has to say about a
+// configuration: refuse marks what makes mail broken (serve refuses it
+// unless --dev), the rest only warns. flag names the flag to set.
+type startupFinding struct {
+	flag   string
+	msg    string
+	refuse bool
+}
+
 // startupChecks refuses, before anything is written, settings that start
 // a server whose mail would be broken: an explicit --hostname that is no
 // FQDN (every domain would be told to point at it), and links derived from
 // an unspecified bind address (every link in sent mail would be dead).
 // With --dev those only warn. What is merely doubtful warns.
 func (cfg serveConfig) startupChecks(log *slog.Logger) error {
-	refuse := func(msg string) error {
-		if cfg.dev {
-			log.Warn(msg + " (allowed by --dev)")
-			return nil
+	for _, f := range cfg.startupFindings() {
+		switch {
+		case f.refuse && !cfg.dev:
+			return fmt.Errorf("%s", f.msg)
+		case f.refuse:
+			log.Warn(f.msg + " (allowed by --dev)")
+		default:
+			log.Warn(f.msg)
 		}
-		return fmt.Errorf("%s", msg)
 	}
+	return nil
+}
+
+// startupFindings lists what startupChecks refuses or warns about, in
+// order; `mailbolt doctor` reports the same list.
+func (cfg serveConfig) startupFindings() []startupFinding {
+	var out []startupFinding
 	if !isFQDN(cfg.hostname) {
 		msg := fmt.Sprintf("--hostname: %q is not a fully qualified domain name such as mta.example.net: "+
 			"every sending domain would be told to publish a:%s and a bounces CNAME to it", cfg.hostname, cfg.hostname)
 		if cfg.hostnameSet {
-			if err := refuse(msg); err != nil {
-				return err
-			}
+			out = append(out, startupFinding{flag: "--hostname", msg: msg, refuse: true})
 		} else {
-			log.Warn(msg + "; the machine's name was taken because --hostname is not set: set it before sending real mail")
+			out = append(out, startupFinding{flag: "--hostname", msg: msg + "; the machine's name was taken because " +
+				"--hostname is not set: set it before sending real mail"})
 		}
 	}
 	if cfg.publicURL == "" {
 		host, _, _ := net.SplitHostPort(cfg.httpAddr)
 		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-			if err := refuse(fmt.Sprintf("--public-url is needed: --http-addr %s listens on every address, so the "+
-				"links in sent mail (tracking, unsubscribe, invitations) cannot be derived from it; set --public-url "+
-				"to the address recipients reach, such as https://mail.example.com", cfg.httpAddr)); err != nil {
-				return err
-			}
+			out = append(out, startupFinding{flag: "--public-url", refuse: true, msg: fmt.Sprintf("--public-url is needed: "+
+				"--http-addr %s listens on every address, so the links in sent mail (tracking, unsubscribe, invitations) "+
+				"cannot be derived from it; set --public-url to the address recipients reach, such as "+
+				"https://mail.example.com", cfg.httpAddr)})
 		}
-		return nil
+		return out
 	}
 	if u, err := url.Parse(cfg.publicURL); err == nil && u.Scheme == "http" {
 		if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			log.Warn("--public-url " + cfg.publicURL + " is plain http on a host that is not loopback: links in sent mail " +
-				"(unsubscribe, invitations) travel unencrypted; use https")
+			out = append(out, startupFinding{flag: "--public-url", msg: "--public-url " + cfg.publicURL + " is plain http " +
+				"on a host that is not loopback: links in sent mail (unsubscribe, invitations) travel unencrypted; use https"})
 		}
 	}
-	return nil
+	return out
 }
