@@ -136,8 +136,8 @@ type fuzzGen struct {
 // it is for ("" when none).
 func (g *fuzzGen) value(schema map[string]any, name string, depth int) any {
 	schema = g.spec.deref(schema)
-	if hs := g.hints[name]; len(hs) > 0 && g.rnd.IntN(4) != 0 {
-		return hs[g.rnd.IntN(len(hs))]
+	if hs := g.hints[name]; len(hs) > 0 && g.rnd.IntN(8) != 0 {
+		return deepCopy(hs[g.rnd.IntN(len(hs))]) // mutations change values in place
 	}
 	if c, ok := schema["const"]; ok {
 		return c
@@ -214,7 +214,7 @@ func (g *fuzzGen) value(schema map[string]any, name string, depth int) any {
 			if depth > 6 && !req[k] {
 				continue
 			}
-			if req[k] || g.rnd.IntN(3) == 0 {
+			if req[k] || len(g.hints[k]) > 0 && g.rnd.IntN(2) == 0 || g.rnd.IntN(4) == 0 {
 				out[k] = g.value(props[k].(map[string]any), k, depth+1)
 			}
 		}
@@ -225,6 +225,25 @@ func (g *fuzzGen) value(schema map[string]any, name string, depth int) any {
 		}
 		return out
 	}
+}
+
+// deepCopy copies the maps and slices of a JSON value.
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = deepCopy(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	}
+	return v
 }
 
 // schemaType picks the schema's type: one of a list, mostly not null.
