@@ -230,7 +230,6 @@ func runDocBlocks(t *testing.T, file string, blocks []docBlock, binDir, dnsAddr,
 		t.Fatalf("serve printed no address, keys or metrics address; stderr:\n%s", stderr.String())
 	}
 
-
 	sh := exec.CommandContext(ctx, "bash", "-c", script.String())
 	sh.Dir = dir
 	sh.Env = append(os.Environ(),
