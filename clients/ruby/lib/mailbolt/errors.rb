@@ -27,9 +27,9 @@ module Mailbolt
       super(message.to_s)
     end
 
-    def to_s
-      base = "#{status} #{code}: #{super}"
-      request_id ? "#{base} (request #{request_id})" : base
+    # #message is the server's human-readable message; match on #code, not on it.
+    def inspect
+      "#<#{self.class.name} #{status} #{code}: #{message}#{request_id ? " (request #{request_id})" : ''}>"
     end
 
     # The exception class for an answer: by status, with IDEMPOTENCY_CONFLICT
