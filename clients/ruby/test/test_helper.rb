@@ -28,6 +28,42 @@ module MailboltTest
     end
   end
 
+  # A CA and a server certificate for 127.0.0.1 signed by it, made on the fly.
+  module TestCA
+    def self.make(dir)
+      ca_key = OpenSSL::PKey::EC.generate("prime256v1")
+      ca = cert(ca_key, "CN=Mailbolt Test CA", ca_key, nil, ca: true)
+      key = OpenSSL::PKey::EC.generate("prime256v1")
+      leaf = cert(key, "CN=127.0.0.1", ca_key, ca, ca: false)
+      File.write(File.join(dir, "ca.pem"), ca.to_pem)
+      ctx = OpenSSL::SSL::SSLContext.new
+      ctx.cert = leaf
+      ctx.key = key
+      [File.join(dir, "ca.pem"), ctx]
+    end
+
+    def self.cert(key, subject, signer_key, issuer, ca:)
+      c = OpenSSL::X509::Certificate.new
+      c.version = 2
+      c.serial = OpenSSL::BN.rand(64)
+      c.subject = OpenSSL::X509::Name.parse(subject)
+      c.issuer = issuer ? issuer.subject : c.subject
+      c.public_key = key
+      c.not_before = Time.now - 60
+      c.not_after = Time.now + 3600
+      ef = OpenSSL::X509::ExtensionFactory.new(issuer || c, c)
+      if ca
+        c.add_extension(ef.create_extension("basicConstraints", "CA:TRUE", true))
+        c.add_extension(ef.create_extension("keyUsage", "keyCertSign,cRLSign", true))
+      else
+        c.add_extension(ef.create_extension("basicConstraints", "CA:FALSE", true))
+        c.add_extension(ef.create_extension("subjectAltName", "IP:127.0.0.1", false))
+      end
+      c.sign(signer_key, OpenSSL::Digest.new("SHA256"))
+      c
+    end
+  end
+
   # A one-thread HTTP/1.1 server on a loopback port that answers a scripted list
   # of [status, headers, body] and records every request, for tests that need
   # answers the real server gives only by chance (503, 504).
@@ -35,14 +71,15 @@ module MailboltTest
     Request = Struct.new(:method, :path, :headers, :body)
     attr_reader :requests
 
-    def initialize(answers)
+    def initialize(answers, tls: nil)
+      @tls = tls
       @answers = answers.dup
       @requests = Queue.new
       @server = TCPServer.new("127.0.0.1", 0)
       @thread = Thread.new { serve }
     end
 
-    def url = "http://127.0.0.1:#{@server.addr[1]}"
+    def url = "#{@tls ? 'https' : 'http'}://127.0.0.1:#{@server.addr[1]}"
 
     def recorded
       out = []
@@ -60,9 +97,14 @@ module MailboltTest
     def serve
       loop do
         sock = @server.accept
-        handle(sock)
-      ensure
-        sock&.close
+        begin
+          sock = OpenSSL::SSL::SSLSocket.new(sock, @tls).tap { |s| s.sync_close = true }.accept if @tls
+          handle(sock)
+        rescue OpenSSL::SSL::SSLError, SystemCallError, IOError
+          nil # a refused handshake: the client's side is what the test checks
+        ensure
+          sock&.close
+        end
       end
     rescue IOError, Errno::EBADF
       nil
