@@ -267,6 +267,7 @@ export interface VerifyOptions {
   tolerance?: number;
 }
 
+/** A Base64 secret as the API shows it; a Buffer or Uint8Array is taken as the already-decoded key bytes. */
 export type Secret = string | Buffer | Uint8Array;
 
 export class WebhookVerificationError extends Error {
