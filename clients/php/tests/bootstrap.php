@@ -1,0 +1,5 @@
+<?php
+declare(strict_types=1);
+
+error_reporting(E_ALL);
+require __DIR__ . '/../src/autoload.php';
