@@ -8,7 +8,7 @@ command -v php >/dev/null 2>&1 || missing+=(php-cli)
 command -v phpunit >/dev/null 2>&1 || missing+=(phpunit)
 if [ "${#missing[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update
+  apt-get -o DPkg::Lock::Timeout=600 update
   apt-get install -y --no-install-recommends -o DPkg::Lock::Timeout=600 "${missing[@]}"
 fi
 exec ../harness.sh phpunit --configuration phpunit.xml.dist
