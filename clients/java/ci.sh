@@ -22,4 +22,4 @@ examples/run build   # so the suite's examples/run calls do not compile
 
 exec ../harness.sh java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -jar "$launcher" \
   --class-path build/classes:build/test-classes --scan-class-path build/test-classes \
-  --disable-banner --details=tree --fail-if-no-tests
+  --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests
