@@ -1,0 +1,42 @@
+package dev.mailbolt;
+
+import java.util.Map;
+
+/** The suppression list, addressed by recipient. */
+public final class Suppressions {
+    private final MailboltClient c;
+
+    Suppressions(MailboltClient c) {
+        this.c = c;
+    }
+
+    /** Lists suppressions by recipient: one page (cursor mode, or page mode when the query has {@code page}). */
+    public Page list() {
+        return list(null);
+    }
+
+    /** Lists suppressions by recipient: one page; query keys such as {@code limit}, {@code cursor}, {@code page}. */
+    public Page list(Map<String, ?> query) {
+        return c.page("/v1/suppressions", query);
+    }
+
+    /** Lists suppressions by recipient: every page, fetched as iterated (see {@link Pages#items()}). */
+    public Pages listAll(Map<String, ?> query) {
+        return c.pages("/v1/suppressions", query);
+    }
+
+    /** Suppresses a recipient ({@code recipient}, {@code reason}). */
+    public ApiResponse add(Map<String, ?> params, RequestOptions... options) {
+        return c.request("POST", "/v1/suppressions", params, RequestOptions.first(options));
+    }
+
+    /** Suppresses a recipient with reason {@code manual}. */
+    public ApiResponse add(String recipient, RequestOptions... options) {
+        return add(Map.of("recipient", recipient), options);
+    }
+
+    /** Removes a suppression. */
+    public ApiResponse delete(String recipient, RequestOptions... options) {
+        return c.request("DELETE", "/v1/suppressions/" + MailboltClient.seg(recipient), null, RequestOptions.first(options));
+    }
+}
