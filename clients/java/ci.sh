@@ -11,7 +11,10 @@ launcher=/usr/share/java/junit-platform-console-standalone.jar
 [ -f "$launcher" ] || need+=(junit5)
 if [ ${#need[@]} -gt 0 ]; then
   echo "ci.sh: installing ${need[*]}" >&2
-  if [ "$(id -u)" -eq 0 ]; then apt-get install -y "${need[@]}"; else sudo apt-get install -y "${need[@]}"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 [ -f "$launcher" ] || launcher="$(dpkg -L junit5 | grep 'console-standalone.*\.jar$' | head -1)"
 
