@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -240,12 +241,14 @@ func TestConfiguration(t *testing.T) {
 }
 
 func TestCAFileTrusted(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil || r.TLS.Version < tls.VersionTLS12 {
 			t.Errorf("TLS %v", r.TLS)
 		}
 		io.WriteString(w, `{"id":"acc"}`)
 	}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted handshake below is expected
+	srv.StartTLS()
 	defer srv.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	writePEM(t, ca, srv.Certificate().Raw)
