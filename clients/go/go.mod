@@ -1,0 +1,3 @@
+module mailbolt-go
+
+go 1.26
