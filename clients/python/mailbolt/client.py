@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
@@ -183,7 +184,7 @@ class Client:
             finally:
                 exc.close()
             return exc.code, dict(exc.headers.items()) if exc.headers else {}, raw
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = getattr(exc, "reason", exc)
             raise MailboltConnectionError(f"{method} {url}: {reason}") from exc
 
