@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -49,6 +50,45 @@ func clientOperations(t *testing.T) []string {
 	}
 	slices.Sort(ops)
 	return ops
+}
+
+// clientLanguages are the first-party client libraries (clients/<lang>).
+var clientLanguages = []string{"go", "java", "node", "php", "python", "ruby"}
+
+// Every client library keeps a map from operation to its method
+// (clients/<lang>/operations.json); one that lacks an operation of the
+// document, or names one the document does not have, fails.
+func TestClientLibrariesCoverEveryOperation(t *testing.T) {
+	ops := clientOperations(t)
+	if len(ops) < 40 {
+		t.Fatalf("only %d client operations in web/openapi.json", len(ops))
+	}
+	for _, lang := range clientLanguages {
+		path := filepath.Join("clients", lang, "operations.json")
+		raw, err := os.ReadFile(path)
+		if os.IsNotExist(err) {
+			t.Errorf("clients/%s has no operations.json: the %s library is missing", lang, lang)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var methods map[string]string
+		if err := json.Unmarshal(raw, &methods); err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		for _, op := range ops {
+			if methods[op] == "" {
+				t.Errorf("%s: operation %s has no method", path, op)
+			}
+		}
+		for op := range methods {
+			if !slices.Contains(ops, op) {
+				t.Errorf("%s: %s is not a client operation of web/openapi.json", path, op)
+			}
+		}
+	}
 }
 
 // The client libraries read MAILBOLT_API_KEY, MAILBOLT_BASE_URL and
