@@ -13,6 +13,7 @@
 //	    return_path_mac_since     -> u64 unix-nanos (when bounce addresses started carrying a MAC)
 //	    server_secret             -> sealed 32 random bytes (link and bounce address keys derive from it)
 //	    secret_key_check          -> a known text sealed under the secret key (schema v9)
+//	    announce_upgrade          -> 1 while a file upgraded to v10 with accounts has recorded no announcement
 //	accounts/
 //	    <account_id>              -> Account (JSON)
 //	api_keys/
@@ -94,6 +95,10 @@
 //	    <account_id>·<mode>·<dimension>·<u32 day> -> 11 u64 counters (analytics)
 //	grader_results/                                (schema v8)
 //	    <account_id>·<result_id>  -> GraderResult (JSON; the answer as given)
+//	announcements/                                 (schema v10; meta/announce_upgrade too)
+//	    <version>·<sunset RFC 3339, or "">  -> Announcement (JSON; one per pair: claimed once)
+//	announcement_notices/
+//	    <version>·<sunset>·<account_id>·<recipient, or ""> -> Notice (JSON; sent, or why not)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret. secretClasses

@@ -37,6 +37,7 @@ var migrations = []migration{
 	{7, "server secret, message owners, tracked links, engagement, statistics", plain(migrateEngagement), false},
 	{8, "grader results", plain(migrateGrader), false},
 	{9, "secrets sealed under the secret key file", sealAll, true},
+	{10, "deprecation announcements and the notices sent of them", plain(migrateAnnouncements), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -241,4 +242,21 @@ func migrateEngagement(tx *bolt.Tx) error {
 func migrateGrader(tx *bolt.Tx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketGraderResults)
 	return err
+}
+
+// migrateAnnouncements adds the record of deprecation announcements and
+// of the notices sent of them. A file that already holds accounts comes
+// from a server that may have been deprecating a version before it
+// recorded announcements: it is marked, so that the first announcement
+// it records is taken as that older one (warned about, not refused).
+func migrateAnnouncements(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketAnnouncements, bucketNotices} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	if k, _ := tx.Bucket(bucketAccounts).Cursor().First(); k != nil {
+		return tx.Bucket(bucketMeta).Put(keyAnnounceUpgrade, []byte{1})
+	}
+	return nil
 }

@@ -2,10 +2,13 @@ package storage
 
 import (
 	"bytes"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -376,4 +379,78 @@ func TestMigration7AddsSecretAndBackfillsMessageOwners(t *testing.T) {
 	if got := secretOf(kept); !bytes.Equal(got, mine) {
 		t.Errorf("migration 7 replaced an existing secret: %x", got)
 	}
+}
+
+// TestMigration10RecordsAnnouncementsOnce: the new buckets take an
+// announcement once per (version, sunset) pair and its notices; a file
+// that held accounts is marked as upgraded until an announcement is
+// recorded, a file without any is not.
+func TestMigration10RecordsAnnouncementsOnce(t *testing.T) {
+	b, path := openAt(t, 9)
+	b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAccounts).Put([]byte("acct1"), []byte(`{"id":"acct1"}`))
+	})
+	b.Close()
+	// Version 9 sealed the secrets under the test sealer's key.
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sunset := time.Date(2027, 6, 30, 0, 0, 0, 0, time.UTC)
+	a := Announcement{Version: "v1", Sunset: sunset, AnnouncedAt: sunset.AddDate(-1, 0, 0)}
+	err = db.Update(func(tx *Tx) error {
+		if !tx.UpgradeMarked() {
+			t.Error("a file with accounts is not marked as upgraded")
+		}
+		if err := tx.ClaimAnnouncement(a); err != nil {
+			return err
+		}
+		if tx.UpgradeMarked() {
+			t.Error("the mark outlived the first announcement")
+		}
+		for _, n := range []Notice{{Version: "v1", Sunset: sunset, AccountID: "acct1", Recipient: "o@x.test", MessageID: "m1"},
+			{Version: "v1", Sunset: sunset, AccountID: "acct2", Reason: "no_recipient"}} {
+			if err := tx.PutNotice(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *Tx) error { return tx.ClaimAnnouncement(a) })
+	if !errors.Is(err, ErrExists) {
+		t.Fatalf("a second claim of the pair: %v, want ErrExists", err)
+	}
+	later := a
+	later.Sunset = sunset.AddDate(0, 1, 0)
+	if err := db.Update(func(tx *Tx) error { return tx.ClaimAnnouncement(later) }); err != nil {
+		t.Fatalf("a new sunset date is a new announcement: %v", err)
+	}
+	db.View(func(tx *Tx) error {
+		list, err := tx.Announcements()
+		if err != nil || len(list) != 2 || !list[0].Sunset.Equal(sunset) || !list[1].Sunset.Equal(later.Sunset) {
+			t.Errorf("announcements %+v %v", list, err)
+		}
+		ns, err := tx.Notices()
+		if err != nil || len(ns) != 2 || ns[0].Recipient != "o@x.test" || ns[1].Reason != "no_recipient" {
+			t.Errorf("notices %+v %v", ns, err)
+		}
+		return nil
+	})
+
+	fresh, err := Open(t.TempDir(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	fresh.View(func(tx *Tx) error {
+		if tx.UpgradeMarked() {
+			t.Error("a new, empty database is marked as upgraded")
+		}
+		return nil
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -260,7 +261,7 @@ func TestMigration9SealsExistingSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := db.SchemaVersion(); v != 9 {
+	if v, _ := db.SchemaVersion(); v != LatestSchemaVersion() {
 		t.Fatalf("version %d", v)
 	}
 	if !db.SecretKeyCreated() {
@@ -304,12 +305,14 @@ func TestMigration9SealsExistingSecrets(t *testing.T) {
 }
 
 func TestNewerSchemaIsRefusedWithoutACopy(t *testing.T) {
-	b, path := openAt(t, 9)
-	b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySchemaVersion, putU64(10)) })
+	b, path := openAt(t, LatestSchemaVersion())
+	b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keySchemaVersion, putU64(uint64(LatestSchemaVersion()+1)))
+	})
 	b.Close()
 	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
 	_, err := OpenFile(path, DefaultOptions())
-	if err == nil || !strings.Contains(err.Error(), "newer than this build supports (9): upgrade mailbolt") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("newer than this build supports (%d): upgrade mailbolt", LatestSchemaVersion())) {
 		t.Fatalf("newer schema: %v", err)
 	}
 	if m, _ := filepath.Glob(path + ".pre-migration-*"); len(m) != 0 {

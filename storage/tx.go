@@ -67,6 +67,9 @@ var (
 	bucketStats        = []byte("stats")
 
 	bucketGraderResults = []byte("grader_results")
+
+	bucketAnnouncements = []byte("announcements")
+	bucketNotices       = []byte("announcement_notices")
 )
 
 var (
@@ -74,6 +77,7 @@ var (
 	keyServerSecret  = []byte("server_secret")
 
 	keyReturnPathMACSince = []byte("return_path_mac_since")
+	keyAnnounceUpgrade    = []byte("announce_upgrade")
 )
 
 const sep = 0x00
