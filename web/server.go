@@ -215,11 +215,9 @@ func (s *Server) versionHeaders(h http.Header) {
 		return
 	}
 	h.Set("Deprecation", "true")
-	warning := `299 - "API version v1 is deprecated"`
-	if !s.cfg.Sunset.IsZero() {
-		sunset := s.cfg.Sunset.UTC().Format(http.TimeFormat)
+	sunset, warning := app.DeprecationHeaders("v1", s.cfg.Sunset)
+	if sunset != "" {
 		h.Set("Sunset", sunset)
-		warning = `299 - "API version v1 is deprecated and will be removed after ` + sunset + `"`
 	}
 	h.Set("Warning", warning)
 }
