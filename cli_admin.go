@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -153,8 +154,58 @@ func newAccountsCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, update, list)
+	cmd.AddCommand(create, update, list, newNoticesCommand())
 	return cmd
+}
+
+// newNoticesCommand lists the deprecation notices: `accounts notices`.
+func newNoticesCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "notices",
+		Short: "List deprecation announcements: who was told by email and when, and the accounts that could not be told",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withAdmin(cmd, true, func(a app.Admin) error {
+				v, err := a.Notices()
+				if err != nil {
+					return err
+				}
+				return printNotices(cmd.OutOrStdout(), v)
+			})
+		},
+	}
+}
+
+func printNotices(w io.Writer, v app.NoticesView) error {
+	if len(v.Announcements) == 0 {
+		_, err := fmt.Fprintln(w, "no deprecation has been announced")
+		return err
+	}
+	date := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tSUNSET\tANNOUNCED")
+	for _, an := range v.Announcements {
+		note := ""
+		if an.Upgrade {
+			note = "\t(recorded at the upgrade: already deprecating)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", an.Version, date(an.Sunset), an.AnnouncedAt.UTC().Format(time.RFC3339), note)
+	}
+	fmt.Fprintln(tw, "\nVERSION\tSUNSET\tACCOUNT\tRECIPIENT\tAT\tMESSAGE OR WHY NOT SENT")
+	for _, n := range v.Notices {
+		to, what := n.Recipient, n.MessageID
+		if n.Reason != "" {
+			to, what = "-", "not sent: "+n.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Version, date(n.Sunset), n.AccountID, to,
+			n.At.UTC().Format(time.RFC3339), what)
+	}
+	return tw.Flush()
 }
 
 func newKeysCommand() *cobra.Command {

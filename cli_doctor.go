@@ -114,6 +114,7 @@ func (d *doctor) run(ctx context.Context) error {
 	d.resolver.Timeout = d.cfg.dnsTimeout
 
 	ips := d.checkDatabase(ctx)
+	d.checkDeprecation()
 	d.checkDisk()
 	hostAddrs := d.checkHostAddrs(ctx)
 	d.checkReverseDNS(ctx, hostAddrs, ips)

@@ -39,10 +39,12 @@ type serveConfig struct {
 	ipRateLimit   int
 	deprecate     string
 	sunset        string
-	sweepInterval time.Duration
-	logLevel      string
-	logFormat     string
-	shutdownGrace time.Duration
+	// deprecationNotesURL is linked from the deprecation notice.
+	deprecationNotesURL string
+	sweepInterval       time.Duration
+	logLevel            string
+	logFormat           string
+	shutdownGrace       time.Duration
 	// trustedProxies are CIDRs (or bare addresses) whose forwarding
 	// headers name the client.
 	trustedProxies []string
@@ -172,6 +174,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", def.ipRateLimit, "requests per second per source IP for requests without a valid key")
 	f.StringVar(&cfg.deprecate, "deprecate", def.deprecate, "mark an API version deprecated (v1)")
 	f.StringVar(&cfg.sunset, "sunset", def.sunset, "sunset date of the deprecated version, YYYY-MM-DD or RFC 3339; after it the version answers 410")
+	f.StringVar(&cfg.deprecationNotesURL, "deprecation-notes-url", def.deprecationNotesURL, "migration notes that the deprecation notice to account owners links to")
 	f.DurationVar(&cfg.sweepInterval, "sweep-interval", def.sweepInterval, "how often expired records are removed")
 	f.StringVar(&cfg.logLevel, "log-level", def.logLevel, "debug, info, warn or error")
 	f.StringVar(&cfg.logFormat, "log-format", def.logFormat, "json or text")
@@ -288,6 +291,9 @@ func (cfg serveConfig) validate() error {
 		if _, err := mail.ParseAddress(cfg.systemFrom); err != nil {
 			return fmt.Errorf("--system-from: %q is not an email address", cfg.systemFrom)
 		}
+	}
+	if err := validNotesURL(cfg.deprecationNotesURL); err != nil {
+		return err
 	}
 	if cfg.eventRetention < 8*24*time.Hour {
 		return errors.New("--event-retention must be at least 8 days (failed webhook deliveries stay replayable for 7 days after their last attempt)")

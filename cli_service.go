@@ -115,6 +115,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err != nil {
 		return nil, err
 	}
+	if err := announceDeprecation(s.app, cfg, wc, log); err != nil {
+		return nil, err
+	}
 
 	if s.httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
 		return nil, fmt.Errorf("--http-addr: listen on %s: %w", cfg.httpAddr, err)

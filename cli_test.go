@@ -73,11 +73,18 @@ var (
 // returns the base URL and the printed output.
 func startServe(t *testing.T, dataDir string, extra ...string) (string, *syncBuffer, func()) {
 	t.Helper()
+	url, out, _, stop := startServeLogged(t, dataDir, extra...)
+	return url, out, stop
+}
+
+// startServeLogged is startServe that also returns serve's log (stderr).
+func startServeLogged(t *testing.T, dataDir string, extra ...string) (string, *syncBuffer, *syncBuffer, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out, log := &syncBuffer{}, &syncBuffer{}
 	cmd := newRootCommand()
 	cmd.SetOut(out)
-	cmd.SetErr(&syncBuffer{})
+	cmd.SetErr(log)
 	// No metrics endpoint unless extra asks for one: tests run side by side.
 	cmd.SetArgs(append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0",
 		"--metrics-addr="}, extra...))
@@ -107,7 +114,7 @@ func startServe(t *testing.T, dataDir string, extra ...string) (string, *syncBuf
 		}
 	}
 	t.Cleanup(stop)
-	return listenRe.FindStringSubmatch(out.String())[1], out, stop
+	return listenRe.FindStringSubmatch(out.String())[1], out, log, stop
 }
 
 func get(t *testing.T, url, key string) (int, map[string]any) {
@@ -326,7 +333,9 @@ func TestDeprecateFlags(t *testing.T) {
 	if resp.Header.Get("Deprecation") != "true" || resp.Header.Get("Sunset") != "Tue, 30 Jun 2099 00:00:00 GMT" {
 		t.Fatalf("headers: %v", resp.Header)
 	}
-	base2, _, _ := startServe(t, t.TempDir(), "--deprecate", "v1", "--sunset", "2020-01-01")
+	// A sunset already past was never announced six months ahead on a new
+	// database: only --dev starts with it (TestServeRefusesAShortSunset).
+	base2, _, _ := startServe(t, t.TempDir(), "--dev", "--deprecate", "v1", "--sunset", "2020-01-01")
 	status, body := get(t, base2+"/v1/account", key)
 	if status != 410 || fmt.Sprint(body["error"].(map[string]any)["code"]) != "VERSION_SUNSET" {
 		t.Fatalf("after sunset: %d %v", status, body)

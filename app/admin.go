@@ -28,6 +28,56 @@ type Admin interface {
 	RemoveIP(addr string) error
 	ListIPs() ([]IPStatusView, error)
 	ListPools() ([]PoolSummary, error)
+	// Notices lists the deprecation announcements and, for each, who was
+	// told and when, and the accounts that could not be told.
+	Notices() (NoticesView, error)
+}
+
+// NoticesView is every deprecation announcement and notice recorded.
+type NoticesView struct {
+	Announcements []AnnouncementView `json:"announcements"`
+	Notices       []NoticeView       `json:"notices"`
+}
+
+// AnnouncementView is one (version, sunset) pair and when it was first
+// announced; Upgrade when a server already deprecating recorded it late.
+type AnnouncementView struct {
+	Version     string     `json:"version"`
+	Sunset      *time.Time `json:"sunset"`
+	AnnouncedAt time.Time  `json:"announced_at"`
+	Upgrade     bool       `json:"upgrade"`
+}
+
+// NoticeView is the notice of one announcement to one account: sent to
+// Recipient as message MessageID, or not sendable for Reason.
+type NoticeView struct {
+	Version   string     `json:"version"`
+	Sunset    *time.Time `json:"sunset"`
+	AccountID string     `json:"account_id"`
+	Recipient string     `json:"recipient,omitempty"`
+	At        time.Time  `json:"at"`
+	MessageID string     `json:"message_id,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func noticesView(list []storage.Announcement, notices []storage.Notice) NoticesView {
+	v := NoticesView{Announcements: []AnnouncementView{}, Notices: []NoticeView{}}
+	for _, a := range list {
+		v.Announcements = append(v.Announcements, AnnouncementView{Version: a.Version, Sunset: optionalTime(a.Sunset),
+			AnnouncedAt: a.AnnouncedAt, Upgrade: a.Upgrade})
+	}
+	for _, n := range notices {
+		v.Notices = append(v.Notices, NoticeView{Version: n.Version, Sunset: optionalTime(n.Sunset), AccountID: n.AccountID,
+			Recipient: n.Recipient, At: n.At, MessageID: n.MessageID, Reason: n.Reason})
+	}
+	return v
 }
 
 // AccountView is an account with the limits it runs under.

@@ -157,3 +157,12 @@ func (l LocalAdmin) ListIPs() ([]IPStatusView, error) {
 }
 
 func (l LocalAdmin) ListPools() ([]PoolSummary, error) { return l.App.ListPools() }
+
+// Notices lists the deprecation announcements and their notices.
+func (l LocalAdmin) Notices() (NoticesView, error) {
+	list, notices, err := l.App.DeprecationRecords()
+	if err != nil {
+		return NoticesView{}, err
+	}
+	return noticesView(list, notices), nil
+}

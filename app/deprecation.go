@@ -276,3 +276,18 @@ func (a *App) deprecationMail(acct storage.Account, an storage.Announcement, to,
 	return MessageInput{From: a.opts.SystemFrom, To: []string{to}, Subject: &subject, Text: &body,
 		Unsubscribe: &off, Tags: []string{"deprecation-notice"}}
 }
+
+// DeprecationRecords are the recorded announcements and their notices.
+func (a *App) DeprecationRecords() (list []storage.Announcement, notices []storage.Notice, err error) {
+	err = a.db.View(func(tx *storage.Tx) error {
+		if list, err = tx.Announcements(); err != nil {
+			return err
+		}
+		notices, err = tx.Notices()
+		return err
+	})
+	if err != nil {
+		return nil, nil, Internal(err)
+	}
+	return list, notices, nil
+}

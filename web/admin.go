@@ -171,6 +171,10 @@ func adminHandler(admin app.Admin) http.Handler {
 		v, err := admin.ListPools()
 		reply(w, v, err)
 	})
+	mux.HandleFunc("GET /notices", func(w http.ResponseWriter, r *http.Request) {
+		v, err := admin.Notices()
+		reply(w, v, err)
+	})
 	mux.HandleFunc("POST /backup", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Out string `json:"out"`

@@ -131,3 +131,8 @@ func (c *AdminClient) ListPools() (list []app.PoolSummary, err error) {
 	err = c.do("GET", "/pools", nil, &list)
 	return list, err
 }
+
+func (c *AdminClient) Notices() (v app.NoticesView, err error) {
+	err = c.do("GET", "/notices", nil, &v)
+	return v, err
+}

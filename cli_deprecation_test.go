@@ -1,0 +1,110 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"mailbolt/storage"
+)
+
+func dateIn(years, months int) string {
+	return time.Now().UTC().AddDate(years, months, 0).Format("2006-01-02")
+}
+
+// Without --system-from no notice can be sent: serve says so at start,
+// records it per account, `accounts notices` lists it (through the socket
+// while serving, and offline), and a restart with the same pair does not
+// announce again.
+func TestServeRecordsThatNoNoticeCouldBeSent(t *testing.T) {
+	dir := t.TempDir()
+	acct := lastLine(mustRun(t, "accounts", "create", "--name", "Desk Co", "--email", "desk@example.test", "--data-dir", dir))
+	sunset := dateIn(1, 0)
+	_, _, out, stop := startServeLogged(t, dir, "--deprecate", "v1", "--sunset", sunset)
+	for _, want := range []string{"no deprecation notice could be sent to this account", `"account":"` + acct, `"reason":"not_configured"`,
+		"deprecation announced"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("serve's log lacks %q\n%s", want, out)
+		}
+	}
+	listed := mustRun(t, "accounts", "notices", "--data-dir", dir)
+	if !strings.Contains(listed, acct) || !strings.Contains(listed, "not sent: not_configured") || !strings.Contains(listed, sunset) {
+		t.Fatalf("accounts notices while serving:\n%s", listed)
+	}
+	stop()
+	_, _, out, stop = startServeLogged(t, dir, "--deprecate", "v1", "--sunset", sunset)
+	stop()
+	if strings.Contains(out.String(), "deprecation announced") || strings.Contains(out.String(), "no deprecation notice") {
+		t.Fatalf("a restart with the same pair announced again:\n%s", out)
+	}
+	if offline := mustRun(t, "accounts", "notices", "--data-dir", dir); offline != listed {
+		t.Fatalf("offline listing differs:\n%s\nwhile serving:\n%s", offline, listed)
+	}
+}
+
+func TestServeRefusesAShortSunset(t *testing.T) {
+	dir := t.TempDir()
+	short := dateIn(0, 2)
+	_, err := run(t, "serve", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0", "--metrics-addr=",
+		"--deprecate", "v1", "--sunset", short)
+	if err == nil || !strings.Contains(err.Error(), short) || !strings.Contains(err.Error(), dateIn(0, 0)) {
+		t.Fatalf("a sunset in two months: %v, want a refusal naming %s and today", err, short)
+	}
+	_, _, out, stop := startServeLogged(t, dir, "--dev", "--deprecate", "v1", "--sunset", short)
+	stop()
+	if !strings.Contains(out.String(), "less than six months") {
+		t.Fatalf("--dev starts without a warning:\n%s", out)
+	}
+}
+
+// A server upgraded while already deprecating (a file from before schema
+// v10, holding accounts) records the announcement, warns instead of
+// refusing, and doctor fails until the dates allow six months.
+func TestUpgradedServerWarnsAndDoctorFails(t *testing.T) {
+	dir := t.TempDir()
+	_, _, stop := startServe(t, dir)
+	stop()
+	b, err := bolt.Open(filepath.Join(dir, storage.FileName), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error { // back to version 9, as the build before wrote it
+		for _, name := range []string{"announcements", "announcement_notices"} {
+			if err := tx.DeleteBucket([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("schema_version"), []byte{0, 0, 0, 0, 0, 0, 0, 9})
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := dateIn(0, 2)
+	_, _, out, stop := startServeLogged(t, dir, "--deprecate", "v1", "--sunset", short)
+	stop()
+	if !strings.Contains(out.String(), "already deprecating") || !strings.Contains(out.String(), short) {
+		t.Fatalf("no warning of the upgraded server:\n%s", out)
+	}
+	if listed := mustRun(t, "accounts", "notices", "--data-dir", dir); !strings.Contains(listed, "recorded at the upgrade") {
+		t.Fatalf("accounts notices:\n%s", listed)
+	}
+	z, probe := doctorZone(t), smtpProbe(t)
+	args := doctorArgs(z, dir, probe, "--deprecate", "v1", "--sunset", short)
+	out2, err := run(t, args...)
+	wantOneFailure(t, out2, err, "deprecation: the sunset of v1 on "+short+" is less than six months after its first announcement on "+dateIn(0, 0))
+	// A later date, once announced, gives the six months.
+	later := dateIn(0, 7)
+	_, _, out, stop = startServeLogged(t, dir, "--deprecate", "v1", "--sunset", later)
+	stop()
+	if !strings.Contains(out.String(), "deprecation announced") {
+		t.Fatalf("the later date was not announced:\n%s", out)
+	}
+	out2, err = run(t, doctorArgs(z, dir, probe, "--deprecate", "v1", "--sunset", later)...)
+	if !strings.Contains(out2, "✓ deprecation: every sunset is at least six months") {
+		t.Fatalf("doctor after a later date: %v\n%s", err, out2)
+	}
+}
