@@ -1,13 +1,18 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"mailbolt/mta/dns/dnstest"
+	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 )
 
@@ -106,5 +111,101 @@ func TestUpgradedServerWarnsAndDoctorFails(t *testing.T) {
 	out2, err = run(t, doctorArgs(z, dir, probe, "--deprecate", "v1", "--sunset", later)...)
 	if !strings.Contains(out2, "✓ deprecation: every sunset is at least six months") {
 		t.Fatalf("doctor after a later date: %v\n%s", err, out2)
+	}
+}
+
+// With a verified system sender, serve mails the notice to the account's
+// owner: once across restarts with the same pair, again for a new sunset.
+func TestServeMailsTheDeprecationNoticeToOwnersOnce(t *testing.T) {
+	zone := dnstest.Start(t)
+	zone.MX("dest.test", 10, "mx.dest.test")
+	zone.A("mx.dest.test", "127.0.0.1")
+	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	dir := t.TempDir()
+	args := []string{"--dns-server", zone.Addr, "--mx-port", strconv.Itoa(sink.Port), "--mx-allow-cidrs", "127.0.0.0/8",
+		"--hostname", "mx.mailbolt.test", "--system-from", "Mailbolt <notices@sys.test>", "--smtp-retry-base", "200ms",
+		"--smtp-retry-max", "1s"}
+
+	// The first start: a verified system domain and an owner who accepted.
+	base, out, stop := startServe(t, dir, args...)
+	live := liveKeyRe.FindStringSubmatch(out.String())[1]
+	call := func(method, path, body string, want int) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("X-API-Key", live)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, m)
+		}
+		return m
+	}
+	dom := call("POST", "/v1/domains", `{"name":"sys.test"}`, 201)
+	for _, r := range dom["records"].([]any) {
+		rec := r.(map[string]any)
+		name, value := rec["name"].(string), rec["value"].(string)
+		switch rec["type"] {
+		case "CNAME":
+			zone.CNAME(name, value)
+		default:
+			zone.LongTXT(name, strings.ReplaceAll(strings.Trim(value, `"`), `" "`, ""))
+		}
+	}
+	if d := call("POST", "/v1/domains/"+dom["id"].(string)+"/verify", "", 200); d["status"] != "verified" {
+		t.Fatalf("system domain: %v", d)
+	}
+	inv := call("POST", "/v1/team/invite", `{"email":"ann@dest.test","role":"owner"}`, 201)
+	resp, err := http.Post(base+"/v1/team/accept/"+inv["accept_token"].(string), "application/x-www-form-urlencoded", nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("accept: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	stop()
+
+	notices := func() int {
+		n := 0
+		for _, m := range sink.Messages() {
+			if len(m.To) == 1 && m.To[0] == "ann@dest.test" && strings.Contains(string(m.Data), "Subject: Mailbolt API v1 is deprecated") {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); notices() != n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d notices reached ann, want %d", notices(), n)
+			}
+		}
+	}
+	listed := func() int {
+		return strings.Count(mustRun(t, "accounts", "notices", "--data-dir", dir), "ann@dest.test")
+	}
+
+	first := dateIn(1, 0)
+	_, _, stop = startServe(t, dir, append(args, "--deprecate", "v1", "--sunset", first)...)
+	waitFor(1)
+	stop()
+	_, _, stop = startServe(t, dir, append(args, "--deprecate", "v1", "--sunset", first)...)
+	if n := listed(); n != 1 {
+		t.Fatalf("after a restart with the same pair, %d notices to ann are recorded, want 1", n)
+	}
+	stop()
+	_, _, stop = startServe(t, dir, append(args, "--deprecate", "v1", "--sunset", dateIn(1, 1))...)
+	waitFor(2)
+	stop()
+	if n := listed(); n != 2 {
+		t.Fatalf("after a new sunset, %d notices to ann are recorded, want 2", n)
 	}
 }
