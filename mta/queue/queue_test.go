@@ -247,3 +247,25 @@ func TestOptionsAreChecked(t *testing.T) {
 		t.Errorf("New with bad options: %v", err)
 	}
 }
+
+// A claim with nothing due commits nothing: an idle queue that wakes costs
+// no fsync. A due message is still claimed, and the time of the next one
+// is reported either way.
+func TestIdleClaimWritesNothing(t *testing.T) {
+	db := openDB(t)
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	q := testQueue(t, db, c)
+	before := db.Commits()
+	jobs, next, err := q.claimDue(c.now(), 10)
+	if err != nil || len(jobs) != 0 || !next.IsZero() || db.Commits() != before {
+		t.Fatalf("empty queue: %d jobs, next %v, %v, %d commits", len(jobs), next, err, db.Commits()-before)
+	}
+	accept(t, q, db, c.now(), "ann@dest.test")
+	before = db.Commits()
+	if jobs, _, err = q.claimDue(c.now().Add(-time.Minute), 10); err != nil || len(jobs) != 0 || db.Commits() != before {
+		t.Fatalf("nothing due yet: %d jobs, %v, %d commits", len(jobs), err, db.Commits()-before)
+	}
+	if jobs, _, err = q.claimDue(c.now(), 10); err != nil || len(jobs) != 1 || db.Commits() != before+1 {
+		t.Fatalf("one due: %d jobs, %v, %d commits", len(jobs), err, db.Commits()-before)
+	}
+}
