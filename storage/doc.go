@@ -99,6 +99,8 @@
 //	    <version>·<sunset RFC 3339, or "">  -> Announcement (JSON; one per pair: claimed once)
 //	announcement_notices/
 //	    <version>·<sunset>·<account_id>·<recipient, or ""> -> Notice (JSON; sent, or why not)
+//	template_aliases/                              (schema v11)
+//	    <account_id>·<alias>      -> <template_id> (one alias per template, unique per account)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret. secretClasses
@@ -122,7 +124,8 @@
 // alone are checked against their owner first: api_keys, domains and
 // deliveries against the record's account, a webhook's delivery lists
 // against the webhook's, message_content, message_raw, message_links and
-// engagement against message_owner, template_versions against templates.
+// engagement against message_owner, template_versions against templates. template_aliases
+// is keyed by account, so an alias resolves within its own account only.
 // Lookups that cross tenants have their own names (APIKeyByHash, APIKeyByID,
 // DomainByID, WebhookByID, DeliveryByID, MessageOwner) and serve authentication, the
 // operator and the workers, never a request made for a tenant.

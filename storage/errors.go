@@ -7,6 +7,9 @@ var (
 	ErrNotFound = errors.New("storage: not found")
 	// ErrExists is returned when a unique record already exists.
 	ErrExists = errors.New("storage: already exists")
+	// ErrAliasTaken is returned when another template of the account
+	// holds the alias a template is given.
+	ErrAliasTaken = errors.New("storage: alias taken")
 	// ErrClosed is returned by writes attempted after Close.
 	ErrClosed = errors.New("storage: database closed")
 	// ErrNoDatabase is returned by Open with MustExist when there is no file.

@@ -38,6 +38,7 @@ var migrations = []migration{
 	{8, "grader results", plain(migrateGrader), false},
 	{9, "secrets sealed under the secret key file", sealAll, true},
 	{10, "deprecation announcements and the notices sent of them", plain(migrateAnnouncements), false},
+	{11, "template aliases", plain(migrateTemplateAliases), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -259,4 +260,11 @@ func migrateAnnouncements(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyAnnounceUpgrade, []byte{1})
 	}
 	return nil
+}
+
+// migrateTemplateAliases adds the index of template aliases. Templates
+// stored before it have no alias, so there is nothing to fill.
+func migrateTemplateAliases(tx *bolt.Tx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketTemplateAliases)
+	return err
 }

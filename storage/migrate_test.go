@@ -454,3 +454,34 @@ func TestMigration10RecordsAnnouncementsOnce(t *testing.T) {
 		return nil
 	})
 }
+
+func TestMigration11AddsTemplateAliases(t *testing.T) {
+	b, path := openAt(t, 10)
+	b.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketTemplates).Put(join("a1", "t-old"), []byte(`{"id":"t-old","account_id":"a1","name":"Old","version":1}`))
+	})
+	b.Close()
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *Tx) error {
+		old, err := tx.Template("a1", "t-old")
+		if err != nil || old.Alias != "" {
+			t.Errorf("a template stored before v11: %+v %v", old, err)
+		}
+		old.Alias = "welcome"
+		return tx.PutTemplate(old, TemplateVersion{TemplateID: "t-old", Version: 2})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		if id, err := tx.TemplateIDByAlias("a1", "welcome"); id != "t-old" || err != nil {
+			t.Errorf("alias resolves to %q, %v", id, err)
+		}
+		return nil
+	})
+}

@@ -1,13 +1,19 @@
 package storage
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Template is a message template of one account; its content lives in
 // numbered versions, Version being the newest.
 type Template struct {
-	ID        string    `json:"id"`
-	AccountID string    `json:"account_id"`
-	Name      string    `json:"name"`
+	ID        string `json:"id"`
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	// Alias is the template's optional name for use in place of its id,
+	// unique within the account (template_aliases); "" when it has none.
+	Alias     string    `json:"alias,omitempty"`
 	Version   int       `json:"version"`
 	Strict    bool      `json:"strict"`
 	CreatedAt time.Time `json:"created_at"`
@@ -29,14 +35,23 @@ type TemplateVersion struct {
 const collectionTemplates = "templates"
 
 // PutTemplate stores a template and a new version of its content. The first
-// version creates the template.
+// version creates the template. The alias index follows t.Alias: a
+// changed alias frees the old one, and an alias another template of the
+// account holds is ErrAliasTaken.
 func (tx *Tx) PutTemplate(t Template, v TemplateVersion) error {
 	b := tx.bucket(bucketTemplates)
 	key := join(t.AccountID, t.ID)
-	if b.Get(key) == nil {
+	var old Template
+	switch err := getJSON(b, key, &old); {
+	case errors.Is(err, ErrNotFound):
 		if err := tx.addCount(collectionTemplates, t.AccountID, 1); err != nil {
 			return err
 		}
+	case err != nil:
+		return err
+	}
+	if err := tx.moveTemplateAlias(t, old.Alias); err != nil {
+		return err
 	}
 	if err := putJSON(b, key, t); err != nil {
 		return err
@@ -88,4 +103,36 @@ func (tx *Tx) TemplateVersions(accountID, templateID string, opts ListOptions) (
 	}
 	opts.Reverse = true
 	return scanJSON[TemplateVersion](tx.bucket(bucketTemplateVersions), prefix(templateID), opts)
+}
+
+// moveTemplateAlias points the account's alias index at t for t.Alias,
+// removing the entry of the alias t had before (was).
+func (tx *Tx) moveTemplateAlias(t Template, was string) error {
+	if t.Alias == was {
+		return nil
+	}
+	aliases := tx.bucket(bucketTemplateAliases)
+	if t.Alias != "" {
+		k := join(t.AccountID, t.Alias)
+		if owner := aliases.Get(k); owner != nil && string(owner) != t.ID {
+			return ErrAliasTaken
+		}
+		if err := aliases.Put(k, []byte(t.ID)); err != nil {
+			return err
+		}
+	}
+	if was != "" {
+		return aliases.Delete(join(t.AccountID, was))
+	}
+	return nil
+}
+
+// TemplateIDByAlias is the id of the account's template with alias;
+// ErrNotFound when no template of the account has it.
+func (tx *Tx) TemplateIDByAlias(accountID, alias string) (string, error) {
+	id := tx.bucket(bucketTemplateAliases).Get(join(accountID, alias))
+	if id == nil {
+		return "", ErrNotFound
+	}
+	return string(id), nil
 }

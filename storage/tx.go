@@ -70,6 +70,8 @@ var (
 
 	bucketAnnouncements = []byte("announcements")
 	bucketNotices       = []byte("announcement_notices")
+
+	bucketTemplateAliases = []byte("template_aliases")
 )
 
 var (
