@@ -334,7 +334,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 	var ref *storage.TemplateRef
 	switch {
 	case in.TemplateID != "":
-		_, v, e := a.template(accountID, in.TemplateID, in.TemplateVersion)
+		t, v, e := a.template(accountID, in.TemplateID, in.TemplateVersion)
 		if e != nil {
 			if HasCode(e, CodeNotFound) {
 				e = NewError(CodeInvalidTemplate, AsError(e).Message).With("field", "template_id")
@@ -346,7 +346,7 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 			return c, nil, e
 		}
 		c.Subject, c.HTML, c.Text = r.Subject, r.HTML, r.Text
-		ref = &storage.TemplateRef{ID: in.TemplateID, Version: v.Version}
+		ref = &storage.TemplateRef{ID: t.ID, Version: v.Version} // the id, also when given its alias
 	case in.TemplateVersion != 0:
 		return c, nil, Validation("template_version", "needs template_id")
 	case in.TemplateData != nil:

@@ -30,6 +30,9 @@ type TemplateInput struct {
 	HTML    *string
 	Text    *string
 	Strict  *bool
+	// Alias names the template in place of its id; an empty string clears
+	// it. Nil: none on create, unchanged on update. Not versioned.
+	Alias *string
 }
 
 // Rendered is a template's output for one set of data.
@@ -127,11 +130,30 @@ func (a *App) CreateTemplate(p Principal, in TemplateInput) (storage.Template, s
 	if e := ValidateTemplate(v); e != nil {
 		return storage.Template{}, v, e
 	}
+	alias, e := inputAlias(in, "")
+	if e != nil {
+		return storage.Template{}, v, e
+	}
 	now := a.Now()
-	t := storage.Template{ID: NewID(), AccountID: accountID, Name: v.Name, Version: 1, Strict: v.Strict, CreatedAt: now, UpdatedAt: now}
+	t := storage.Template{ID: NewID(), AccountID: accountID, Name: v.Name, Alias: alias, Version: 1, Strict: v.Strict, CreatedAt: now, UpdatedAt: now}
 	v.TemplateID, v.CreatedAt = t.ID, now
 	err := update(a, p, &SavedTemplate{Template: t, Version: v}, func(tx *storage.Tx) error { return tx.PutTemplate(t, v) })
-	return t, v, storageErr(err, "template")
+	return t, v, templateErr(err, alias)
+}
+
+// inputAlias is the alias an input gives a template that has was: was when
+// the input leaves it out, "" when it clears it.
+func inputAlias(in TemplateInput, was string) (string, error) {
+	switch {
+	case in.Alias == nil:
+		return was, nil
+	case *in.Alias == "":
+		return "", nil
+	}
+	if e := ValidateAlias(*in.Alias); e != nil {
+		return "", e
+	}
+	return *in.Alias, nil
 }
 
 func applyInput(v *storage.TemplateVersion, in TemplateInput) {
@@ -149,7 +171,7 @@ func applyInput(v *storage.TemplateVersion, in TemplateInput) {
 }
 
 // UpdateTemplate stores a new version: the previous content with the given
-// fields replaced.
+// fields replaced. id may be the template's alias.
 func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.Template, storage.TemplateVersion, error) {
 	if err := a.authorize(p, ScopeTemplatesWrite); err != nil {
 		return storage.Template{}, storage.TemplateVersion{}, err
@@ -160,16 +182,19 @@ func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.
 	var saved SavedTemplate
 	err := update(a, p, &saved, func(tx *storage.Tx) error {
 		var err error
-		if t, err = tx.Template(accountID, id); err != nil {
+		if t, err = resolveTemplate(tx, accountID, id); err != nil {
 			return err
 		}
-		if v, err = tx.TemplateVersion(accountID, id, t.Version); err != nil {
+		if v, err = tx.TemplateVersion(accountID, t.ID, t.Version); err != nil {
 			return err
 		}
 		applyInput(&v, in)
 		v.Name = strings.TrimSpace(v.Name)
 		if e := ValidateTemplate(v); e != nil {
 			return e
+		}
+		if t.Alias, err = inputAlias(in, t.Alias); err != nil {
+			return err
 		}
 		now := a.Now()
 		t.Version++
@@ -178,10 +203,11 @@ func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.
 		saved = SavedTemplate{Template: t, Version: v}
 		return tx.PutTemplate(t, v)
 	})
-	return t, v, storageErr(err, "template")
+	return t, v, templateErr(err, t.Alias)
 }
 
-// Template reads a template and one of its versions (0: the newest).
+// Template reads a template and one of its versions (0: the newest). id
+// may be the template's alias.
 func (a *App) Template(p Principal, id string, version int) (storage.Template, storage.TemplateVersion, error) {
 	if err := a.authorize(p, ScopeTemplatesRead); err != nil {
 		return storage.Template{}, storage.TemplateVersion{}, err
@@ -197,13 +223,13 @@ func (a *App) template(accountID, id string, version int) (storage.Template, sto
 	var v storage.TemplateVersion
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		if t, err = tx.Template(accountID, id); err != nil {
+		if t, err = resolveTemplate(tx, accountID, id); err != nil {
 			return err
 		}
 		if version == 0 {
 			version = t.Version
 		}
-		if v, err = tx.TemplateVersion(accountID, id, version); err != nil {
+		if v, err = tx.TemplateVersion(accountID, t.ID, version); err != nil {
 			return NotFound(fmt.Sprintf("version %d of the template", version))
 		}
 		return nil
@@ -233,11 +259,11 @@ func (a *App) TemplateVersions(p Principal, id string, opts storage.ListOptions)
 	}
 	accountID := p.Account.ID
 	err := a.db.View(func(tx *storage.Tx) error {
-		t, err := tx.Template(accountID, id)
+		t, err := resolveTemplate(tx, accountID, id)
 		if err != nil {
 			return err
 		}
-		list, res, err = tx.TemplateVersions(accountID, id, opts)
+		list, res, err = tx.TemplateVersions(accountID, t.ID, opts)
 		total = t.Version
 		return err
 	})

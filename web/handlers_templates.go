@@ -11,6 +11,7 @@ import (
 
 type templateView struct {
 	ID        string    `json:"id"`
+	Alias     *string   `json:"alias"`
 	Name      string    `json:"name"`
 	Version   int       `json:"version"`
 	Strict    bool      `json:"strict"`
@@ -22,12 +23,21 @@ type templateView struct {
 }
 
 func viewTemplate(t storage.Template, v storage.TemplateVersion) templateView {
-	return templateView{ID: t.ID, Name: v.Name, Version: v.Version, Strict: v.Strict, Subject: v.Subject,
+	return templateView{ID: t.ID, Alias: viewAlias(t.Alias), Name: v.Name, Version: v.Version, Strict: v.Strict, Subject: v.Subject,
 		HTML: v.HTML, Text: v.Text, CreatedAt: t.CreatedAt.UTC(), UpdatedAt: v.CreatedAt.UTC()}
+}
+
+// viewAlias shows a template without an alias as null.
+func viewAlias(alias string) *string {
+	if alias == "" {
+		return nil
+	}
+	return &alias
 }
 
 type templateSummaryView struct {
 	ID        string    `json:"id"`
+	Alias     *string   `json:"alias"`
 	Name      string    `json:"name"`
 	Version   int       `json:"version"`
 	Strict    bool      `json:"strict"`
@@ -36,7 +46,7 @@ type templateSummaryView struct {
 }
 
 func viewTemplateSummary(t storage.Template) templateSummaryView {
-	return templateSummaryView{ID: t.ID, Name: t.Name, Version: t.Version, Strict: t.Strict,
+	return templateSummaryView{ID: t.ID, Alias: viewAlias(t.Alias), Name: t.Name, Version: t.Version, Strict: t.Strict,
 		CreatedAt: t.CreatedAt.UTC(), UpdatedAt: t.UpdatedAt.UTC()}
 }
 
@@ -61,10 +71,11 @@ type templateRequest struct {
 	HTML    *string `json:"html"`
 	Text    *string `json:"text"`
 	Strict  *bool   `json:"strict"`
+	Alias   *string `json:"alias"`
 }
 
 func (t templateRequest) input() app.TemplateInput {
-	return app.TemplateInput{Name: t.Name, Subject: t.Subject, HTML: t.HTML, Text: t.Text, Strict: t.Strict}
+	return app.TemplateInput{Name: t.Name, Subject: t.Subject, HTML: t.HTML, Text: t.Text, Strict: t.Strict, Alias: t.Alias}
 }
 
 func (s *Server) createTemplate(w http.ResponseWriter, r *http.Request, c *call) {

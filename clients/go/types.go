@@ -257,6 +257,7 @@ type RotateDKIMRequest struct {
 type Template struct {
 	Response  `json:"-"`
 	ID        string    `json:"id"`
+	Alias     *string   `json:"alias,omitempty"` // nil when the template has none
 	Name      string    `json:"name"`
 	Version   int       `json:"version"`
 	Strict    bool      `json:"strict"`
@@ -285,6 +286,7 @@ type CreateTemplateRequest struct {
 	HTML    string `json:"html,omitempty"`
 	Text    string `json:"text,omitempty"`
 	Strict  *bool  `json:"strict,omitempty"`
+	Alias   string `json:"alias,omitempty"` // optional; usable in place of the id
 }
 
 // UpdateTemplateRequest changes a template; nil fields stay as they are.
@@ -294,6 +296,7 @@ type UpdateTemplateRequest struct {
 	HTML    *string `json:"html,omitempty"`
 	Text    *string `json:"text,omitempty"`
 	Strict  *bool   `json:"strict,omitempty"`
+	Alias   *string `json:"alias,omitempty"` // a pointer to "" removes the alias
 }
 
 // RenderTemplateRequest renders a template with data (Version 0: the newest).
