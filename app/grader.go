@@ -69,7 +69,8 @@ func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string
 	if strings.TrimSpace(domain) == "" {
 		return grader.Result{}, InvalidInput("domain", "is required")
 	}
-	key := checkKey(domain, selectors)
+	cfg := a.graderConfig(domain)
+	key := checkKey(domain, selectors) + "|" + strings.Join(cfg.ExtraSelectors, ",")
 	now := a.Now()
 	c := &a.graderCache
 	c.mu.Lock()
@@ -81,7 +82,7 @@ func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string
 	v, err, _ := c.flight.Do(key, func() (any, error) {
 		// The lookups outlive one caller's cancelled request.
 		ctx := context.WithoutCancel(ctx)
-		r, err := grader.Check(ctx, a.opts.Grader.Config, domain, selectors)
+		r, err := grader.Check(ctx, cfg, domain, selectors)
 		if err != nil {
 			return r, err
 		}
@@ -97,6 +98,34 @@ func (a *App) GraderCheck(ctx context.Context, domain string, selectors []string
 		return grader.Result{}, graderInputError(err)
 	}
 	return v.(grader.Result), nil
+}
+
+// maxOwnSelectors caps the selectors of this server's own domains tried
+// for one name: any account may add any name, so many accounts adding one
+// name must not turn a check into many lookups.
+const maxOwnSelectors = 8
+
+// graderConfig is the grader's configuration for checking domain: the
+// DKIM selectors of every sending domain this server holds under that
+// name (any account; the signing keys first) are tried as well as the
+// requested or default ones, so a domain set up here is graded with its
+// own key. Selectors are public in DNS, so nothing is disclosed. A name
+// the grader refuses, or a failed read, adds none.
+func (a *App) graderConfig(domain string) grader.Config {
+	cfg := a.opts.Grader.Config
+	name, err := grader.NormalizeDomain(domain)
+	if err != nil {
+		return cfg
+	}
+	var own []string
+	if err := a.db.View(func(tx *storage.Tx) error {
+		own, err = tx.DKIMSelectorsByName(name, maxOwnSelectors)
+		return err
+	}); err != nil || len(own) == 0 {
+		return cfg
+	}
+	cfg.ExtraSelectors = append(slices.Clone(cfg.ExtraSelectors), own...)
+	return cfg
 }
 
 func graderInputError(err error) error {
@@ -123,7 +152,11 @@ func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission
 	if err := a.authorize(p, ScopeGraderWrite); err != nil {
 		return StoredResult{}, err
 	}
-	r, err := grader.Submit(ctx, a.opts.Grader.Config, s)
+	cfg := a.opts.Grader.Config
+	if d, err := grader.SubmissionDomain(s); err == nil {
+		cfg = a.graderConfig(d)
+	}
+	r, err := grader.Submit(ctx, cfg, s)
 	if err != nil {
 		return StoredResult{}, graderInputError(err)
 	}

@@ -55,9 +55,9 @@ var AuthRules = []AuthRule{
 	{RuleAuthDKIM, ModeSubmission, 25, "DKIM (RFC 6376) signatures of the raw message, verified with go-msgauth: at least one passes 25; signatures that all fail or permerror 0 (critical); no signature, or no raw message to verify, 0 (warning); only temperror not judged."},
 	{RuleAuthDMARC, ModeSubmission, 25, "DMARC (RFC 7489) with policy discovery at the From domain then its organizational domain: pass 25, fail 0 (critical), none (no record) 0 (warning), permerror 0 (critical); temperror not judged."},
 	{RuleAuthAlignment, ModeSubmission, 25, "Identifier alignment with the From domain in the record's aspf/adkim mode (relaxed without a record): SPF and DKIM aligned 25, DKIM only 20 (survives forwarding), SPF only 12 (warning), neither 0 (critical)."},
-	{RuleReadySPF, ModeReadiness, 35, "An SPF record is published and strict: the dnscheck rules spf_record and spf_limits at full points, then 35 × spf_all/5 (-all 35, ~all 28, ?all, +all or no all 0). A missing, broken or over-limit record scores 0 (critical)."},
+	{RuleReadySPF, ModeReadiness, 35, "An SPF record is published and strict: the dnscheck rules spf_record and spf_limits at full points, then 35 × spf_all/5 (-all 35; ~all 28, the monitoring stage, info; ?all, +all or no all 0). A missing, broken or over-limit record scores 0 (critical)."},
 	{RuleReadyDKIM, ModeReadiness, 30, "A trusted DKIM key is published for the checked selectors: 30 × dkim/15 (ed25519 or RSA ≥ 2048 bits 30, RSA 1024–2047 16, weaker or none 0)."},
-	{RuleReadyDMARC, ModeReadiness, 35, "DMARC is published and enforcing: 35 × dmarc_policy/10 (p=reject 35, p=quarantine 28, with dnscheck's sp/pct deductions; p=none 0, warning); no usable record 0 (critical)."},
+	{RuleReadyDMARC, ModeReadiness, 35, "DMARC is published and enforcing: 35 × dmarc_policy/10 (p=reject 35, p=quarantine 28, with dnscheck's sp/pct deductions; p=none with rua= 18, the monitoring stage, info; p=none without it 0, warning); no usable record 0 (critical)."},
 }
 
 func authRule(id string) AuthRule {
@@ -108,7 +108,10 @@ func (b *builder) readiness(dr dnscheck.Result) Score {
 	default:
 		p := scaled(dnscheck.RuleSPFAll, w)
 		t.award(RuleReadySPF, p)
-		if p < w {
+		if rules[dnscheck.RuleSPFAll].Points == dnscheck.MonitoringSPFAllPoints {
+			// ~all: the monitoring stage domain setup advises, not a fault.
+			b.find(SeverityInfo, DimAuthentication, fmt.Sprintf("SPF is at the monitoring stage (~all, %d of %d readiness points): the next stage is -all, once the DMARC reports show every sender of yours passing", p, w))
+		} else if p < w {
 			sev := SeverityWarning
 			if p == 0 {
 				sev = SeverityCritical
@@ -145,8 +148,11 @@ func (b *builder) readiness(dr dnscheck.Result) Score {
 		p := scaled(dnscheck.RuleDMARCPolicy, w)
 		t.award(RuleReadyDMARC, p)
 		switch {
+		case dr.DMARCPolicy == "none" && full(dnscheck.RuleDMARCReports):
+			// p=none with reports: the monitoring stage, not a fault.
+			b.find(SeverityInfo, DimAuthentication, fmt.Sprintf("DMARC is at the monitoring stage (p=none with reports, %d of %d readiness points): the next stage is p=quarantine, then p=reject, once the reports show only your own mail passing", p, w))
 		case p == 0:
-			b.find(SeverityWarning, DimAuthentication, "DMARC is published but not enforcing (p=none): spoofed mail is still delivered")
+			b.find(SeverityWarning, DimAuthentication, "DMARC is published but neither enforcing nor reporting (p=none without rua=): spoofed mail is still delivered and nobody sees it")
 		case p < w:
 			b.find(SeverityInfo, DimAuthentication, fmt.Sprintf("DMARC is enforcing but not at full strength (%d of %d readiness points): p=reject protects best", p, w))
 		}

@@ -58,6 +58,9 @@ func TestGolden(t *testing.T) {
 			}
 		}},
 		{name: "p-none", s: setup{spf: good.spf, dmarc: "v=DMARC1; p=none; rua=mailto:dmarc@example.com", dkim: true}},
+		// What domain setup lists (docs/domains.md): ~all and p=none with
+		// reports, the monitoring stage.
+		{name: "monitoring-stage", s: setup{spf: strings.Replace(good.spf, "-all", "~all", 1), dmarc: "v=DMARC1; p=none; rua=mailto:dmarc@example.com", dkim: true}},
 		{name: "missing-dkim", s: setup{spf: good.spf, dmarc: good.dmarc}},
 		{name: "weak-dkim-512", s: setup{spf: good.spf, dmarc: good.dmarc}, extra: func(z *zone) {
 			z.LongTXT(selector+"._domainkey."+domain, weakRecord())

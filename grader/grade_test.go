@@ -195,8 +195,11 @@ func TestCheckProblems(t *testing.T) {
 	}{
 		{"no SPF", setup{dmarc: good.dmarc, dkim: true}, 65, SeverityCritical, "SPF is not ready"},
 		{"+all", setup{spf: "v=spf1 +all", dmarc: good.dmarc, dkim: true}, 65, SeverityCritical, "not strict"},
-		{"~all", setup{spf: "v=spf1 mx ~all", dmarc: good.dmarc, dkim: true}, 93, SeverityWarning, "not strict"},
-		{"p=none", setup{spf: good.spf, dmarc: "v=DMARC1; p=none; rua=mailto:dmarc@example.com", dkim: true}, 65, SeverityWarning, "not enforcing"},
+		// ~all and p=none with reports are the monitoring stage domain
+		// setup advises: fewer points, an info finding naming the stage.
+		{"~all", setup{spf: "v=spf1 mx ~all", dmarc: good.dmarc, dkim: true}, 93, SeverityInfo, "SPF is at the monitoring stage"},
+		{"p=none", setup{spf: good.spf, dmarc: "v=DMARC1; p=none; rua=mailto:dmarc@example.com", dkim: true}, 83, SeverityInfo, "DMARC is at the monitoring stage"},
+		{"p=none without rua", setup{spf: good.spf, dmarc: "v=DMARC1; p=none", dkim: true}, 65, SeverityWarning, "neither enforcing nor reporting"},
 		{"no DMARC", setup{spf: good.spf, dkim: true}, 65, SeverityCritical, "DMARC is not ready"},
 		{"missing DKIM", setup{spf: good.spf, dmarc: good.dmarc}, 70, SeverityCritical, "DKIM is not ready"},
 	}
@@ -364,7 +367,7 @@ func TestSubmitReadinessOnly(t *testing.T) {
 		t.Errorf("readiness-only submission has authentication_results %+v", res.AuthenticationResults)
 	}
 	hasFinding(t, res, SeverityInfo, DimAuthentication, "DNS readiness only")
-	hasFinding(t, res, SeverityWarning, DimAuthentication, "not enforcing")
+	hasFinding(t, res, SeverityWarning, DimAuthentication, "neither enforcing nor reporting")
 	if got := res.Breakdown[DimAuthentication]; got != (Score{65, 100}) {
 		t.Errorf("authentication %+v", got)
 	}
@@ -507,7 +510,7 @@ func TestDocs(t *testing.T) {
 		t.Errorf("worked example: %d %+v", res.Score, res.Breakdown)
 	}
 	_, cfg = publish(t, setup{spf: good.spf, dmarc: "v=DMARC1; p=none; rua=mailto:dmarc@example.com", dkim: true})
-	if res := check(t, cfg); res.Score != 82 || res.Grade != "B" || res.Breakdown[DimDNSHealth] != (Score{65, 75}) {
+	if res := check(t, cfg); res.Score != 91 || res.Grade != "A" || res.Breakdown[DimDNSHealth] != (Score{70, 75}) {
 		t.Errorf("worked example p=none: %d %s %+v", res.Score, res.Grade, res.Breakdown)
 	}
 }

@@ -8,10 +8,12 @@
 package grader
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
+	"mime"
 	"net"
 	"net/mail"
 	"strings"
@@ -90,8 +92,13 @@ var _ Resolver = (*dns.Resolver)(nil)
 
 // Config configures Check and Submit.
 type Config struct {
-	Resolver                       Resolver // required
-	Selectors                      []string // default DKIM selectors (GRADER_DKIM_SELECTORS); dnscheck.DefaultSelectors when nil
+	Resolver  Resolver // required
+	Selectors []string // default DKIM selectors (GRADER_DKIM_SELECTORS); dnscheck.DefaultSelectors when nil
+	// ExtraSelectors are tried in addition to the requested or default
+	// selectors: the caller's own selectors for the checked name (app
+	// passes those of the sending domains this server holds), so a domain
+	// it set up is not graded as having no DKIM key.
+	ExtraSelectors                 []string
 	IPBlocklists, DomainBlocklists []string // nil: dnscheck defaults
 	Timeout                        time.Duration
 }
@@ -219,6 +226,7 @@ func Check(ctx context.Context, cfg Config, domain string, selectors []string) (
 
 // Submit grades a full email. With SenderIP and HELO both given it runs real SPF (on MailFrom, falling back to the HELO identity), DKIM verification (go-msgauth, on Raw; without Raw there is no signature to verify — say so in a finding) and DMARC (policy discovery with org-domain fallback, relaxed/strict alignment); without them it scores DNS readiness only and adds a finding saying so.
 func Submit(ctx context.Context, cfg Config, s Submission) (Result, error) {
+	s = FillFromRaw(s)
 	in, err := validate(s)
 	if err != nil {
 		return Result{}, err
@@ -229,18 +237,12 @@ func Submit(ctx context.Context, cfg Config, s Submission) (Result, error) {
 	ctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
 
-	selectors := s.Selectors
-	if len(selectors) == 0 {
-		selectors = cfg.Selectors
-	}
-	if len(selectors) == 0 {
-		selectors = dnscheck.DefaultSelectors
-	}
+	selectors := selectorsFor(cfg, s.Selectors)
 	// The selectors of the message's own signatures for the From domain
 	// are checked too.
 	for _, sig := range signaturesOf(s.Raw) {
 		if strings.EqualFold(strings.TrimSuffix(sig.domain, "."), in.domain) && validSelector(sig.selector) && !containsFold(selectors, sig.selector) {
-			selectors = append(append([]string{}, selectors...), sig.selector)
+			selectors = append(selectors, sig.selector)
 		}
 	}
 
@@ -328,6 +330,7 @@ func (b *builder) addDNS(dr dnscheck.Result) {
 	for _, r := range dr.Recommendations {
 		b.recommend(r)
 	}
+	b.addStage(dr)
 }
 
 // addContent takes content_quality and spam_likelihood from a content
@@ -358,13 +361,30 @@ func (b *builder) result() Result {
 	return b.res
 }
 
-func dnsOptions(cfg Config, selectors []string) dnscheck.Options {
-	if len(selectors) == 0 {
-		selectors = cfg.Selectors
+// selectorsFor is the DKIM selectors to look up: the requested ones, else
+// the configured defaults, else dnscheck's; then cfg.ExtraSelectors not
+// already among them. The result is a new slice.
+func selectorsFor(cfg Config, requested []string) []string {
+	base := requested
+	if len(base) == 0 {
+		base = cfg.Selectors
 	}
+	if len(base) == 0 {
+		base = dnscheck.DefaultSelectors
+	}
+	out := append([]string{}, base...)
+	for _, x := range cfg.ExtraSelectors {
+		if validSelector(x) && !containsFold(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func dnsOptions(cfg Config, selectors []string) dnscheck.Options {
 	return dnscheck.Options{
 		Resolver:         cfg.Resolver,
-		Selectors:        selectors,
+		Selectors:        selectorsFor(cfg, selectors),
 		IPBlocklists:     cfg.IPBlocklists,
 		DomainBlocklists: cfg.DomainBlocklists,
 		Timeout:          cfg.Timeout,
@@ -448,6 +468,54 @@ func validate(s Submission) (input, error) {
 	}
 	in.full = in.ip != nil && in.helo != ""
 	return in, nil
+}
+
+// NormalizeDomain is the form in which the grader checks a domain: A-labels,
+// lower case, no final dot. It is ErrInvalidInput for a name it would
+// refuse.
+func NormalizeDomain(name string) (string, error) { return normalizeDomain(name, "domain") }
+
+// SubmissionDomain is the From domain a submission is graded for, in the
+// form of NormalizeDomain; ErrInvalidInput when the submission is invalid.
+func SubmissionDomain(s Submission) (string, error) {
+	in, err := validate(FillFromRaw(s))
+	return in.domain, err
+}
+
+// FillFromRaw takes From, To and Subject from the header of s.Raw where
+// they are not given, so a complete message is enough to grade: From and
+// Subject as written (RFC 2047 words decoded), To as the addresses of the
+// To field. A field the header lacks or that does not parse stays as it
+// was; validate then judges what is there.
+func FillFromRaw(s Submission) Submission {
+	if len(s.Raw) == 0 || (s.From != "" && len(s.To) > 0 && s.Subject != "") {
+		return s
+	}
+	m, err := mail.ReadMessage(bytes.NewReader(s.Raw))
+	if err != nil {
+		return s
+	}
+	var dec mime.WordDecoder
+	decoded := func(v string) string {
+		if d, err := dec.DecodeHeader(v); err == nil {
+			return d
+		}
+		return v
+	}
+	if s.From == "" {
+		s.From = strings.TrimSpace(decoded(m.Header.Get("From")))
+	}
+	if s.Subject == "" {
+		s.Subject = strings.TrimSpace(decoded(m.Header.Get("Subject")))
+	}
+	if len(s.To) == 0 {
+		if list, err := m.Header.AddressList("To"); err == nil {
+			for _, a := range list {
+				s.To = append(s.To, a.Address)
+			}
+		}
+	}
+	return s
 }
 
 // normalizeDomain converts an IDN to A-labels, lower-cases the name, drops

@@ -1,6 +1,9 @@
 package storage
 
 import (
+	"bytes"
+	"slices"
+	"sort"
 	"time"
 )
 
@@ -219,4 +222,52 @@ func (tx *Tx) DueDomainChecks(now time.Time, max int) []string {
 		ids = append(ids, string(k[8:]))
 	}
 	return ids
+}
+
+// DKIMSelectorsByName lists the DKIM selectors of every account's domain
+// with the given normalised name, the signing keys first, then the newest,
+// at most limit of them (limit ≤ 0: all): the grader tries them so that a
+// domain this server verified has its own key found. It scans the
+// domain_names keys (one name per account, no name-first index), so its
+// cost grows with the number of domains; the private keys are not opened.
+func (tx *Tx) DKIMSelectorsByName(name string, limit int) ([]string, error) {
+	type cand struct {
+		sel    string
+		active bool
+		at     time.Time
+	}
+	var cands []cand
+	suffix := append([]byte{sep}, name...)
+	err := tx.bucket(bucketDomainNames).ForEach(func(k, id []byte) error {
+		if !bytes.HasSuffix(k, suffix) || bytes.IndexByte(k, sep) != len(k)-len(suffix) {
+			return nil
+		}
+		var d Domain
+		if err := getJSON(tx.bucket(bucketDomains), id, &d); err != nil {
+			return err
+		}
+		for _, key := range d.DKIMKeys {
+			cands = append(cands, cand{key.Selector, key.ActivatedAt != nil && key.RetiredAt == nil, key.CreatedAt})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].active != cands[j].active {
+			return cands[i].active
+		}
+		return cands[i].at.After(cands[j].at)
+	})
+	var out []string
+	for _, c := range cands {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		if !slices.Contains(out, c.sel) {
+			out = append(out, c.sel)
+		}
+	}
+	return out, nil
 }

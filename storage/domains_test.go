@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -86,6 +87,47 @@ func TestTemplateVersionsAreImmutable(t *testing.T) {
 		list, _, _ := tx.TemplateVersions("a", "t1", ListOptions{Limit: 10})
 		if v.Subject != "one" || len(list) != 2 || list[0].Version != 2 || tx.TemplateCount("a") != 1 {
 			t.Errorf("v1=%q versions=%v count=%d", v.Subject, list, tx.TemplateCount("a"))
+		}
+		return nil
+	})
+}
+
+func TestDKIMSelectorsByName(t *testing.T) {
+	db := openTest(t)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	key := func(sel string, h int, active bool) DomainKey {
+		k := DomainKey{Selector: sel, CreatedAt: t0.Add(time.Duration(h) * time.Hour)}
+		if active {
+			k.ActivatedAt = &k.CreatedAt
+		}
+		return k
+	}
+	err := db.Update(func(tx *Tx) error {
+		for _, d := range []Domain{
+			{ID: "d1", AccountID: "a", Name: "x.test", DKIMKeys: []DomainKey{key("old", 1, true), key("new", 3, false)}},
+			{ID: "d2", AccountID: "b", Name: "x.test", DKIMKeys: []DomainKey{key("b1", 2, false)}},
+			{ID: "d3", AccountID: "a", Name: "sub.x.test", DKIMKeys: []DomainKey{key("sub", 4, true)}},
+			{ID: "d4", AccountID: "c", Name: "ax.test", DKIMKeys: []DomainKey{key("ax", 5, true)}},
+		} {
+			if err := tx.InsertDomain(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.View(func(tx *Tx) error {
+		got, err := tx.DKIMSelectorsByName("x.test", 0)
+		if err != nil || !slices.Equal(got, []string{"old", "new", "b1"}) {
+			t.Errorf("all: %v %v", got, err)
+		}
+		if got, _ := tx.DKIMSelectorsByName("x.test", 2); !slices.Equal(got, []string{"old", "new"}) {
+			t.Errorf("limit 2: %v", got)
+		}
+		if got, _ := tx.DKIMSelectorsByName("none.test", 0); len(got) != 0 {
+			t.Errorf("unknown name: %v", got)
 		}
 		return nil
 	})

@@ -87,7 +87,7 @@ func (s *Server) authHostOK(w http.ResponseWriter, r *http.Request) bool {
 
 type submitRequest struct {
 	From         string            `json:"from"`
-	To           []string          `json:"to"`
+	To           addressList       `json:"to"` // one address or an array, as in the messages API
 	Subject      string            `json:"subject"`
 	BodyText     string            `json:"body_text"`
 	Headers      map[string]string `json:"headers"`
@@ -128,7 +128,7 @@ func (s *Server) graderSubmit(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.InvalidInput("subject", "must not contain CR or LF"))
 		return
 	}
-	sub := app.Submission{From: req.From, To: req.To, Subject: req.Subject, BodyText: req.BodyText,
+	sub := app.Submission{From: req.From, To: []string(req.To), Subject: req.Subject, BodyText: req.BodyText,
 		Headers: req.Headers, Selectors: req.Selectors, SenderIP: req.SenderIP, HELO: req.HELOHostname,
 		MailFrom: req.MailFrom}
 	if req.Raw != "" {

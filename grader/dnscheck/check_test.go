@@ -239,7 +239,7 @@ func TestSPF(t *testing.T) {
 		{"+all", []string{"v=spf1 mx +all"}, 10, 5, 0, SeverityCritical, RuleSPFAll, "ends in +all", "-all"},
 		{"bare all is +all", []string{"v=spf1 all"}, 10, 5, 0, SeverityCritical, RuleSPFAll, "ends in +all", "-all"},
 		{"?all", []string{"v=spf1 mx ?all"}, 10, 5, 0, SeverityWarning, RuleSPFAll, "?all", "-all"},
-		{"~all", []string{"v=spf1 mx ~all"}, 10, 5, 4, SeverityInfo, RuleSPFAll, "~all", ""},
+		{"~all", []string{"v=spf1 mx ~all"}, 10, 5, 4, SeverityInfo, RuleSPFAll, "~all (softfail): the monitoring stage", "Next stage: once the DMARC reports show every sender of yours passing SPF"},
 		{"no all", []string{"v=spf1 mx"}, 10, 5, 0, SeverityWarning, RuleSPFAll, "no all term", "-all"},
 		{"redirect decides", []string{"v=spf1 redirect=_spf.example.com"}, 10, 5, 5, SeverityInfo, RuleSPFLimits, "uses 2 of the 10", ""},
 		{"11 includes", []string{many}, 10, 0, 5, SeverityCritical, RuleSPFLimits, "needs 11 DNS lookups", "at most 10"},
@@ -279,12 +279,15 @@ func TestDMARCAndBIMI(t *testing.T) {
 		sev, cat, text, recomm string
 	}{
 		{"missing", "", "", 0, 0, 0, SeverityCritical, RuleDMARCRecord, "no DMARC record", `"v=DMARC1; p=none; rua=mailto:dmarc-reports@example.com"`},
-		{"p=none", "v=DMARC1; p=none; rua=mailto:d@example.com", "", 10, 0, 5, SeverityWarning, RuleDMARCPolicy, "policy for example.com is none", "p=quarantine"},
+		// p=none with reports is the monitoring stage domain setup
+		// advises: info, part of the points, and the next stage.
+		{"p=none with rua", "v=DMARC1; p=none; rua=mailto:d@example.com", "", 10, 5, 5, SeverityInfo, RuleDMARCPolicy, "the monitoring stage; the next stage is p=quarantine", "Next stage"},
+		{"p=none without rua", "v=DMARC1; p=none", "", 10, 0, 0, SeverityWarning, RuleDMARCPolicy, "none without aggregate reports", "Add rua="},
 		{"p=quarantine", "v=DMARC1; p=quarantine; rua=mailto:d@example.com", "", 10, 8, 5, SeverityInfo, RuleDMARCPolicy, "quarantine", ""},
 		{"weak sp", "v=DMARC1; p=reject; sp=none; rua=mailto:d@example.com", "", 10, 7, 5, SeverityWarning, RuleDMARCPolicy, "sp=none is weaker", ""},
 		{"pct", "v=DMARC1; p=reject; pct=50; rua=mailto:d@example.com", "", 10, 8, 5, SeverityWarning, RuleDMARCPolicy, "pct=50", ""},
 		{"no rua", "v=DMARC1; p=reject", "", 10, 10, 0, SeverityWarning, RuleDMARCReports, "no rua=", "rua=mailto:dmarc-reports@example.com"},
-		{"BIMI without enforcement", "v=DMARC1; p=none; rua=mailto:d@example.com", "v=BIMI1; l=https://example.com/logo.svg", 10, 0, 5, SeverityWarning, RuleBIMI, "DMARC is not enforced", "so that its BIMI record is honoured"},
+		{"BIMI without enforcement", "v=DMARC1; p=none; rua=mailto:d@example.com", "v=BIMI1; l=https://example.com/logo.svg", 10, 5, 5, SeverityWarning, RuleBIMI, "DMARC is not enforced", "so that its BIMI record is honoured"},
 		{"BIMI with enforcement", "v=DMARC1; p=quarantine; rua=mailto:d@example.com", "v=BIMI1; l=https://example.com/logo.svg", 10, 8, 5, SeverityInfo, RuleBIMI, "with DMARC enforcement", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

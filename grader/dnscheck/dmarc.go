@@ -8,6 +8,14 @@ import (
 	"mailbolt/grader/dmarc"
 )
 
+// MonitoringDMARCPoints is what RuleDMARCPolicy awards p=none with a
+// rua= address: the monitoring stage, short of quarantine's 8.
+const MonitoringDMARCPoints = 5
+
+// MonitoringSPFAllPoints is what RuleSPFAll awards ~all: the monitoring
+// stage, short of -all's 5.
+const MonitoringSPFAllPoints = 4
+
 // policyRank orders DMARC policies from the weakest.
 func policyRank(p dmarc.Policy) int {
 	switch p {
@@ -77,9 +85,18 @@ func (c *checker) checkDMARC(ctx context.Context, p *part, res *Result) string {
 	case dmarc.PolicyQuarantine:
 		points = 8
 		p.find(SeverityInfo, RuleDMARCPolicy, fmt.Sprintf("DMARC policy for %s is quarantine; reject is the strongest", c.domain))
-	default:
-		p.find(SeverityWarning, RuleDMARCPolicy, fmt.Sprintf("DMARC policy for %s is none: receivers only monitor, spoofed mail is still delivered", c.domain))
-		p.recommend(fmt.Sprintf(`Once the DMARC reports show your mail passing, raise the policy at _dmarc.%s to p=quarantine, then p=reject`, at))
+	case dmarc.PolicyNone:
+		if len(rec.AggregateReports) == 0 {
+			p.find(SeverityWarning, RuleDMARCPolicy, fmt.Sprintf("DMARC policy for %s is none without aggregate reports: receivers only monitor, and nobody sees the result", c.domain))
+			p.recommend(fmt.Sprintf(`Add rua= to the DMARC record at _dmarc.%s (the monitoring stage), then raise the policy to p=quarantine and p=reject once the reports show only your own mail passing`, at))
+			break
+		}
+		// The monitoring stage of the staged advice (docs/domains.md,
+		// docs/grader.md): what domain setup publishes first. Not a fault,
+		// so not a warning; enforcement still scores more.
+		points = MonitoringDMARCPoints
+		p.find(SeverityInfo, RuleDMARCPolicy, fmt.Sprintf("DMARC policy for %s is none with aggregate reports: the monitoring stage; the next stage is p=quarantine, then p=reject, once the reports show only your own mail passing", c.domain))
+		p.recommend(fmt.Sprintf(`Next stage: once the DMARC reports show only your own mail passing, raise the policy at _dmarc.%s to p=quarantine, then p=reject`, at))
 	}
 	if rec.PolicyFallback {
 		p.find(SeverityWarning, RuleDMARCPolicy, "the DMARC record has no valid p= tag; it is read as p=none because it has a rua= address")

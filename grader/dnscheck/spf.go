@@ -204,8 +204,9 @@ func (c *checker) judgeAll(ctx context.Context, p *part, rec *spf.Record) {
 		p.find(SeverityWarning, RuleSPFAll, fmt.Sprintf("the SPF record of %s ends in ?all: it says nothing about unlisted servers", c.domain))
 		fixAll("?all asserts nothing")
 	case all == spf.QualifierSoftFail:
-		p.score(RuleSPFAll, 4)
-		p.find(SeverityInfo, RuleSPFAll, fmt.Sprintf("the SPF record of %s ends in ~all (softfail); -all is stricter once every sender is listed", c.domain))
+		p.score(RuleSPFAll, MonitoringSPFAllPoints)
+		p.find(SeverityInfo, RuleSPFAll, fmt.Sprintf("the SPF record of %s ends in ~all (softfail): the monitoring stage; the next stage is -all, once the DMARC reports show every sender of yours passing", c.domain))
+		p.recommend(fmt.Sprintf("Next stage: once the DMARC reports show every sender of yours passing SPF, end the SPF record of %s with -all", c.domain))
 	default:
 		p.score(RuleSPFAll, rule(RuleSPFAll).Weight)
 	}
