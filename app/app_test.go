@@ -297,25 +297,25 @@ func TestSweepRemovesExpiredIdempotency(t *testing.T) {
 func TestSuppressionsAndTeam(t *testing.T) {
 	a, _ := newTestApp(t)
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
-	s, created, e := a.AddSuppression(keyIn(acct.ID), "User@Example.COM", "")
+	s, created, e := a.AddSuppression(keyIn(acct.ID), "User@Example.COM", "", "")
 	if e != nil || !created || s.Recipient != "user@example.com" || s.Reason != "manual" {
 		t.Fatalf("%+v %v %v", s, created, e)
 	}
-	if _, created, _ := a.AddSuppression(keyIn(acct.ID), "user@example.com", "complaint"); created {
+	if _, created, _ := a.AddSuppression(keyIn(acct.ID), "user@example.com", "complaint", ""); created {
 		t.Error("duplicate created")
 	}
 	for _, bad := range []string{"", "nope", "Name <a@b.test>", "a@b.test, c@d.test"} {
-		if _, _, e := a.AddSuppression(keyIn(acct.ID), bad, ""); e == nil {
+		if _, _, e := a.AddSuppression(keyIn(acct.ID), bad, "", ""); e == nil {
 			t.Errorf("accepted %q", bad)
 		}
 	}
-	if _, _, e := a.AddSuppression(keyIn(acct.ID), "x@y.test", "bored"); e == nil {
+	if _, _, e := a.AddSuppression(keyIn(acct.ID), "x@y.test", "bored", ""); e == nil {
 		t.Error("unknown reason accepted")
 	}
-	if e := a.DeleteSuppression(keyIn(acct.ID), "USER@example.com"); e != nil {
+	if e := a.DeleteSuppression(keyIn(acct.ID), "USER@example.com", ""); e != nil {
 		t.Fatal(e)
 	}
-	if e := a.DeleteSuppression(keyIn(acct.ID), "user@example.com"); e == nil || AsError(e).Status() != 404 {
+	if e := a.DeleteSuppression(keyIn(acct.ID), "user@example.com", ""); e == nil || AsError(e).Status() != 404 {
 		t.Errorf("second delete: %v", e)
 	}
 	inv, e := a.Invite(keyIn(acct.ID), "Dev@Example.com", "developer")

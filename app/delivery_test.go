@@ -334,7 +334,7 @@ func TestPermanentFailuresBounceAndSuppress(t *testing.T) {
 	// Only the hard bounce is suppressed, with its source message.
 	for rcpt, want := range map[string]bool{"unknown@dest.test": true, "full@dest.test": false, "blocked@dest.test": false} {
 		var s storage.Suppression
-		err := e.app.db.View(func(tx *storage.Tx) error { var err error; s, err = tx.Suppression(e.acct, rcpt); return err })
+		err := e.app.db.View(func(tx *storage.Tx) error { var err error; s, err = tx.Suppression(e.acct, rcpt, ""); return err })
 		if (err == nil) != want || (want && (s.Reason != "hard_bounce" || s.SourceMessageID != m.ID)) {
 			t.Errorf("%s suppressed=%v %+v", rcpt, err == nil, s)
 		}
@@ -400,7 +400,7 @@ func TestMXOnLoopbackHardBounces(t *testing.T) {
 	if n := len(e.sink.Messages()); n != 0 {
 		t.Fatalf("the loopback MX got %d messages", n)
 	}
-	err := e.app.db.View(func(tx *storage.Tx) error { _, err := tx.Suppression(e.acct, "x@dest.test"); return err })
+	err := e.app.db.View(func(tx *storage.Tx) error { _, err := tx.Suppression(e.acct, "x@dest.test", ""); return err })
 	if err != nil {
 		t.Fatalf("not suppressed: %v", err)
 	}

@@ -237,8 +237,8 @@ func (a *App) UnsubscribeTarget(token string) (email string, err error) {
 	return email, nil
 }
 
-// Unsubscribe suppresses the recipient an unsubscribe token names (reason
-// unsubscribe) and emits recipient.unsubscribed, once: a repeat changes
+// Unsubscribe suppresses the recipient an unsubscribe token names for the
+// broadcast stream (reason unsubscribe; transactional mail still flows) and emits recipient.unsubscribed, once: a repeat changes
 // nothing and reports ok.
 func (a *App) Unsubscribe(token, method string) (email string, err error) {
 	t, ok := a.verifyToken(tokenUnsubscribe, token)
@@ -266,7 +266,7 @@ func (a *App) unsubscribe(t linkToken, method string) (email string, err error) 
 			return err
 		}
 		if _, _, err := tx.PutSuppression(storage.Suppression{AccountID: m.AccountID, Recipient: r.Email,
-			Reason: "unsubscribe", SourceMessageID: m.ID, CreatedAt: now}); err != nil {
+			Stream: storage.StreamBroadcast, Reason: "unsubscribe", SourceMessageID: m.ID, CreatedAt: now}); err != nil {
 			return err
 		}
 		lists := []string{}

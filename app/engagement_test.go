@@ -55,7 +55,13 @@ func (e *sendEnv) eventData(p Principal, id, typ string) []map[string]any {
 
 func (e *sendEnv) suppressed(rcpt string) (storage.Suppression, bool) {
 	var s storage.Suppression
-	err := e.app.db.View(func(tx *storage.Tx) error { var err error; s, err = tx.Suppression(e.acct, rcpt); return err })
+	err := e.app.db.View(func(tx *storage.Tx) error {
+		var err error
+		if s, err = tx.Suppression(e.acct, rcpt, ""); err != nil {
+			s, err = tx.Suppression(e.acct, rcpt, storage.StreamBroadcast)
+		}
+		return err
+	})
 	return s, err == nil
 }
 
@@ -64,7 +70,7 @@ func TestTrackingAndUnsubscribeEndToEnd(t *testing.T) {
 	yes := true
 	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"),
 		HTML:     text(`<p>Hi <a href="https://shop.test/a?x=1&amp;y=2">shop</a> <a href="mailto:x@y.test">mail</a> <a href="https://shop.test/b" data-mb-notrack>raw</a></p></body>`),
-		Tracking: &TrackingInput{Opens: &yes, Clicks: &yes}, CampaignID: "nov"})
+		Tracking: &TrackingInput{Opens: &yes, Clicks: &yes}, CampaignID: "nov", Stream: "broadcast"})
 	e.drain()
 	got := e.sink.Messages()
 	if len(got) != 1 {
@@ -319,7 +325,8 @@ func TestInboundReportNotRecordedIsRetried(t *testing.T) {
 func TestMailtoUnsubscribe(t *testing.T) {
 	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	addr := e.inboundListener()
-	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"), Text: text("t")})
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"ann@dest.test"}, Subject: text("s"), Text: text("t"),
+		Stream: "broadcast"})
 	e.drain()
 	msg, _ := mail.ReadMessage(bytes.NewReader(e.sink.Messages()[0].Data))
 	to := regexp.MustCompile(`<mailto:([^>]+)>`).FindStringSubmatch(msg.Header.Get("List-Unsubscribe"))[1]

@@ -63,9 +63,11 @@ type MessageInput struct {
 	Tags            []string
 	Tracking        *TrackingInput
 	IPPool          string
-	// Unsubscribe turns the List-Unsubscribe fields off when false (for
-	// purely transactional mail); on when nil.
+	// Unsubscribe turns the List-Unsubscribe fields on or off; when nil
+	// they are on for the broadcast stream only.
 	Unsubscribe *bool
+	// Stream is transactional (the default, when empty) or broadcast.
+	Stream string
 }
 
 // AttachmentInput is one attachment as the API receives it: the content
@@ -154,7 +156,18 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 	if in.Tracking != nil && in.Tracking.Clicks != nil {
 		m.Tracking.Clicks = *in.Tracking.Clicks
 	}
-	m.ListUnsubscribe = in.Unsubscribe == nil || *in.Unsubscribe
+	switch in.Stream {
+	case "", storage.StreamTransactional:
+		m.Stream = storage.StreamTransactional
+	case storage.StreamBroadcast:
+		m.Stream = storage.StreamBroadcast
+	default:
+		return out, Validation("stream", "must be one of "+strings.Join(storage.Streams, ", "))
+	}
+	m.ListUnsubscribe = m.Stream == storage.StreamBroadcast
+	if in.Unsubscribe != nil {
+		m.ListUnsubscribe = *in.Unsubscribe
+	}
 	content, tref, e := a.content(p.Account.ID, in)
 	if e != nil {
 		return out, e

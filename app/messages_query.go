@@ -76,8 +76,8 @@ func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
 
 // MessageQuery filters a message list.
 type MessageQuery struct {
-	Status, CampaignID, Tag, Recipient string
-	Since, Until                       *time.Time
+	Status, CampaignID, Tag, Recipient, Stream string
+	Since, Until                               *time.Time
 }
 
 // ListMessages lists the caller's messages of its key's mode, newest first.
@@ -86,7 +86,7 @@ func (a *App) ListMessages(p Principal, q MessageQuery, opts storage.ListOptions
 		return nil, res, 0, err
 	}
 	f := storage.MessageFilter{Test: p.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
-		Recipient: q.Recipient, Range: idRange(q.Since, q.Until)}
+		Recipient: q.Recipient, Stream: q.Stream, Range: idRange(q.Since, q.Until)}
 	opts.Reverse = true
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error

@@ -35,10 +35,19 @@ type AddedSuppression struct {
 	Created     bool
 }
 
-// AddSuppression suppresses a recipient. Adding one that is already
-// suppressed is not an error: the stored record is returned with
-// created=false.
-func (a *App) AddSuppression(p Principal, recipient, reason string) (s storage.Suppression, created bool, e error) {
+// CheckStream validates an optional stream parameter: empty or one of
+// storage.Streams.
+func CheckStream(field, stream string) error {
+	if stream != "" && !slices.Contains(storage.Streams, stream) {
+		return Validation(field, "must be one of "+strings.Join(storage.Streams, ", "))
+	}
+	return nil
+}
+
+// AddSuppression suppresses a recipient for one stream, or for all when
+// stream is empty. Adding one that is already suppressed for that stream is
+// not an error: the stored record is returned with created=false.
+func (a *App) AddSuppression(p Principal, recipient, reason, stream string) (s storage.Suppression, created bool, e error) {
 	if err := a.authorize(p, ScopeSuppressionsWrite); err != nil {
 		return s, false, err
 	}
@@ -53,7 +62,10 @@ func (a *App) AddSuppression(p Principal, recipient, reason string) (s storage.S
 	if !slices.Contains(SuppressionReasons, reason) {
 		return s, false, Validation("reason", "must be one of "+strings.Join(SuppressionReasons, ", "))
 	}
-	in := storage.Suppression{AccountID: accountID, Recipient: addr, Reason: reason, CreatedAt: a.Now()}
+	if e := CheckStream("stream", stream); e != nil {
+		return s, false, e
+	}
+	in := storage.Suppression{AccountID: accountID, Recipient: addr, Stream: stream, Reason: reason, CreatedAt: a.Now()}
 	var added AddedSuppression
 	err := update(a, p, &added, func(tx *storage.Tx) error {
 		var err error
@@ -78,13 +90,17 @@ func (a *App) ListSuppressions(p Principal, opts storage.ListOptions) (list []st
 	return list, res, total, storageErr(err, "suppression")
 }
 
-// DeleteSuppression lets mail reach a recipient again.
-func (a *App) DeleteSuppression(p Principal, recipient string) error {
+// DeleteSuppression lets mail reach a recipient again: it removes every
+// entry of the recipient, or with a stream only that stream's entry.
+func (a *App) DeleteSuppression(p Principal, recipient, stream string) error {
 	if err := a.authorize(p, ScopeSuppressionsWrite); err != nil {
 		return err
 	}
+	if e := CheckStream("stream", stream); e != nil {
+		return e
+	}
 	accountID := p.Account.ID
 	addr := strings.ToLower(strings.TrimSpace(recipient))
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr) })
+	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr, stream) })
 	return storageErr(err, "suppression")
 }

@@ -23,7 +23,8 @@
 //	api_keys_by_account/
 //	    <account_id>·<key_id>     -> ""            (key ids are UUIDv7: creation order)
 //	suppressions/
-//	    <account_id>·<recipient>  -> Suppression (JSON)
+//	    <account_id>·<recipient>  -> Suppression (JSON), for all streams
+//	    <account_id>·<recipient>·<stream> -> Suppression (JSON), for one stream
 //	team/
 //	    <account_id>·<member_id>  -> TeamMember (JSON)
 //	team_emails/

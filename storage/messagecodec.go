@@ -14,7 +14,12 @@ import (
 // byte, so a pointer to the zero time is not taken for nil. Records written
 // as JSON before (their first byte is '{') are still read.
 
-const messageCodecV1 = 0x02
+// Version 2 adds the stream, last; version 1 records (no stream) are
+// still read, as transactional.
+const (
+	messageCodecV1 = 0x02
+	messageCodecV2 = 0x03
+)
 
 // minRecipientSize is the fewest bytes a recipient takes: nine empty
 // strings, two numbers, a bool and six nil times of one byte each.
@@ -59,7 +64,7 @@ func appendStrings(b []byte, ss []string) []byte {
 
 func encodeMessage(m *Message) []byte {
 	b := make([]byte, 0, 512+len(m.Recipients)*128+len(m.Metadata))
-	b = append(b, messageCodecV1)
+	b = append(b, messageCodecV2)
 	for _, s := range []string{m.ID, m.AccountID, m.Status, m.From, m.Domain} {
 		b = appendString(b, s)
 	}
@@ -106,7 +111,8 @@ func encodeMessage(m *Message) []byte {
 	for _, t := range []*time.Time{m.SendAt, m.QueuedAt, m.CompletedAt, m.CancelledAt, m.QueueAt} {
 		b = appendTagged(b, t)
 	}
-	return appendTagged(b, &m.ExpiresAt)
+	b = appendTagged(b, &m.ExpiresAt)
+	return appendString(b, m.Stream)
 }
 
 func (r *reader) bool() bool {
@@ -168,7 +174,7 @@ func decodeMessage(data []byte, m *Message) error {
 	if len(data) > 0 && data[0] == '{' {
 		return json.Unmarshal(data, m)
 	}
-	if len(data) == 0 || data[0] != messageCodecV1 {
+	if len(data) == 0 || (data[0] != messageCodecV1 && data[0] != messageCodecV2) {
 		return errMalformedRecord
 	}
 	r := &reader{b: data[1:]}
@@ -223,6 +229,9 @@ func decodeMessage(data []byte, m *Message) error {
 		*t = r.tagged()
 	}
 	m.ExpiresAt = r.taggedValue()
+	if data[0] == messageCodecV2 {
+		m.Stream = r.string()
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()
 	}

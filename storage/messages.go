@@ -35,6 +35,9 @@ type Message struct {
 	// ListUnsubscribe adds one-click List-Unsubscribe fields for each
 	// recipient at delivery.
 	ListUnsubscribe bool `json:"list_unsubscribe,omitempty"`
+	// Stream is StreamTransactional or StreamBroadcast; empty (messages
+	// stored before streams) is transactional. See StreamOf.
+	Stream string `json:"stream,omitempty"`
 
 	Recipients []Recipient `json:"recipients"`
 
@@ -53,6 +56,14 @@ type Message struct {
 	filedAt *time.Time
 	// filedStatus is Status as read from the store, for the gauges.
 	filedStatus string
+}
+
+// StreamOf is the stream of m: transactional unless it says broadcast.
+func StreamOf(m Message) string {
+	if m.Stream == "" {
+		return StreamTransactional
+	}
+	return m.Stream
 }
 
 // TemplateRef names the template version a message was rendered from.
@@ -295,11 +306,12 @@ type MessageFilter struct {
 	CampaignID string
 	Tag        string
 	Recipient  string // lower case
-	Range      Range  // over message ids (UUIDv7: creation time)
+	Stream     string
+	Range      Range // over message ids (UUIDv7: creation time)
 }
 
 func (f MessageFilter) plain() bool {
-	return f.Status == "" && f.CampaignID == "" && f.Tag == "" && f.Recipient == "" && f.Range.Lower == nil && f.Range.Upper == nil
+	return f.Status == "" && f.CampaignID == "" && f.Tag == "" && f.Recipient == "" && f.Stream == "" && f.Range.Lower == nil && f.Range.Upper == nil
 }
 
 func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
@@ -310,7 +322,8 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 	ok := m.Test == f.Test &&
 		(f.Status == "" || m.Status == f.Status) &&
 		(f.CampaignID == "" || m.CampaignID == f.CampaignID) &&
-		(f.Tag == "" || slices.Contains(m.Tags, f.Tag))
+		(f.Tag == "" || slices.Contains(m.Tags, f.Tag)) &&
+		(f.Stream == "" || StreamOf(m) == f.Stream)
 	if ok && f.Recipient != "" {
 		ok = false
 		for _, r := range m.Recipients {

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +40,7 @@ var migrations = []migration{
 	{9, "secrets sealed under the secret key file", sealAll, true},
 	{10, "deprecation announcements and the notices sent of them", plain(migrateAnnouncements), false},
 	{11, "template aliases", plain(migrateTemplateAliases), false},
+	{12, "unsubscribe suppressions for the broadcast stream only", plain(migrateSuppressionStreams), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -267,4 +269,49 @@ func migrateAnnouncements(tx *bolt.Tx) error {
 func migrateTemplateAliases(tx *bolt.Tx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketTemplateAliases)
 	return err
+}
+
+// migrateSuppressionStreams gives unsubscribes the broadcast stream: an
+// unsubscribe stops marketing mail, not password resets. Their entries
+// move from account\0recipient to account\0recipient\0broadcast; the
+// list count is unchanged. Other reasons stay entries for all streams.
+func migrateSuppressionStreams(tx *bolt.Tx) error {
+	b := tx.Bucket(bucketSuppressions)
+	if b == nil {
+		return nil
+	}
+	type move struct{ from, to, value []byte }
+	var moves []move
+	err := b.ForEach(func(k, v []byte) error {
+		if bytes.Count(k, []byte{sep}) != 1 {
+			return nil // already a one-stream entry
+		}
+		var s Suppression
+		if err := json.Unmarshal(v, &s); err != nil {
+			return fmt.Errorf("suppression %q: %w", k, err)
+		}
+		if s.Reason != "unsubscribe" || s.Stream != "" {
+			return nil
+		}
+		s.Stream = StreamBroadcast
+		value, err := json.Marshal(s)
+		if err != nil {
+			return err
+		}
+		to := append(bytes.Clone(k), sep)
+		moves = append(moves, move{bytes.Clone(k), append(to, StreamBroadcast...), value})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range moves {
+		if err := b.Delete(m.from); err != nil {
+			return err
+		}
+		if err := b.Put(m.to, m.value); err != nil {
+			return err
+		}
+	}
+	return nil
 }

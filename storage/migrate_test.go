@@ -140,7 +140,7 @@ func TestMigration3AddsDomainAndTemplateBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.View(func(tx *Tx) error {
-		if _, err := tx.Suppression("acct1", "a@x.test"); err != nil {
+		if _, err := tx.Suppression("acct1", "a@x.test", ""); err != nil {
 			t.Error("older data lost:", err)
 		}
 		return nil
@@ -481,6 +481,50 @@ func TestMigration11AddsTemplateAliases(t *testing.T) {
 	db.View(func(tx *Tx) error {
 		if id, err := tx.TemplateIDByAlias("a1", "welcome"); id != "t-old" || err != nil {
 			t.Errorf("alias resolves to %q, %v", id, err)
+		}
+		return nil
+	})
+}
+
+// TestMigration12GivesUnsubscribesTheBroadcastStream: an unsubscribe
+// stored before streams stops broadcast mail only; a hard bounce still
+// stops all of it.
+func TestMigration12GivesUnsubscribesTheBroadcastStream(t *testing.T) {
+	b, path := openAt(t, 11)
+	b.Update(func(tx *bolt.Tx) error {
+		s := tx.Bucket(bucketSuppressions)
+		s.Put(join("a1", "u@x.test"), []byte(`{"account_id":"a1","recipient":"u@x.test","reason":"unsubscribe","source_message_id":"m1","created_at":"2026-01-02T03:04:05Z"}`))
+		s.Put(join("a1", "h@x.test"), []byte(`{"account_id":"a1","recipient":"h@x.test","reason":"hard_bounce","created_at":"2026-01-02T03:04:05Z"}`))
+		return tx.Bucket(bucketCounts).Put(join(collectionSuppressions, "a1"), putU64(2))
+	})
+	b.Close()
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *Tx) error {
+		if _, err := tx.Suppression("a1", "u@x.test", ""); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the unsubscribe is still an entry for all streams: %v", err)
+		}
+		u, err := tx.Suppression("a1", "u@x.test", StreamBroadcast)
+		if err != nil || u.Stream != StreamBroadcast || u.Reason != "unsubscribe" || u.SourceMessageID != "m1" {
+			t.Errorf("the unsubscribe after v12: %+v %v", u, err)
+		}
+		if tx.Suppressed("a1", "u@x.test", StreamTransactional) || !tx.Suppressed("a1", "u@x.test", StreamBroadcast) {
+			t.Error("the unsubscribe does not suppress broadcast mail only")
+		}
+		h, err := tx.Suppression("a1", "h@x.test", "")
+		if err != nil || h.Stream != "" {
+			t.Errorf("the hard bounce after v12: %+v %v", h, err)
+		}
+		if !tx.Suppressed("a1", "h@x.test", StreamTransactional) || !tx.Suppressed("a1", "h@x.test", StreamBroadcast) {
+			t.Error("the hard bounce does not suppress every stream")
+		}
+		list, _, err := tx.Suppressions("a1", ListOptions{Limit: 10})
+		if err != nil || len(list) != 2 || tx.SuppressionCount("a1") != 2 {
+			t.Errorf("list %+v %v, count %d", list, err, tx.SuppressionCount("a1"))
 		}
 		return nil
 	})

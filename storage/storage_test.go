@@ -91,11 +91,11 @@ func TestFailedWriteIsRolledBackAlone(t *testing.T) {
 		t.Fatalf("results = %v", results)
 	}
 	db.View(func(tx *Tx) error {
-		if _, err := tx.Suppression("a", "1@x.test"); !errors.Is(err, ErrNotFound) {
+		if _, err := tx.Suppression("a", "1@x.test", ""); !errors.Is(err, ErrNotFound) {
 			t.Errorf("failed write leaked: %v", err)
 		}
 		for _, r := range []string{"0@x.test", "2@x.test"} {
-			if _, err := tx.Suppression("a", r); err != nil {
+			if _, err := tx.Suppression("a", r, ""); err != nil {
 				t.Errorf("%s: %v", r, err)
 			}
 		}

@@ -1,11 +1,31 @@
 package storage
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
-// Suppression stops mail to one recipient of one account.
+// Message streams. A message belongs to one; a suppression applies to one
+// or, with no stream, to all.
+const (
+	StreamTransactional = "transactional"
+	StreamBroadcast     = "broadcast"
+)
+
+// Streams lists the message streams, for validation and the docs.
+var Streams = []string{StreamTransactional, StreamBroadcast}
+
+// Suppression stops mail to one recipient of one account, in one stream
+// or (Stream empty) in all of them.
+//
+// Keys: an all-streams entry is account\0recipient (the key every
+// suppression had before streams); a one-stream entry is
+// account\0recipient\0stream. A recipient can so have an entry for all
+// streams and one per stream, listed together in recipient order.
 type Suppression struct {
 	AccountID       string    `json:"account_id"`
 	Recipient       string    `json:"recipient"`
+	Stream          string    `json:"stream,omitempty"`
 	Reason          string    `json:"reason"`
 	SourceMessageID string    `json:"source_message_id,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
@@ -13,11 +33,19 @@ type Suppression struct {
 
 const collectionSuppressions = "suppressions"
 
-// PutSuppression adds s; when the recipient is already suppressed it keeps
-// the existing record and returns it with created=false.
+func suppressionKey(accountID, recipient, stream string) []byte {
+	if stream == "" {
+		return join(accountID, recipient)
+	}
+	return join(accountID, recipient, stream)
+}
+
+// PutSuppression adds s; when the recipient already has an entry for the
+// same stream (or all streams) it keeps it and returns it with
+// created=false.
 func (tx *Tx) PutSuppression(s Suppression) (stored Suppression, created bool, err error) {
 	b := tx.bucket(bucketSuppressions)
-	key := join(s.AccountID, s.Recipient)
+	key := suppressionKey(s.AccountID, s.Recipient, s.Stream)
 	if err := getJSON(b, key, &stored); err == nil {
 		return stored, false, nil
 	}
@@ -27,27 +55,51 @@ func (tx *Tx) PutSuppression(s Suppression) (stored Suppression, created bool, e
 	return s, true, tx.addCount(collectionSuppressions, s.AccountID, 1)
 }
 
-// Suppression reads one suppression.
-func (tx *Tx) Suppression(accountID, recipient string) (Suppression, error) {
+// Suppression reads one entry: the all-streams one when stream is empty.
+func (tx *Tx) Suppression(accountID, recipient, stream string) (Suppression, error) {
 	var s Suppression
-	err := getJSON(tx.bucket(bucketSuppressions), join(accountID, recipient), &s)
+	err := getJSON(tx.bucket(bucketSuppressions), suppressionKey(accountID, recipient, stream), &s)
 	return s, err
 }
 
-// DeleteSuppression removes one; ErrNotFound when it is absent.
-func (tx *Tx) DeleteSuppression(accountID, recipient string) error {
+// Suppressed reports whether mail of stream to recipient is suppressed:
+// by an all-streams entry or by one for that stream.
+func (tx *Tx) Suppressed(accountID, recipient, stream string) bool {
 	b := tx.bucket(bucketSuppressions)
-	key := join(accountID, recipient)
-	if b.Get(key) == nil {
-		return ErrNotFound
-	}
-	if err := b.Delete(key); err != nil {
-		return err
-	}
-	return tx.addCount(collectionSuppressions, accountID, -1)
+	return b.Get(suppressionKey(accountID, recipient, "")) != nil ||
+		(stream != "" && b.Get(suppressionKey(accountID, recipient, stream)) != nil)
 }
 
-// Suppressions lists an account's suppressions in recipient order.
+// DeleteSuppression removes the recipient's entry for stream, or with
+// stream empty every entry of the recipient; ErrNotFound when none was.
+func (tx *Tx) DeleteSuppression(accountID, recipient, stream string) error {
+	b := tx.bucket(bucketSuppressions)
+	var keys [][]byte
+	if stream != "" {
+		if k := suppressionKey(accountID, recipient, stream); b.Get(k) != nil {
+			keys = append(keys, k)
+		}
+	} else {
+		base := join(accountID, recipient)
+		sub := append(bytes.Clone(base), sep)
+		c := b.Cursor()
+		for k, _ := c.Seek(base); k != nil && (bytes.Equal(k, base) || bytes.HasPrefix(k, sub)); k, _ = c.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+	}
+	if len(keys) == 0 {
+		return ErrNotFound
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return tx.addCount(collectionSuppressions, accountID, -len(keys))
+}
+
+// Suppressions lists an account's suppressions in recipient order, an
+// all-streams entry before the recipient's one-stream entries.
 func (tx *Tx) Suppressions(accountID string, opts ListOptions) ([]Suppression, ListResult, error) {
 	return scanJSON[Suppression](tx.bucket(bucketSuppressions), prefix(accountID), opts)
 }

@@ -157,7 +157,7 @@ func TestEngagementRoutesAgainstOpenAPI(t *testing.T) {
 	// recipient, each with its own List-Unsubscribe.
 	sent := e.do("POST", "/v1/messages", e.key, map[string]any{
 		"from": "news@acme.test", "to": []string{"ann@dest.test"}, "cc": []string{"bob@dest.test"},
-		"subject": "November", "html": trackedHTML, "campaign_id": "nov",
+		"subject": "November", "html": trackedHTML, "campaign_id": "nov", "stream": "broadcast",
 		"tracking": map[string]bool{"opens": true, "clicks": true}}).want(t, 202).json(t)
 	msgID := sent["id"].(string)
 	deadline := time.Now().Add(10 * time.Second)

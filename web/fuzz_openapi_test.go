@@ -172,7 +172,7 @@ func (f *fuzzRun) seed(key, domain string, sink *captureSender) tenantData {
 		"text": "later", "send_at": e.clock.Now().Add(time.Hour).Format(time.RFC3339)})["id"].(string))
 
 	msg := post("/v1/messages", map[string]any{"from": "news@" + domain, "to": "ann@dest.test", "subject": "News",
-		"html": trackedHTML, "campaign_id": "seed", "tracking": map[string]bool{"opens": true, "clicks": true}})["id"].(string)
+		"html": trackedHTML, "campaign_id": "seed", "stream": "broadcast", "tracking": map[string]bool{"opens": true, "clicks": true}})["id"].(string)
 	add("message", msg)
 	deadline := time.Now().Add(10 * time.Second)
 	for e.do("GET", "/v1/messages/"+msg, key, nil).want(t, 200).json(t)["status"] != "delivered" {

@@ -87,13 +87,14 @@ type messageRequest struct {
 	Tracking        *trackingRequest    `json:"tracking"`
 	IPPool          string              `json:"ip_pool"`
 	Unsubscribe     *bool               `json:"unsubscribe"`
+	Stream          string              `json:"stream"`
 }
 
 func (m messageRequest) input() app.MessageInput {
 	in := app.MessageInput{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, ReplyTo: m.ReplyTo, Subject: m.Subject,
 		HTML: m.HTML, Text: m.Text, Headers: m.Headers, TemplateID: m.TemplateID, TemplateVersion: m.TemplateVersion,
 		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: m.Metadata,
-		Tags: m.Tags, IPPool: m.IPPool, Unsubscribe: m.Unsubscribe}
+		Tags: m.Tags, IPPool: m.IPPool, Unsubscribe: m.Unsubscribe, Stream: m.Stream}
 	for _, a := range m.Attachments {
 		in.Attachments = append(in.Attachments, app.AttachmentInput{Filename: a.Filename, Content: a.Content,
 			ContentType: a.ContentType, ContentID: a.ContentID})
@@ -207,6 +208,7 @@ type messageView struct {
 	Template    *templateRefView    `json:"template"`
 	Tracking    storage.Tracking    `json:"tracking"`
 	IPPool      string              `json:"ip_pool,omitempty"`
+	Stream      string              `json:"stream"`
 	Recipients  []recipientView     `json:"recipients"`
 	CreatedAt   time.Time           `json:"created_at"`
 	SendAt      *time.Time          `json:"send_at"`
@@ -246,7 +248,7 @@ func viewMessage(m storage.Message) messageView {
 	v := messageView{ID: m.ID, Status: m.Status, Mode: "live", MessageID: m.HeaderID, From: m.From,
 		To: nonNil(m.To), Cc: nonNil(m.Cc), Bcc: nonNil(m.Bcc), ReplyTo: nonNil(m.ReplyTo), Subject: m.Subject,
 		CampaignID: m.CampaignID, Tags: nonNil(m.Tags), Metadata: m.Metadata, Tracking: m.Tracking, IPPool: m.IPPool,
-		CreatedAt: m.CreatedAt.UTC(), SendAt: utc(m.SendAt), QueuedAt: utc(m.QueuedAt),
+		Stream: storage.StreamOf(m), CreatedAt: m.CreatedAt.UTC(), SendAt: utc(m.SendAt), QueuedAt: utc(m.QueuedAt),
 		CompletedAt: utc(m.CompletedAt), CancelledAt: utc(m.CancelledAt), Recipients: []recipientView{}}
 	if m.Test {
 		v.Mode = "test"
@@ -318,10 +320,14 @@ func timeParam(q url.Values, name string) (*time.Time, error) {
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 	q := r.URL.Query()
-	mq := app.MessageQuery{Status: q.Get("status"), CampaignID: q.Get("campaign_id"), Tag: q.Get("tag"),
+	mq := app.MessageQuery{Status: q.Get("status"), CampaignID: q.Get("campaign_id"), Tag: q.Get("tag"), Stream: q.Get("stream"),
 		Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
 	if mq.Status != "" && !slices.Contains(app.MessageStatuses, mq.Status) {
 		s.writeError(w, r, app.Validation("status", "must be one of "+strings.Join(app.MessageStatuses, ", ")))
+		return
+	}
+	if e := app.CheckStream("stream", mq.Stream); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	var e error

@@ -18,6 +18,7 @@ type addSuppressionRequest struct {
 	Recipient string `json:"recipient"`
 	Email     string `json:"email"` // alias of recipient, as many ESP APIs name it
 	Reason    string `json:"reason"`
+	Stream    string `json:"stream"` // empty: all streams
 }
 
 // addSuppression answers 201 for a new suppression and 200 with the stored
@@ -41,7 +42,7 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 		}
 		writeJSON(w, status, viewSuppression(added.Suppression))
 	})
-	sup, created, e := s.app.AddSuppression(c.Principal, req.Recipient, req.Reason)
+	sup, created, e := s.app.AddSuppression(c.Principal, req.Recipient, req.Reason, req.Stream)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -51,7 +52,7 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 
 func (s *Server) deleteSuppression(w http.ResponseWriter, r *http.Request, c *call) {
 	write := answer(c, noContent)
-	if e := s.app.DeleteSuppression(c.Principal, c.params.ByName("recipient")); e != nil {
+	if e := s.app.DeleteSuppression(c.Principal, c.params.ByName("recipient"), r.URL.Query().Get("stream")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}

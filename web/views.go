@@ -64,13 +64,14 @@ func viewKey(k storage.APIKey) keyView {
 
 type suppressionView struct {
 	Recipient       string    `json:"recipient"`
+	Stream          string    `json:"stream,omitempty"` // absent: all streams
 	Reason          string    `json:"reason"`
 	SourceMessageID *string   `json:"source_message_id"`
 	CreatedAt       time.Time `json:"created_at"`
 }
 
 func viewSuppression(s storage.Suppression) suppressionView {
-	v := suppressionView{Recipient: s.Recipient, Reason: s.Reason, CreatedAt: s.CreatedAt.UTC()}
+	v := suppressionView{Recipient: s.Recipient, Stream: s.Stream, Reason: s.Reason, CreatedAt: s.CreatedAt.UTC()}
 	if s.SourceMessageID != "" {
 		v.SourceMessageID = &s.SourceMessageID
 	}

@@ -139,7 +139,7 @@ func settle(m *storage.Message, now time.Time) {
 }
 
 // suppressListed marks the waiting recipients that are on the account's
-// suppression list: they are never sent to. It runs when a message is
+// suppression list for the message's stream: they are never sent to. It runs when a message is
 // accepted and again before every attempt.
 func suppressListed(tx *storage.Tx, m *storage.Message) error {
 	for i := range m.Recipients {
@@ -147,7 +147,7 @@ func suppressListed(tx *storage.Tx, m *storage.Message) error {
 		if !pending(*r) {
 			continue
 		}
-		if _, err := tx.Suppression(m.AccountID, r.Email); err == nil {
+		if tx.Suppressed(m.AccountID, r.Email, storage.StreamOf(*m)) {
 			if err := setStatus(r, StatusSuppressed); err != nil {
 				return err
 			}

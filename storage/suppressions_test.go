@@ -1,0 +1,55 @@
+package storage
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestDeleteSuppressionByStream: without a stream every entry of the
+// recipient goes, and only its; with one, only that stream's entry.
+func TestDeleteSuppressionByStream(t *testing.T) {
+	db, err := Open(t.TempDir(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	put := func(rcpt, stream string) {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error {
+			_, created, err := tx.PutSuppression(Suppression{AccountID: "a1", Recipient: rcpt, Stream: stream, Reason: "manual"})
+			if !created {
+				t.Errorf("%s %q not created", rcpt, stream)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("u@x.test", "")
+	put("u@x.test", StreamBroadcast)
+	put("u@x.testing", "") // shares the prefix of u@x.test
+	put("v@x.test", StreamBroadcast)
+
+	del := func(rcpt, stream string) error {
+		return db.Update(func(tx *Tx) error { return tx.DeleteSuppression("a1", rcpt, stream) })
+	}
+	if err := del("v@x.test", StreamTransactional); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleting a stream with no entry: %v", err)
+	}
+	if err := del("v@x.test", StreamBroadcast); err != nil {
+		t.Fatal(err)
+	}
+	if err := del("u@x.test", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := del("u@x.test", ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a second delete: %v", err)
+	}
+	db.View(func(tx *Tx) error {
+		list, _, err := tx.Suppressions("a1", ListOptions{Limit: 10})
+		if err != nil || len(list) != 1 || list[0].Recipient != "u@x.testing" || tx.SuppressionCount("a1") != 1 {
+			t.Errorf("left %+v %v, count %d", list, err, tx.SuppressionCount("a1"))
+		}
+		return nil
+	})
+}
