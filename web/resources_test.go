@@ -266,3 +266,36 @@ func TestPaginationModes(t *testing.T) {
 	}
 	e.do("GET", "/v1/suppressions?limit=200", e.key, nil).want(t, 200)
 }
+
+// DELETE /v1/suppressions/{recipient} removes every entry of the address,
+// or with ?stream= only that stream's.
+func TestDeleteSuppressionByStreamOverHTTP(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"ann@example.com","reason":"manual"}`).want(t, 201)
+	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"ann@example.com","reason":"unsubscribe","stream":"broadcast"}`).want(t, 201)
+	count := func() int {
+		t.Helper()
+		list := e.do("GET", "/v1/suppressions?limit=50", e.key, nil).want(t, 200).json(t)["data"].([]any)
+		n := 0
+		for _, s := range list {
+			if s.(map[string]any)["recipient"] == "ann@example.com" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d entries for ann, want an all-streams one and a broadcast one", n)
+	}
+	e.do("DELETE", "/v1/suppressions/ann@example.com?stream=broadcast", e.key, nil).want(t, 204)
+	if n := count(); n != 1 {
+		t.Fatalf("after deleting the broadcast entry: %d entries, want 1", n)
+	}
+	e.do("DELETE", "/v1/suppressions/ann@example.com?stream=broadcast", e.key, nil).want(t, 404, "NOT_FOUND")
+	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"ann@example.com","reason":"unsubscribe","stream":"broadcast"}`).want(t, 201)
+	e.do("DELETE", "/v1/suppressions/ann@example.com", e.key, nil).want(t, 204)
+	if n := count(); n != 0 {
+		t.Fatalf("after deleting every entry: %d entries, want 0", n)
+	}
+	e.do("DELETE", "/v1/suppressions/ann@example.com?stream=newsletters", e.key, nil).want(t, 400, "VALIDATION_ERROR")
+}
