@@ -15,6 +15,9 @@ type SummaryQuery struct {
 	From, To   time.Time // days, inclusive
 	CampaignID string
 	Domain     string
+	// Stream is transactional or broadcast; counted from the version
+	// that brought streams on (earlier mail is in no stream's counts).
+	Stream string
 }
 
 // Counts are the totals of one day or of the window. Recipients, not
@@ -109,9 +112,20 @@ func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, error) {
 		return Summary{}, Validation("from", "the window is at most 366 days")
 	}
 	dim := ""
+	given := 0
+	for _, v := range []string{q.CampaignID, q.Domain, q.Stream} {
+		if v != "" {
+			given++
+		}
+	}
 	switch {
-	case q.CampaignID != "" && q.Domain != "":
-		return Summary{}, Validation("domain", "give campaign_id or domain, not both")
+	case given > 1:
+		return Summary{}, Validation("domain", "give at most one of campaign_id, domain and stream")
+	case q.Stream != "":
+		if q.Stream != storage.StreamTransactional && q.Stream != storage.StreamBroadcast {
+			return Summary{}, Validation("stream", "must be transactional or broadcast")
+		}
+		dim = "s:" + q.Stream
 	case q.CampaignID != "":
 		dim = "c:" + q.CampaignID
 	case q.Domain != "":

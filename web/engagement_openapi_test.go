@@ -301,7 +301,15 @@ func TestEngagementRoutesAgainstOpenAPI(t *testing.T) {
 		s["totals"].(map[string]any)["sent"] != 0.0 || s["rates"].(map[string]any)["open"] != 0.0 {
 		t.Errorf("another campaign: %v", s)
 	}
-	for _, q := range []string{"campaign_id=nov&domain=acme.test", "from=2026-11-23&to=2026-11-22", "from=yesterday",
+	// By stream: the broadcast above is in broadcast's counts, none is transactional.
+	if s := e.do("GET", "/v1/analytics/summary?stream=broadcast", e.key, nil).want(t, 200).json(t); s["stream"] != "broadcast" ||
+		s["totals"].(map[string]any)["sent"].(float64) == 0 {
+		t.Errorf("broadcast summary: %v", s)
+	}
+	if s := e.do("GET", "/v1/analytics/summary?stream=transactional", e.key, nil).want(t, 200).json(t); s["totals"].(map[string]any)["sent"].(float64) != 0 {
+		t.Errorf("transactional summary: %v", s)
+	}
+	for _, q := range []string{"campaign_id=nov&domain=acme.test", "stream=newsletters", "stream=broadcast&campaign_id=nov", "from=2026-11-23&to=2026-11-22", "from=yesterday",
 		"to=22.11.2026", "from=2025-01-01&to=2026-11-22", "domain=not%20a%20domain"} {
 		e.do("GET", "/v1/analytics/summary?"+q, e.key, nil).want(t, 400, "VALIDATION_ERROR")
 	}
@@ -378,7 +386,7 @@ func TestOpenAPIEngagementAnswersArePrecise(t *testing.T) {
 	clicked := `{"messageId":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a12","to":"ann@dest.test","clickedAt":"2026-11-22T12:00:00Z","url":"https://shop.test/a","linkId":"0123456789ab","isFirstClick":false,"clickCount":3,"context":` + ctx + `}`
 	unsubscribed := `{"email":"ann@dest.test","unsubscribedAt":"2026-11-22T12:00:00Z","reason":"unsubscribe","method":"one-click","listIds":[]}`
 	counts := `"sent":2,"delivered":2,"bounced":{"total":0,"hard":0,"soft":0,"block":0},"opened":1,"unique_opened":1,"clicked":0,"unique_clicked":0,"complained":0,"unsubscribed":0`
-	summary := `{"from":"2026-11-21","to":"2026-11-22","mode":"live","campaign_id":null,"domain":"acme.test","totals":{` + counts + `},` +
+	summary := `{"from":"2026-11-21","to":"2026-11-22","mode":"live","campaign_id":null,"domain":"acme.test","stream":null,"totals":{` + counts + `},` +
 		`"rates":{"delivery":1,"open":0.5,"click":0,"bounce":0,"complaint":0},"daily":[{"date":"2026-11-21",` + counts + `},{"date":"2026-11-22",` + counts + `}]}`
 
 	cases := []struct {

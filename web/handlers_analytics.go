@@ -13,6 +13,7 @@ type summaryView struct {
 	Mode       string          `json:"mode"`
 	CampaignID *string         `json:"campaign_id"`
 	Domain     *string         `json:"domain"`
+	Stream     *string         `json:"stream"`
 	Totals     app.Counts      `json:"totals"`
 	Rates      app.Rates       `json:"rates"`
 	Daily      []app.DayCounts `json:"daily"`
@@ -40,7 +41,8 @@ func (s *Server) analyticsSummary(w http.ResponseWriter, r *http.Request, c *cal
 		var from time.Time
 		if from, e = dayParam(r, "from", to.AddDate(0, 0, -29)); e == nil {
 			q := r.URL.Query()
-			sq := app.SummaryQuery{From: from, To: to, CampaignID: q.Get("campaign_id"), Domain: q.Get("domain")}
+			sq := app.SummaryQuery{From: from, To: to, CampaignID: q.Get("campaign_id"), Domain: q.Get("domain"),
+				Stream: q.Get("stream")}
 			var sum app.Summary
 			if sum, e = s.app.AnalyticsSummary(c.Principal, sq); e == nil {
 				v := summaryView{From: from.UTC().Format(time.DateOnly), To: to.UTC().Format(time.DateOnly), Mode: "live",
@@ -53,6 +55,9 @@ func (s *Server) analyticsSummary(w http.ResponseWriter, r *http.Request, c *cal
 				}
 				if sq.Domain != "" {
 					v.Domain = &sq.Domain
+				}
+				if sq.Stream != "" {
+					v.Stream = &sq.Stream
 				}
 				writeJSON(w, http.StatusOK, v)
 				return

@@ -69,7 +69,7 @@ func statDims(m storage.Message) []string {
 	if m.CampaignID != "" {
 		dims = append(dims, "c:"+m.CampaignID)
 	}
-	return dims
+	return append(dims, "s:"+storage.StreamOf(m))
 }
 
 // AddStats counts n for stat in the daily statistics of m's account, in
