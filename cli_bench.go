@@ -546,7 +546,7 @@ func benchSetup(ctx context.Context, a *app.App, zone *dnstest.Server, alg strin
 	for _, r := range a.Records(d) {
 		switch r.Type {
 		case "TXT":
-			zone.LongTXT(r.Name, unsplitTXT(r.Value))
+			zone.LongTXT(r.Name, dkim.JoinTXT(r.Value))
 		case "CNAME":
 			zone.CNAME(r.Name, r.Value)
 		}
@@ -561,19 +561,6 @@ func benchSetup(ctx context.Context, a *app.App, zone *dnstest.Server, alg strin
 		return "", d, errors.New("the bench domain has no signing key")
 	}
 	return k.Secret, d, nil
-}
-
-// unsplitTXT joins a TXT value shown as quoted 255-byte strings (as the
-// domain's records give long DKIM keys) back into one value.
-func unsplitTXT(v string) string {
-	if !strings.HasPrefix(v, `"`) {
-		return v
-	}
-	var b strings.Builder
-	for _, part := range strings.Split(v, `" "`) {
-		b.WriteString(strings.Trim(part, `"`))
-	}
-	return b.String()
 }
 
 // sendAll posts cfg.messages messages from cfg.concurrency clients until

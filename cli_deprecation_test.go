@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
@@ -158,7 +159,7 @@ func TestServeMailsTheDeprecationNoticeToOwnersOnce(t *testing.T) {
 		case "CNAME":
 			zone.CNAME(name, value)
 		default:
-			zone.LongTXT(name, strings.ReplaceAll(strings.Trim(value, `"`), `" "`, ""))
+			zone.LongTXT(name, dkim.JoinTXT(value))
 		}
 	}
 	if d := call("POST", "/v1/domains/"+dom["id"].(string)+"/verify", "", 200); d["status"] != "verified" {

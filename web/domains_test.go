@@ -3,7 +3,12 @@ package web
 import (
 	"strings"
 	"testing"
+
+	"mailbolt/mta/dkim"
 )
+
+// joinTXT is dkim.JoinTXT, for tests whose variables are named dkim.
+var joinTXT = dkim.JoinTXT
 
 // record finds the record of a purpose (and, for DKIM, selector) in a
 // domain answer.
@@ -17,14 +22,6 @@ func record(t *testing.T, d map[string]any, purpose, selector string) map[string
 	}
 	t.Fatalf("no %s record in %v", purpose, d["records"])
 	return nil
-}
-
-// unsplit turns a pasteable TXT value back into the record text.
-func unsplit(v string) string {
-	if !strings.HasPrefix(v, `"`) {
-		return v
-	}
-	return strings.ReplaceAll(strings.Trim(v, `"`), `" "`, "")
 }
 
 func TestDomainLifecycleOverHTTP(t *testing.T) {
@@ -46,15 +43,15 @@ func TestDomainLifecycleOverHTTP(t *testing.T) {
 	e.do("POST", "/v1/domains", e.key, `{"name":"x.test","dkim_algorithm":"dsa"}`).want(t, 400, "VALIDATION_ERROR")
 
 	// Publish what the answer says, exactly as shown.
-	dkim := record(t, d, "dkim", "")
-	e.zone.LongTXT(dkim["name"].(string), unsplit(dkim["value"].(string)))
+	key := record(t, d, "dkim", "")
+	e.zone.LongTXT(key["name"].(string), dkim.JoinTXT(key["value"].(string)))
 	spf := record(t, d, "spf", "")
 	e.zone.TXT(spf["name"].(string), spf["value"].(string))
 	v := e.do("POST", "/v1/domains/"+id+"/verify", e.key, nil).want(t, 200).json(t)
 	if v["status"] != "verified" || record(t, v, "dkim", "")["status"] != "verified" || record(t, v, "dmarc", "")["status"] != "missing" {
 		t.Fatalf("verify: %v", v)
 	}
-	if v["dkim_selector"] != dkim["selector"] || v["verified_at"] == nil || v["last_checked_at"] == nil {
+	if v["dkim_selector"] != key["selector"] || v["verified_at"] == nil || v["last_checked_at"] == nil {
 		t.Errorf("after verify: %v", v)
 	}
 
@@ -63,7 +60,7 @@ func TestDomainLifecycleOverHTTP(t *testing.T) {
 	var next map[string]any
 	for _, r := range rot["records"].([]any) {
 		rec := r.(map[string]any)
-		if rec["purpose"] == "dkim" && rec["selector"] != dkim["selector"] {
+		if rec["purpose"] == "dkim" && rec["selector"] != key["selector"] {
 			next = rec
 		}
 	}
@@ -73,7 +70,7 @@ func TestDomainLifecycleOverHTTP(t *testing.T) {
 	e.do("POST", "/v1/domains/"+id+"/dkim/rotate", e.key, nil).want(t, 409, "CONFLICT")
 	e.zone.TXT(next["name"].(string), next["value"].(string))
 	v = e.do("POST", "/v1/domains/"+id+"/verify", e.key, nil).want(t, 200).json(t)
-	if v["dkim_selector"] != next["selector"] || record(t, v, "dkim", dkim["selector"].(string))["removable_after"] == nil {
+	if v["dkim_selector"] != next["selector"] || record(t, v, "dkim", key["selector"].(string))["removable_after"] == nil {
 		t.Fatalf("after publishing the new key: %v", v)
 	}
 

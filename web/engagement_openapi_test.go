@@ -130,7 +130,7 @@ func (e *env) verifiedDomain(name string) {
 	e.t.Helper()
 	d := e.do("POST", "/v1/domains", e.key, `{"name":"`+name+`"}`).want(e.t, 201).json(e.t)
 	dkim := record(e.t, d, "dkim", "")
-	e.zone.LongTXT(dkim["name"].(string), unsplit(dkim["value"].(string)))
+	e.zone.LongTXT(dkim["name"].(string), joinTXT(dkim["value"].(string)))
 	spf := record(e.t, d, "spf", "")
 	e.zone.TXT(spf["name"].(string), spf["value"].(string))
 	if v := e.do("POST", "/v1/domains/"+d["id"].(string)+"/verify", e.key, nil).want(e.t, 200).json(e.t); v["status"] != "verified" {

@@ -155,7 +155,7 @@ func (f *fuzzRun) seed(key, domain string, sink *captureSender) tenantData {
 	}
 	d := post("/v1/domains", map[string]any{"name": domain})
 	dk := record(t, d, "dkim", "")
-	e.zone.LongTXT(dk["name"].(string), unsplit(dk["value"].(string)))
+	e.zone.LongTXT(dk["name"].(string), joinTXT(dk["value"].(string)))
 	spf := record(t, d, "spf", "")
 	e.zone.TXT(spf["name"].(string), spf["value"].(string))
 	add("domain", d["id"].(string))

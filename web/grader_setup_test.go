@@ -15,7 +15,7 @@ func (e *env) publishSetup(t *testing.T, name string) (selector string) {
 		rec := r.(map[string]any)
 		switch rec["type"] {
 		case "TXT":
-			e.zone.LongTXT(rec["name"].(string), unsplit(rec["value"].(string)))
+			e.zone.LongTXT(rec["name"].(string), joinTXT(rec["value"].(string)))
 		case "CNAME":
 			e.zone.CNAME(rec["name"].(string), rec["value"].(string))
 		}

@@ -324,7 +324,7 @@ func TestMessagesAPIAgainstOpenAPI(t *testing.T) {
 	// deferred message can no longer be cancelled.
 	d := e.do("POST", "/v1/domains", live, `{"name":"mail.example.test"}`).want(t, 201).json(t)
 	dkim := record(t, d, "dkim", "")
-	e.zone.LongTXT(dkim["name"].(string), unsplit(dkim["value"].(string)))
+	e.zone.LongTXT(dkim["name"].(string), joinTXT(dkim["value"].(string)))
 	spf := record(t, d, "spf", "")
 	e.zone.TXT(spf["name"].(string), spf["value"].(string))
 	e.do("POST", "/v1/domains/"+d["id"].(string)+"/verify", live, nil).want(t, 200)

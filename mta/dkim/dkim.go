@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"strings"
 
 	msgauth "github.com/emersion/go-msgauth/dkim"
 )
@@ -125,4 +126,13 @@ func SplitTXT(v string) string {
 		v = v[n:]
 	}
 	return b.String()
+}
+
+// JoinTXT undoes SplitTXT: a value shown as quoted strings becomes the one
+// record text they make up; any other value is returned as it is.
+func JoinTXT(v string) string {
+	if !strings.HasPrefix(v, `"`) {
+		return v
+	}
+	return strings.ReplaceAll(strings.Trim(v, `"`), `" "`, "")
 }
