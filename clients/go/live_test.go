@@ -494,3 +494,65 @@ func TestLiveExampleRun(t *testing.T) {
 		}
 	}
 }
+
+func TestLiveStreams(t *testing.T) {
+	c := liveClient(t, "MAILBOLT_TEST_API_KEY")
+	req := testMessage("live broadcast")
+	req.Stream = "broadcast"
+	sent, err := c.Messages.Send(ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Messages.Get(ctx(t), sent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Stream != "broadcast" {
+		t.Fatalf("stream %q, want broadcast", got.Stream)
+	}
+	page, err := c.Messages.List(ctx(t), &ListMessagesParams{Stream: "broadcast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range page.Data {
+		if m.Stream != "broadcast" {
+			t.Fatalf("listed %s of stream %q under ?stream=broadcast", m.ID, m.Stream)
+		}
+	}
+	if !slices.ContainsFunc(page.Data, func(m Message) bool { return m.ID == sent.ID }) {
+		t.Fatalf("broadcast message %s missing from ?stream=broadcast", sent.ID)
+	}
+	sum, err := c.Analytics.Summary(ctx(t), &AnalyticsParams{Stream: "broadcast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Stream == nil || *sum.Stream != "broadcast" {
+		t.Fatalf("summary stream %v, want broadcast", sum.Stream)
+	}
+
+	c = liveClient(t, "MAILBOLT_API_KEY")
+	r := "streams-live@example.net"
+	for _, stream := range []string{"broadcast", "transactional"} {
+		if _, err := c.Suppressions.Add(ctx(t), &AddSuppressionRequest{Recipient: r, Stream: stream}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Suppressions.DeleteFromStream(ctx(t), r, "broadcast"); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for s, err := range c.Suppressions.All(ctx(t), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Recipient == r && s.Stream != nil {
+			left = append(left, *s.Stream)
+		}
+	}
+	if !slices.Equal(left, []string{"transactional"}) {
+		t.Fatalf("entries left for %s: %v, want [transactional]", r, left)
+	}
+	if _, err := c.Suppressions.Delete(ctx(t), r); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -19,6 +19,7 @@ type ListMessagesParams struct {
 	CampaignID string
 	Tag        string
 	Recipient  string
+	Stream     string // transactional or broadcast
 	Since      time.Time
 	Until      time.Time
 }
@@ -32,6 +33,7 @@ func (p *ListMessagesParams) values() url.Values {
 	setNonEmpty(q, "campaign_id", p.CampaignID)
 	setNonEmpty(q, "tag", p.Tag)
 	setNonEmpty(q, "recipient", p.Recipient)
+	setNonEmpty(q, "stream", p.Stream)
 	setTime(q, "since", p.Since)
 	setTime(q, "until", p.Until)
 	return q
@@ -236,6 +238,13 @@ func (s *SuppressionsService) Add(ctx context.Context, req *AddSuppressionReques
 // Delete removes a suppression (deleteSuppression).
 func (s *SuppressionsService) Delete(ctx context.Context, recipient string, opts ...RequestOption) (*Response, error) {
 	return s.c.do(ctx, call{method: "DELETE", path: "/v1/suppressions/" + pathEsc(recipient), idempotent: true}, nil, opts)
+}
+
+// DeleteFromStream removes only the recipient's entry for one stream,
+// transactional or broadcast (deleteSuppression with ?stream=).
+func (s *SuppressionsService) DeleteFromStream(ctx context.Context, recipient, stream string, opts ...RequestOption) (*Response, error) {
+	q := url.Values{"stream": {stream}}
+	return s.c.do(ctx, call{method: "DELETE", path: "/v1/suppressions/" + pathEsc(recipient), query: q, idempotent: true}, nil, opts)
 }
 
 // DomainsService: /v1/domains.
@@ -452,6 +461,7 @@ func (s *AnalyticsService) Summary(ctx context.Context, p *AnalyticsParams) (*An
 		setNonEmpty(q, "to", p.To)
 		setNonEmpty(q, "campaign_id", p.CampaignID)
 		setNonEmpty(q, "domain", p.Domain)
+		setNonEmpty(q, "stream", p.Stream)
 	}
 	out := new(AnalyticsSummary)
 	_, err := s.c.do(ctx, call{method: "GET", path: "/v1/analytics/summary", query: q}, out, nil)

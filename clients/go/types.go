@@ -63,7 +63,10 @@ type SendMessageRequest struct {
 	Tags            []string          `json:"tags,omitempty"`
 	Tracking        *Tracking         `json:"tracking,omitempty"`
 	IPPool          string            `json:"ip_pool,omitempty"`
-	// Unsubscribe: nil leaves the default (true).
+	// Stream is transactional (the default when empty) or broadcast.
+	Stream string `json:"stream,omitempty"`
+	// Unsubscribe: nil leaves the default (true for broadcast, false for
+	// transactional).
 	Unsubscribe *bool `json:"unsubscribe,omitempty"`
 }
 
@@ -127,6 +130,7 @@ type Message struct {
 	Template        *MessageTemplateRef `json:"template"`
 	Tracking        MessageTracking     `json:"tracking"`
 	IPPool          *string             `json:"ip_pool,omitempty"`
+	Stream          string              `json:"stream"`
 	Recipients      []MessageRecipient  `json:"recipients"`
 	CreatedAt       time.Time           `json:"created_at"`
 	SendAt          *time.Time          `json:"send_at"`
@@ -197,10 +201,12 @@ type CreateAPIKeyRequest struct {
 // Suppression is a suppressed recipient.
 type Suppression struct {
 	Response        `json:"-"`
-	Recipient       string    `json:"recipient"`
-	Reason          string    `json:"reason"`
-	SourceMessageID *string   `json:"source_message_id"`
-	CreatedAt       time.Time `json:"created_at"`
+	Recipient       string  `json:"recipient"`
+	Reason          string  `json:"reason"`
+	SourceMessageID *string `json:"source_message_id"`
+	// Stream is transactional or broadcast, or nil when the entry covers both.
+	Stream    *string   `json:"stream"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // AddSuppressionRequest suppresses a recipient. Reason: hard_bounce,
@@ -208,6 +214,8 @@ type Suppression struct {
 type AddSuppressionRequest struct {
 	Recipient string `json:"recipient"`
 	Reason    string `json:"reason,omitempty"`
+	// Stream limits the entry to one stream; empty covers both.
+	Stream string `json:"stream,omitempty"`
 }
 
 // DNSRecord is a DNS record a domain needs.
@@ -419,6 +427,7 @@ type AnalyticsSummary struct {
 	Mode       string             `json:"mode"`
 	CampaignID *string            `json:"campaign_id"`
 	Domain     *string            `json:"domain"`
+	Stream     *string            `json:"stream"`
 	Totals     AnalyticsCounts    `json:"totals"`
 	Rates      map[string]float64 `json:"rates"`
 	Daily      []AnalyticsDay     `json:"daily"`
@@ -426,7 +435,7 @@ type AnalyticsSummary struct {
 
 // AnalyticsParams filters the summary: From and To are dates (YYYY-MM-DD).
 type AnalyticsParams struct {
-	From, To, CampaignID, Domain string
+	From, To, CampaignID, Domain, Stream string
 }
 
 // IP is a dedicated IP address.
