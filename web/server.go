@@ -172,6 +172,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.probe(rw, r) {
 		return
 	}
+	if s.plainHTTP(rw, r) {
+		return
+	}
 
 	id.principal, id.err = s.app.Authenticate(r.Header.Get("X-API-Key"))
 	var q quota
