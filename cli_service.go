@@ -156,8 +156,11 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		}
 		s.app.SetPublicURL(cfg.defaultPublicURL(httpsAddr, s.httpLn.Addr()))
 	}
-	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
+	ib := inbound.Options{Domain: cfg.hostname, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	if s.tls != nil {
+		ib.TLSConfig = s.tls.Config() // STARTTLS with the same certificate
+	}
+	s.inbound = inbound.NewServer(s.app.Inbound(), ib)
 	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.
