@@ -81,6 +81,15 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			s.close()
 		}
 	}()
+	// Certificate files are read before anything is written: a start
+	// that cannot present its certificate leaves no database behind.
+	if cfg.tlsEnabled() {
+		to := cfg.tlsOptions()
+		to.Logger = log
+		if s.tls, err = tlsconf.New(to); err != nil {
+			return nil, err
+		}
+	}
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
 	dbOpts := storageOptions(cfg.secretKeyFile)
@@ -125,13 +134,6 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, err
 	}
 
-	if cfg.tlsEnabled() {
-		to := cfg.tlsOptions()
-		to.Logger = log
-		if s.tls, err = tlsconf.New(to); err != nil {
-			return nil, err
-		}
-	}
 	if s.httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
 		return nil, fmt.Errorf("--http-addr: listen on %s: %w", cfg.httpAddr, err)
 	}
