@@ -100,6 +100,7 @@ type tlsServer struct {
 	stdout, stderr *syncBuffer
 	https, http    string // host:port
 	smtp           string
+	dataDir        string
 	key            string
 }
 
@@ -133,8 +134,8 @@ func tlsTestBinary(t *testing.T) string {
 func startTLSServer(t *testing.T, env []string, args ...string) *tlsServer {
 	t.Helper()
 	bin := tlsTestBinary(t)
-	s := &tlsServer{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
-	s.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", filepath.Join(t.TempDir(), "data"),
+	s := &tlsServer{stdout: &syncBuffer{}, stderr: &syncBuffer{}, dataDir: filepath.Join(t.TempDir(), "data")}
+	s.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", s.dataDir,
 		"--http-addr", "127.0.0.1:0", "--https-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0",
 		"--metrics-addr=", "--hostname", "mta.example.net"}, args...)...)
 	s.cmd.Env = append(os.Environ(), env...)
