@@ -57,6 +57,14 @@ func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) bool {
 			return false
 		}
 	}
+	// Counted against the source address, like any request without a
+	// valid key: a key sent in clear is not looked at.
+	q := s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
+	rateHeaders(w.Header(), q)
+	if !q.allowed {
+		s.overLimit(w, r, q)
+		return true
+	}
 	target := httpsURL + r.URL.RequestURI()
 	if p == "/" || p == "/dashboard" || strings.HasPrefix(p, "/dashboard/") {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
