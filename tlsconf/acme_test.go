@@ -166,6 +166,17 @@ func TestACMETLSALPN(t *testing.T) {
 		t.Fatal("the cached certificate is not the one served")
 	}
 
+	// A client that sends no server name (connecting by IP address: Go
+	// sends no SNI for one) gets the first domain's certificate.
+	bare, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("handshake without a server name: %v", err)
+	}
+	if got := bare.ConnectionState().PeerCertificates[0]; !got.Equal(leaf) {
+		t.Fatalf("without a server name: certificate for %v", got.DNSNames)
+	}
+	bare.Close()
+
 	// A new Source on the same cache (a restart) serves the cached
 	// certificate: its CA is gone, so it cannot have asked for another.
 	p.srv.Close()

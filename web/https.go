@@ -48,7 +48,9 @@ func (s *Server) PlainHTTP(httpsURL string) http.Handler {
 // plain address serves; it reports whether it answered.
 func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) bool {
 	httpsURL, _ := r.Context().Value(plainKey{}).(string)
-	if httpsURL == "" {
+	if httpsURL == "" || requestScheme(r) == "https" {
+		// A --trusted-proxies peer that terminated TLS says so with
+		// X-Forwarded-Proto: https; the key did not travel in clear.
 		return false
 	}
 	p := r.URL.Path

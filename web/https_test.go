@@ -51,6 +51,14 @@ func TestPlainHTTPWithHTTPSOn(t *testing.T) {
 	}
 	doRequest(t, plain.URL, "GET", "/v1/u/not-a-token", "", nil).want(t, http.StatusNotFound, "NOT_FOUND")
 
+	// Behind a listed proxy that terminated TLS, the API is served.
+	trusted := newEnv(t, configWith(func(c *Config) { c.TrustedProxies = LoopbackProxies }))
+	behind := httptest.NewServer(trusted.srv.Config.Handler.(*Server).PlainHTTP(httpsURL))
+	defer behind.Close()
+	doRequest(t, behind.URL, "GET", "/v1/account", trusted.key, nil, "X-Forwarded-Proto", "https").want(t, http.StatusOK)
+	doRequest(t, behind.URL, "GET", "/v1/account", trusted.key, nil, "X-Forwarded-Proto", "http").want(t, http.StatusForbidden, "HTTPS_REQUIRED")
+	doRequest(t, plain.URL, "GET", "/v1/account", e.key, nil, "X-Forwarded-Proto", "https").want(t, http.StatusForbidden, "HTTPS_REQUIRED")
+
 	// Dashboard pages redirect; other methods on them do not.
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, p := range []string{"/", "/dashboard", "/dashboard/messages?page=2"} {
