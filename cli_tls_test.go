@@ -20,7 +20,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -104,29 +103,15 @@ type tlsServer struct {
 	key            string
 }
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	buildOut  []byte
-)
-
-// tlsTestBinary builds mailbolt once for the tests of this file.
+// tlsTestBinary builds mailbolt into the test's temporary directory (the
+// build cache makes the second build of a run quick).
 func tlsTestBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mailbolt-tls-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "mailbolt")
-		buildOut, buildErr = exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
-	})
-	if buildErr != nil {
-		t.Fatalf("build: %v\n%s", buildErr, buildOut)
+	bin := filepath.Join(t.TempDir(), "mailbolt")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
 	}
-	return builtBin
+	return bin
 }
 
 // startTLSServer runs serve as its own process (SIGHUP goes to it, not
