@@ -26,6 +26,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
 	"mailbolt/netguard"
+	"mailbolt/tlsconf"
 	"mailbolt/web"
 )
 
@@ -96,6 +97,16 @@ type serveConfig struct {
 	metricsAddr    string
 	metricsAddrSet bool // given by flag or environment: failing to bind it stops serve
 	logRecipients  bool
+
+	// TLS (docs/tls.md): HTTPS on httpsAddr, with certificate files or
+	// ACME; the same certificate for STARTTLS on the inbound listener.
+	httpsAddr       string
+	tlsCert         string
+	tlsKey          string
+	acmeDomains     []string
+	acmeEmail       string
+	acmeDirectory   string
+	acmeRenewBefore time.Duration
 }
 
 // defaultServeConfig is what serve runs with when no flag is given; the
@@ -140,6 +151,7 @@ func defaultServeConfig() serveConfig {
 		smtpAddr:          "127.0.0.1:2525",
 		metricsAddr:       metrics.DefaultAddr,
 		logRecipients:     qd.LogRecipients,
+		acmeDirectory:     tlsconf.LetsEncrypt,
 	}
 }
 
@@ -224,6 +236,14 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
 	f.BoolVar(&cfg.logRecipients, "log-recipients", def.logRecipients, "log full recipient addresses in delivery lines (default: only their domain)")
+
+	f.StringVar(&cfg.httpsAddr, "https-addr", def.httpsAddr, "address of the HTTPS API (needs --tls-cert/--tls-key or --acme-domains); with it, --http-addr answers only ACME challenges, health probes and redirects")
+	f.StringVar(&cfg.tlsCert, "tls-cert", def.tlsCert, "PEM certificate chain (leaf first) for HTTPS and STARTTLS; read again on SIGHUP")
+	f.StringVar(&cfg.tlsKey, "tls-key", def.tlsKey, "PEM private key of --tls-cert; read again on SIGHUP")
+	f.StringSliceVar(&cfg.acmeDomains, "acme-domains", def.acmeDomains, "host names (comma list) to obtain certificates for over ACME, cached in the data dir; not with --tls-cert")
+	f.StringVar(&cfg.acmeEmail, "acme-email", def.acmeEmail, "contact address of the ACME account (expiry notices)")
+	f.StringVar(&cfg.acmeDirectory, "acme-directory", def.acmeDirectory, "ACME directory URL of the certificate authority")
+	f.DurationVar(&cfg.acmeRenewBefore, "acme-renew-before", def.acmeRenewBefore, "renew an ACME certificate this long before it expires (at most 720h; default a third of its lifetime, at most 30 days)")
 }
 
 func (cfg serveConfig) validate() error {
@@ -291,6 +311,9 @@ func (cfg serveConfig) validate() error {
 		if _, err := mail.ParseAddress(cfg.systemFrom); err != nil {
 			return fmt.Errorf("--system-from: %q is not an email address", cfg.systemFrom)
 		}
+	}
+	if err := cfg.validateTLS(); err != nil {
+		return err
 	}
 	if err := validNotesURL(cfg.deprecationNotesURL); err != nil {
 		return err
@@ -457,7 +480,12 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		fmt.Fprintln(stdout, "  live key:", b.LiveKey)
 		fmt.Fprintln(stdout, "  test key:", b.TestKey)
 	}
-	fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
+	if s.httpsLn != nil {
+		fmt.Fprintf(stdout, "mailbolt %s listening on https://%s (data dir %s)\n", version, s.httpsLn.Addr(), cfg.dataDir)
+		fmt.Fprintf(stdout, "plain HTTP on http://%s: ACME challenges, health probes and redirects only\n", s.httpLn.Addr())
+	} else {
+		fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
+	}
 	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", s.smtpLn.Addr())
 	if s.metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", s.metricsLn.Addr())

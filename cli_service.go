@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
 	"mailbolt/storage"
+	"mailbolt/tlsconf"
 	"mailbolt/web"
 )
 
@@ -37,6 +40,9 @@ type service struct {
 	httpLn    net.Listener
 	smtpLn    net.Listener
 	http      *http.Server
+	tls       *tlsconf.Source // nil: no certificate configured
+	httpsLn   net.Listener    // nil: no --https-addr
+	https     *http.Server
 	inbound   *smtp.Server
 	admin     *web.AdminServer
 	metrics   *metrics.Metrics
@@ -75,6 +81,15 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			s.close()
 		}
 	}()
+	// Certificate files are read before anything is written: a start
+	// that cannot present its certificate leaves no database behind.
+	if cfg.tlsEnabled() {
+		to := cfg.tlsOptions()
+		to.Logger = log
+		if s.tls, err = tlsconf.New(to); err != nil {
+			return nil, err
+		}
+	}
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
 	dbOpts := storageOptions(cfg.secretKeyFile)
@@ -122,6 +137,11 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if s.httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
 		return nil, fmt.Errorf("--http-addr: listen on %s: %w", cfg.httpAddr, err)
 	}
+	if cfg.httpsAddr != "" {
+		if s.httpsLn, err = net.Listen("tcp", cfg.httpsAddr); err != nil {
+			return nil, fmt.Errorf("--https-addr: listen on %s: %w", cfg.httpsAddr, err)
+		}
+	}
 	if s.smtpLn, err = net.Listen("tcp", cfg.smtpAddr); err != nil {
 		return nil, fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
 	}
@@ -132,10 +152,17 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, fmt.Errorf("create the default account: %w", err)
 	}
 	if cfg.publicURL == "" {
-		s.app.SetPublicURL("http://" + s.httpLn.Addr().String())
+		var httpsAddr net.Addr
+		if s.httpsLn != nil {
+			httpsAddr = s.httpsLn.Addr()
+		}
+		s.app.SetPublicURL(cfg.defaultPublicURL(httpsAddr, s.httpLn.Addr()))
 	}
-	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
+	ib := inbound.Options{Domain: cfg.hostname, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	if s.tls != nil {
+		ib.TLSConfig = s.tls.Config() // STARTTLS with the same certificate
+	}
+	s.inbound = inbound.NewServer(s.app.Inbound(), ib)
 	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.
@@ -153,10 +180,42 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	// trusted proxies, which carry many clients, are exempt.
 	s.httpLn = web.LimitConns(s.httpLn, wc.MaxConnsPerIP, wc.TrustedProxies, web.TooManyConnections)
 	s.smtpLn = web.LimitConns(s.smtpLn, wc.MaxConnsPerIP, wc.TrustedProxies, tooManySMTPConnections)
-	s.http = &http.Server{Handler: api, ReadHeaderTimeout: min(10*time.Second, wc.ReadTimeout),
-		ReadTimeout: wc.ReadTimeout, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	s.http = s.httpServer(api, wc)
+	if s.httpsLn != nil {
+		s.httpsLn = web.LimitConns(s.httpsLn, wc.MaxConnsPerIP, wc.TrustedProxies, web.TooManyConnections)
+		s.https = s.httpServer(web.HSTS(api), wc)
+		s.https.TLSConfig = s.tls.Config()
+		s.http.Handler = api.PlainHTTP(s.httpsURL())
+	}
+	if s.tls != nil {
+		// HTTP-01 challenges on the plain-HTTP address.
+		s.http.Handler = s.tls.HTTPHandler(s.http.Handler)
+	}
 	return s, nil
+}
+
+// httpServer is the http.Server the API is served by, on either address.
+func (s *service) httpServer(h http.Handler, wc web.Config) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, wc.ReadTimeout),
+		ReadTimeout: wc.ReadTimeout, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+}
+
+// httpsURL is the base URL of the HTTPS API that the plain-HTTP address
+// points to: --public-url when it is https, else the first ACME domain,
+// else the HTTPS listener's address.
+func (s *service) httpsURL() string {
+	if u, err := url.Parse(s.cfg.publicURL); err == nil && u.Scheme == "https" {
+		return strings.TrimSuffix(s.cfg.publicURL, "/")
+	}
+	if len(s.cfg.acmeDomains) > 0 {
+		h := "https://" + s.cfg.acmeDomains[0]
+		if p := port(s.httpsLn.Addr().String()); p != "443" {
+			h = "https://" + net.JoinHostPort(s.cfg.acmeDomains[0], p)
+		}
+		return h
+	}
+	return "https://" + s.httpsLn.Addr().String()
 }
 
 // tooManySMTPConnections answers an inbound SMTP connection over the
@@ -179,6 +238,9 @@ func (s *service) close() {
 	}
 	if s.httpLn != nil {
 		s.httpLn.Close()
+	}
+	if s.httpsLn != nil {
+		s.httpsLn.Close()
 	}
 	if s.deliverer != nil {
 		s.deliverer.Close()
@@ -203,15 +265,22 @@ func (s *service) run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	workers.Go(func() { s.app.Run(workerCtx) })
 	go s.inbound.Serve(s.smtpLn)
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
+	httpsAddr := ""
+	if s.https != nil {
+		go func() { serveErr <- s.https.ServeTLS(s.httpsLn, "", "") }()
+		httpsAddr = s.httpsLn.Addr().String()
+	}
+	stopReload := s.reloadOnHangup()
+	defer stopReload()
 	metricsAddr := ""
 	if s.metricsLn != nil {
 		s.metricsHS = metricsServer(s.metrics, s.log)
 		go s.metricsHS.Serve(s.metricsLn)
 		metricsAddr = s.metricsLn.Addr().String()
 	}
-	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "smtp_addr", s.smtpLn.Addr().String(),
+	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "https_addr", httpsAddr, "smtp_addr", s.smtpLn.Addr().String(),
 		"metrics_addr", metricsAddr, "data_dir", s.cfg.dataDir, "version", version)
 
 	var err error
@@ -227,9 +296,18 @@ func (s *service) run(ctx context.Context) error {
 	// The workers stop claiming now; their own ShutdownGrace, the same
 	// --shutdown-grace, runs from here alongside the listeners'.
 	stopWorkers()
+	var httpDone sync.WaitGroup
+	if s.https != nil {
+		httpDone.Go(func() {
+			if serr := s.https.Shutdown(shutdownCtx); serr != nil {
+				s.log.Warn("https shutdown", "err", serr)
+			}
+		})
+	}
 	if serr := s.http.Shutdown(shutdownCtx); serr != nil {
 		s.log.Warn("http shutdown", "err", serr)
 	}
+	httpDone.Wait()
 	if s.metricsHS != nil {
 		s.metricsHS.Shutdown(shutdownCtx)
 	}

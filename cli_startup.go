@@ -73,13 +73,17 @@ func (cfg serveConfig) startupFindings() []startupFinding {
 				"--hostname is not set: set it before sending real mail"})
 		}
 	}
+	if f, ok := cfg.acmePortsFinding(); ok {
+		out = append(out, f)
+	}
 	if cfg.publicURL == "" {
-		host, _, _ := net.SplitHostPort(cfg.httpAddr)
-		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		flag, addr := cfg.linkAddr()
+		host, _, _ := net.SplitHostPort(addr)
+		if ip := net.ParseIP(host); flag != "" && (host == "" || ip != nil && ip.IsUnspecified()) {
 			out = append(out, startupFinding{flag: "--public-url", refuse: true, msg: fmt.Sprintf("--public-url is needed: "+
-				"--http-addr %s listens on every address, so the links in sent mail (tracking, unsubscribe, invitations) "+
+				"%s %s listens on every address, so the links in sent mail (tracking, unsubscribe, invitations) "+
 				"cannot be derived from it; set --public-url to the address recipients reach, such as "+
-				"https://mail.example.com", cfg.httpAddr)})
+				"https://mail.example.com", flag, addr)})
 		}
 		return out
 	}

@@ -66,6 +66,7 @@ const (
 	CodeForbidden            = "FORBIDDEN"
 	CodeInsufficientScopes   = "INSUFFICIENT_SCOPES"
 	CodeInsufficientScope    = "INSUFFICIENT_SCOPE" // grader routes
+	CodeHTTPSRequired        = "HTTPS_REQUIRED"
 	CodeNotFound             = "NOT_FOUND"
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeConflict             = "CONFLICT"
@@ -107,6 +108,7 @@ var ErrorCodes = []ErrorCode{
 	{CodeForbidden, http.StatusForbidden, "not permitted to this kind of caller"},
 	{CodeInsufficientScopes, http.StatusForbidden, "the key lacks a scope the request needs"},
 	{CodeInsufficientScope, http.StatusForbidden, "the key lacks the grader scope"},
+	{CodeHTTPSRequired, http.StatusForbidden, "an API request over plain HTTP to a server that serves the API over HTTPS; details.https_url names it"},
 	{CodeNotFound, http.StatusNotFound, "no such resource in this account, or no such path"},
 	{CodeMethodNotAllowed, http.StatusMethodNotAllowed, "known path, wrong method"},
 	{CodeConflict, http.StatusConflict, "the resource exists, or its state forbids the change"},
