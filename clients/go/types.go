@@ -199,6 +199,7 @@ type Suppression struct {
 	Response        `json:"-"`
 	Recipient       string    `json:"recipient"`
 	Reason          string    `json:"reason"`
+	Stream          string    `json:"stream,omitempty"` // empty: every stream
 	SourceMessageID *string   `json:"source_message_id"`
 	CreatedAt       time.Time `json:"created_at"`
 }
@@ -208,6 +209,15 @@ type Suppression struct {
 type AddSuppressionRequest struct {
 	Recipient string `json:"recipient"`
 	Reason    string `json:"reason,omitempty"`
+	Stream    string `json:"stream,omitempty"` // transactional or broadcast; empty: every stream
+}
+
+// ImportSuppressionsResult is what an import did: rows added, and rows
+// whose recipient already had an entry for the same stream.
+type ImportSuppressionsResult struct {
+	Response       `json:"-"`
+	Added          int `json:"added"`
+	AlreadyPresent int `json:"already_present"`
 }
 
 // DNSRecord is a DNS record a domain needs.
