@@ -1,6 +1,7 @@
 package app
 
 import (
+	"io"
 	"time"
 
 	"mailbolt/storage"
@@ -31,6 +32,14 @@ type Admin interface {
 	// Notices lists the deprecation announcements and, for each, who was
 	// told and when, and the accounts that could not be told.
 	Notices() (NoticesView, error)
+	// ImportSuppressions adds an account's suppressions, all or nothing
+	// (POST /v1/suppressions/import as the operator).
+	ImportSuppressions(accountID string, rows []SuppressionInput) (ImportResult, error)
+	// ExportSuppressions writes an account's suppressions to w as CSV
+	// (GET /v1/suppressions/export). Nothing is written when it fails
+	// before the first row; a failure after it is returned, and what was
+	// written is not the whole list.
+	ExportSuppressions(accountID, stream string, w io.Writer) error
 }
 
 // NoticesView is every deprecation announcement and notice recorded.

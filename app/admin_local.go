@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -165,4 +166,22 @@ func (l LocalAdmin) Notices() (NoticesView, error) {
 		return NoticesView{}, err
 	}
 	return noticesView(list, notices), nil
+}
+
+// ImportSuppressions imports into the account as its operator.
+func (l LocalAdmin) ImportSuppressions(accountID string, rows []SuppressionInput) (ImportResult, error) {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return l.App.ImportSuppressions(p, rows)
+}
+
+// ExportSuppressions exports the account's suppressions as its operator.
+func (l LocalAdmin) ExportSuppressions(accountID, stream string, w io.Writer) error {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
+		return err
+	}
+	return l.App.ExportSuppressions(p, stream, NewSuppressionCSVWriter(w).Write)
 }

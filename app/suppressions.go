@@ -4,6 +4,7 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
+	"time"
 
 	"mailbolt/storage"
 )
@@ -44,6 +45,27 @@ func CheckStream(field, stream string) error {
 	return nil
 }
 
+// suppressionRecord validates one suppression to add (the fields of POST
+// /v1/suppressions and of each imported row) and returns the record to
+// store: the address lower-cased, the reason manual when none is given.
+func suppressionRecord(accountID string, in SuppressionInput, now time.Time) (storage.Suppression, error) {
+	addr, e := NormalizeAddress("recipient", in.Recipient)
+	if e != nil {
+		return storage.Suppression{}, e
+	}
+	reason := in.Reason
+	if reason == "" {
+		reason = "manual"
+	}
+	if !slices.Contains(SuppressionReasons, reason) {
+		return storage.Suppression{}, Validation("reason", "must be one of "+strings.Join(SuppressionReasons, ", "))
+	}
+	if e := CheckStream("stream", in.Stream); e != nil {
+		return storage.Suppression{}, e
+	}
+	return storage.Suppression{AccountID: accountID, Recipient: addr, Stream: in.Stream, Reason: reason, CreatedAt: now}, nil
+}
+
 // AddSuppression suppresses a recipient for one stream, or for all when
 // stream is empty. Adding one that is already suppressed for that stream is
 // not an error: the stored record is returned with created=false.
@@ -51,21 +73,10 @@ func (a *App) AddSuppression(p Principal, recipient, reason, stream string) (s s
 	if err := a.authorize(p, ScopeSuppressionsWrite); err != nil {
 		return s, false, err
 	}
-	accountID := p.Account.ID
-	addr, e := NormalizeAddress("recipient", recipient)
+	in, e := suppressionRecord(p.Account.ID, SuppressionInput{Recipient: recipient, Reason: reason, Stream: stream}, a.Now())
 	if e != nil {
 		return s, false, e
 	}
-	if reason == "" {
-		reason = "manual"
-	}
-	if !slices.Contains(SuppressionReasons, reason) {
-		return s, false, Validation("reason", "must be one of "+strings.Join(SuppressionReasons, ", "))
-	}
-	if e := CheckStream("stream", stream); e != nil {
-		return s, false, e
-	}
-	in := storage.Suppression{AccountID: accountID, Recipient: addr, Stream: stream, Reason: reason, CreatedAt: a.Now()}
 	var added AddedSuppression
 	err := update(a, p, &added, func(tx *storage.Tx) error {
 		var err error

@@ -55,6 +55,32 @@ func (tx *Tx) PutSuppression(s Suppression) (stored Suppression, created bool, e
 	return s, true, tx.addCount(collectionSuppressions, s.AccountID, 1)
 }
 
+// PutSuppressions adds every entry of list as PutSuppression does, in
+// tx, and reports how many it added; an entry whose recipient already has
+// one for the same stream (in the database, or earlier in list) is kept as
+// it was. The counts move once per account, not once per entry.
+func (tx *Tx) PutSuppressions(list []Suppression) (added int, err error) {
+	b := tx.bucket(bucketSuppressions)
+	perAccount := map[string]int{}
+	for _, s := range list {
+		key := suppressionKey(s.AccountID, s.Recipient, s.Stream)
+		if b.Get(key) != nil {
+			continue
+		}
+		if err := putJSON(b, key, s); err != nil {
+			return 0, err
+		}
+		perAccount[s.AccountID]++
+		added++
+	}
+	for accountID, n := range perAccount {
+		if err := tx.addCount(collectionSuppressions, accountID, n); err != nil {
+			return 0, err
+		}
+	}
+	return added, nil
+}
+
 // Suppression reads one entry: the all-streams one when stream is empty.
 func (tx *Tx) Suppression(accountID, recipient, stream string) (Suppression, error) {
 	var s Suppression

@@ -53,3 +53,48 @@ func TestDeleteSuppressionByStream(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPutSuppressionsCountsWhatItAdds: entries already there, in the
+// database or earlier in the list, are kept and not counted; the count
+// moves by what was added, per account.
+func TestPutSuppressionsCountsWhatItAdds(t *testing.T) {
+	db, err := Open(t.TempDir(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := func(acct, rcpt, stream, reason string) Suppression {
+		return Suppression{AccountID: acct, Recipient: rcpt, Stream: stream, Reason: reason}
+	}
+	put := func(list ...Suppression) (added int) {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error {
+			var err error
+			added, err = tx.PutSuppressions(list)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return added
+	}
+	if n := put(s("a1", "u@x.test", "", "complaint")); n != 1 {
+		t.Fatalf("added %d", n)
+	}
+	n := put(s("a1", "u@x.test", "", "manual"), s("a1", "u@x.test", StreamBroadcast, "manual"),
+		s("a1", "v@x.test", "", "manual"), s("a1", "v@x.test", "", "hard_bounce"), s("a2", "u@x.test", "", "manual"))
+	if n != 3 {
+		t.Errorf("added %d, want 3", n)
+	}
+	db.View(func(tx *Tx) error {
+		if c1, c2 := tx.SuppressionCount("a1"), tx.SuppressionCount("a2"); c1 != 3 || c2 != 1 {
+			t.Errorf("counts %d %d, want 3 1", c1, c2)
+		}
+		if got, _ := tx.Suppression("a1", "u@x.test", ""); got.Reason != "complaint" {
+			t.Errorf("the stored entry was changed: %+v", got)
+		}
+		if got, _ := tx.Suppression("a1", "v@x.test", ""); got.Reason != "manual" {
+			t.Errorf("the first of two in the list should stay: %+v", got)
+		}
+		return nil
+	})
+}

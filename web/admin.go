@@ -77,6 +77,34 @@ type adminCreateKey struct {
 	ExpiresAt *time.Time `json:"expires_at"`
 }
 
+// adminImport is an import sent over the socket: the CLI reads the file
+// and sends its rows, each with its line.
+type adminImport struct {
+	AccountID string                 `json:"account_id"`
+	Rows      []app.SuppressionInput `json:"rows"`
+}
+
+// adminImportMaxBytes caps an import sent over the socket: 10,000 rows of
+// the longest addresses are about 3 MB as JSON.
+const adminImportMaxBytes = 16 << 20
+
+// flushWriter sends each write of a streamed answer at once, and counts
+// what it wrote.
+type flushWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	n  int
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.n += n
+	if err == nil {
+		err = f.rc.Flush()
+	}
+	return n, err
+}
+
 type adminIP struct {
 	Address   string `json:"address"`
 	Hostname  string `json:"hostname"`
@@ -174,6 +202,28 @@ func adminHandler(admin app.Admin) http.Handler {
 	mux.HandleFunc("GET /notices", func(w http.ResponseWriter, r *http.Request) {
 		v, err := admin.Notices()
 		reply(w, v, err)
+	})
+	mux.HandleFunc("POST /suppressions/import", func(w http.ResponseWriter, r *http.Request) {
+		var in adminImport
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminImportMaxBytes)).Decode(&in); err != nil {
+			reply(w, nil, app.Validation("body", err.Error()))
+			return
+		}
+		v, err := admin.ImportSuppressions(in.AccountID, in.Rows)
+		reply(w, v, err)
+	})
+	mux.HandleFunc("GET /suppressions/export", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+		out := &flushWriter{w: w, rc: http.NewResponseController(w)}
+		err := admin.ExportSuppressions(q.Get("account"), q.Get("stream"), out)
+		switch {
+		case err == nil:
+		case out.n == 0:
+			reply(w, nil, err)
+		default:
+			panic(http.ErrAbortHandler) // begun: break it off, never a short list that looks whole
+		}
 	})
 	mux.HandleFunc("POST /backup", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {

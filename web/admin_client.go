@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -56,13 +57,18 @@ func (c *AdminClient) do(method, path string, in, out any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var env envelope
-		if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
-			return fmt.Errorf("management socket: status %d", resp.StatusCode)
-		}
-		return &app.Error{Code: env.Error.Code, Message: env.Error.Message, Details: env.Error.Details}
+		return errorOf(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// errorOf is the error a non-200 answer of the socket carries.
+func errorOf(resp *http.Response) error {
+	var env envelope
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
+		return fmt.Errorf("management socket: status %d", resp.StatusCode)
+	}
+	return &app.Error{Code: env.Error.Code, Message: env.Error.Message, Details: env.Error.Details}
 }
 
 func (c *AdminClient) CreateAccount(in app.AccountInput) (a app.AccountView, err error) {
@@ -135,4 +141,27 @@ func (c *AdminClient) ListPools() (list []app.PoolSummary, err error) {
 func (c *AdminClient) Notices() (v app.NoticesView, err error) {
 	err = c.do("GET", "/notices", nil, &v)
 	return v, err
+}
+
+func (c *AdminClient) ImportSuppressions(accountID string, rows []app.SuppressionInput) (res app.ImportResult, err error) {
+	err = c.do("POST", "/suppressions/import", adminImport{AccountID: accountID, Rows: rows}, &res)
+	return res, err
+}
+
+// ExportSuppressions copies the server's streamed CSV to w; a transfer the
+// server broke off is an error.
+func (c *AdminClient) ExportSuppressions(accountID, stream string, w io.Writer) error {
+	q := url.Values{"account": {accountID}, "stream": {stream}}
+	resp, err := c.http.Get("http://mailbolt/suppressions/export?" + q.Encode())
+	if err != nil {
+		return fmt.Errorf("management socket: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return errorOf(resp)
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("management socket: the export broke off: %w", err)
+	}
+	return nil
 }

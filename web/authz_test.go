@@ -102,6 +102,9 @@ func TestRouteScopesAreEnforcedAndDocumented(t *testing.T) {
 		if what == "POST /v1/messages/batch" {
 			body = `{"messages":[]}`
 		}
+		if what == "POST /v1/suppressions/import" {
+			body = `{"suppressions":[]}`
+		}
 		var others []string
 		for _, s := range app.Scopes {
 			if s != scope {

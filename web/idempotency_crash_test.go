@@ -79,6 +79,7 @@ func TestWriteRoutesCommitTheAnswerWithTheEffect(t *testing.T) {
 		{"DELETE", "/v1/api-keys/" + key, ``},
 		{"POST", "/v1/suppressions", `{"recipient":"new@dest.test"}`},
 		{"DELETE", "/v1/suppressions/gone@dest.test", ``},
+		{"POST", "/v1/suppressions/import", `{"suppressions":[{"recipient":"imp1@dest.test"},{"recipient":"imp2@dest.test"}]}`},
 		{"POST", "/v1/domains", `{"name":"new.test"}`},
 		{"DELETE", "/v1/domains/" + removable, ``},
 		{"POST", "/v1/domains/" + domain + "/verify", ``},
@@ -133,7 +134,7 @@ func routePattern(path string) string {
 		}
 	}
 	p := strings.Join(segs, "/")
-	if strings.HasPrefix(p, "/v1/suppressions/") {
+	if strings.HasPrefix(p, "/v1/suppressions/") && p != "/v1/suppressions/import" {
 		return "/v1/suppressions/:recipient"
 	}
 	return p

@@ -49,6 +49,8 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/suppressions", h: s.listSuppressions},
 		{Method: "POST", Path: "/v1/suppressions", h: s.addSuppression},
 		{Method: "DELETE", Path: "/v1/suppressions/:recipient", h: s.deleteSuppression},
+		{Method: "POST", Path: "/v1/suppressions/import", h: s.importSuppressions},
+		{Method: "GET", Path: "/v1/suppressions/export", h: s.exportSuppressions},
 		{Method: "GET", Path: "/v1/domains", h: s.listDomains},
 		{Method: "POST", Path: "/v1/domains", h: s.createDomain},
 		{Method: "GET", Path: "/v1/domains/:id", h: s.getDomain},

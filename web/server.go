@@ -159,6 +159,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var id identity
 	defer func() {
 		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				// A handler broke off an answer it had begun (a failed
+				// export): let net/http drop the connection.
+				s.logAccess(r, rw, reqID, id, start)
+				panic(p)
+			}
 			s.log.Error("handler panicked", "request_id", reqID, "panic", fmt.Sprint(p))
 			if !rw.wrote {
 				s.writeError(rw, r, app.Internal(fmt.Errorf("panic: %v", p)))
@@ -276,6 +282,10 @@ func (rw *recorder) WriteHeader(code int) {
 	}
 	rw.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (to flush a
+// streamed answer and extend its write deadline).
+func (rw *recorder) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
 
 func (rw *recorder) Write(b []byte) (int, error) {
 	if !rw.wrote {

@@ -292,6 +292,9 @@ type call struct {
 	// idempotent: a write that gets an Idempotency-Key (generated unless given)
 	idempotent bool
 	noAuth     bool
+	// stream receives a 2xx answer's body as it arrives, unread and
+	// unlimited (the CSV export), instead of its being decoded into out.
+	stream io.Writer
 }
 
 // do runs a call with retries and decodes a 2xx JSON answer into out (when
@@ -345,11 +348,6 @@ func (c *Client) do(ctx context.Context, cl call, out any, opts []RequestOption)
 		if err != nil {
 			return nil, fmt.Errorf("mailbolt: %s %s: %w", cl.method, cl.path, err)
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("mailbolt: %s %s: read answer: %w", cl.method, cl.path, err)
-		}
 		meta := &Response{
 			StatusCode:         resp.StatusCode,
 			Header:             resp.Header,
@@ -358,6 +356,20 @@ func (c *Client) do(ctx context.Context, cl call, out any, opts []RequestOption)
 			IdempotentReplayed: resp.Header.Get("Idempotent-Replayed") == "true",
 			IdempotencyKey:     idem,
 			Attempts:           attempt + 1,
+		}
+		if cl.stream != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			_, err := io.Copy(cl.stream, resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				// A transfer the server broke off is an error, never a short answer.
+				return meta, fmt.Errorf("mailbolt: %s %s: read answer: %w", cl.method, cl.path, err)
+			}
+			return meta, nil
+		}
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("mailbolt: %s %s: read answer: %w", cl.method, cl.path, err)
 		}
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 			if out != nil && len(bytes.TrimSpace(data)) > 0 {

@@ -545,8 +545,8 @@ func TestLiveStreams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Recipient == r && s.Stream != nil {
-			left = append(left, *s.Stream)
+		if s.Recipient == r && s.Stream != "" {
+			left = append(left, s.Stream)
 		}
 	}
 	if !slices.Equal(left, []string{"transactional"}) {
@@ -554,5 +554,45 @@ func TestLiveStreams(t *testing.T) {
 	}
 	if _, err := c.Suppressions.Delete(ctx(t), r); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLiveSuppressionsImportExport(t *testing.T) {
+	c := liveClient(t, "MAILBOLT_API_KEY")
+	prefix := fmt.Sprintf("imp%d-", time.Now().UnixNano())
+	a, b := prefix+"a@example.com", prefix+"b@example.com"
+	res, err := c.Suppressions.Import(ctx(t), []AddSuppressionRequest{{Recipient: a},
+		{Recipient: b, Reason: "unsubscribe", Stream: "broadcast"}, {Recipient: a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Added != 2 || res.AlreadyPresent != 1 || res.StatusCode != 200 {
+		t.Fatalf("import %+v", res)
+	}
+	_, err = c.Suppressions.Import(ctx(t), []AddSuppressionRequest{{Recipient: prefix + "c@example.com"}, {Recipient: "not an address"}})
+	if e := wantCode(t, err, 400, "VALIDATION_ERROR"); e.Details["index"] != float64(1) {
+		t.Errorf("details %v", e.Details)
+	}
+	var csv bytes.Buffer
+	if _, err := c.Suppressions.Export(ctx(t), "", &csv); err != nil {
+		t.Fatal(err)
+	}
+	out := csv.String()
+	if !strings.HasPrefix(out, "recipient,reason,stream\n") || !strings.Contains(out, a+",manual,\n"+b+",unsubscribe,broadcast\n") ||
+		strings.Contains(out, prefix+"c@") {
+		t.Errorf("export:\n%s", out)
+	}
+	csv.Reset()
+	if _, err := c.Suppressions.Export(ctx(t), "broadcast", &csv); err != nil || strings.Count(csv.String(), prefix) != 1 {
+		t.Errorf("broadcast export %v:\n%s", err, csv.String())
+	}
+	csv.Reset()
+	if _, err := liveClient(t, "MAILBOLT_OTHER_API_KEY").Suppressions.Export(ctx(t), "", &csv); err != nil || strings.Contains(csv.String(), prefix) {
+		t.Errorf("the other account's export %v:\n%s", err, csv.String())
+	}
+	for _, r := range []string{a, b} {
+		if _, err := c.Suppressions.Delete(ctx(t), r); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package mailbolt
 
 import (
 	"context"
+	"io"
 	"iter"
 	"net/url"
 	"strconv"
@@ -245,6 +246,33 @@ func (s *SuppressionsService) Delete(ctx context.Context, recipient string, opts
 func (s *SuppressionsService) DeleteFromStream(ctx context.Context, recipient, stream string, opts ...RequestOption) (*Response, error) {
 	q := url.Values{"stream": {stream}}
 	return s.c.do(ctx, call{method: "DELETE", path: "/v1/suppressions/" + pathEsc(recipient), query: q, idempotent: true}, nil, opts)
+}
+
+// Import adds up to 10,000 suppressions in one transaction, all or nothing:
+// a bad one fails the call (400, Details["index"]) and none is added
+// (importSuppressions).
+func (s *SuppressionsService) Import(ctx context.Context, list []AddSuppressionRequest, opts ...RequestOption) (*ImportSuppressionsResult, error) {
+	if list == nil {
+		list = []AddSuppressionRequest{}
+	}
+	out := new(ImportSuppressionsResult)
+	body := struct {
+		Suppressions []AddSuppressionRequest `json:"suppressions"`
+	}{list}
+	_, err := s.c.do(ctx, call{method: "POST", path: "/v1/suppressions/import", body: body, idempotent: true}, out, opts)
+	return ret(out, err)
+}
+
+// Export writes the account's suppressions to w as CSV
+// (recipient,reason,stream: what the import takes) as the server streams
+// them; stream, when not empty, keeps the entries that name that stream. A
+// transfer broken off is an error (exportSuppressions).
+func (s *SuppressionsService) Export(ctx context.Context, stream string, w io.Writer, opts ...RequestOption) (*Response, error) {
+	q := url.Values{}
+	if stream != "" {
+		q.Set("stream", stream)
+	}
+	return s.c.do(ctx, call{method: "GET", path: "/v1/suppressions/export", query: q, stream: w}, nil, opts)
 }
 
 // DomainsService: /v1/domains.

@@ -201,12 +201,11 @@ type CreateAPIKeyRequest struct {
 // Suppression is a suppressed recipient.
 type Suppression struct {
 	Response        `json:"-"`
-	Recipient       string  `json:"recipient"`
-	Reason          string  `json:"reason"`
-	SourceMessageID *string `json:"source_message_id"`
-	// Stream is transactional or broadcast, or nil when the entry covers both.
-	Stream    *string   `json:"stream"`
-	CreatedAt time.Time `json:"created_at"`
+	Recipient       string    `json:"recipient"`
+	Reason          string    `json:"reason"`
+	Stream          string    `json:"stream,omitempty"` // empty: every stream
+	SourceMessageID *string   `json:"source_message_id"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // AddSuppressionRequest suppresses a recipient. Reason: hard_bounce,
@@ -214,8 +213,15 @@ type Suppression struct {
 type AddSuppressionRequest struct {
 	Recipient string `json:"recipient"`
 	Reason    string `json:"reason,omitempty"`
-	// Stream limits the entry to one stream; empty covers both.
-	Stream string `json:"stream,omitempty"`
+	Stream    string `json:"stream,omitempty"` // transactional or broadcast; empty: every stream
+}
+
+// ImportSuppressionsResult is what an import did: rows added, and rows
+// whose recipient already had an entry for the same stream.
+type ImportSuppressionsResult struct {
+	Response       `json:"-"`
+	Added          int `json:"added"`
+	AlreadyPresent int `json:"already_present"`
 }
 
 // DNSRecord is a DNS record a domain needs.

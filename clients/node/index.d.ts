@@ -90,6 +90,8 @@ export interface RawRequestOptions extends RequestOptions {
   idempotent?: boolean;
   /** false: send no X-API-Key. */
   auth?: boolean;
+  /** true: return a 2xx answer's body as a string (the CSV export). */
+  text?: boolean;
 }
 
 export interface PageParams {
@@ -196,8 +198,15 @@ export class Mailbolt {
     revoke(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
   };
   suppressions: Listing<Json> & {
-    add(suppression: { recipient?: string; email?: string; reason?: string }, options?: RequestOptions): Promise<WithResponse<Json>>;
+    add(suppression: { recipient?: string; email?: string; reason?: string; stream?: string }, options?: RequestOptions): Promise<WithResponse<Json>>;
     delete(recipient: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    /** POST /v1/suppressions/import: up to 10,000, all or nothing. */
+    import(
+      suppressions: Array<{ recipient?: string; email?: string; reason?: string; stream?: string }>,
+      options?: RequestOptions,
+    ): Promise<WithResponse<{ added: number; already_present: number }>>;
+    /** GET /v1/suppressions/export: the whole list as CSV text (recipient,reason,stream). */
+    export(params?: { stream?: string }, options?: RequestOptions): Promise<string>;
   };
   domains: Listing<Json> & {
     /** A name, or { name, dkim_algorithm }. */

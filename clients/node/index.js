@@ -226,6 +226,12 @@ export class Mailbolt {
       ...c._listing('/v1/suppressions'),
       add: (s, o) => c.request('POST', '/v1/suppressions', { body: s, idempotent: true, ...o }),
       delete: (recipient, o) => c.request('DELETE', `/v1/suppressions/${enc(recipient)}`, { idempotent: true, ...o }),
+      // Up to 10,000 at once, all or nothing: { added, already_present }.
+      import: (list, o) => c.request('POST', '/v1/suppressions/import', {
+        body: Array.isArray(list) ? { suppressions: list } : list, idempotent: true, ...o,
+      }),
+      // The whole list as CSV text (recipient,reason,stream), the format import takes.
+      export: (params, o) => c.request('GET', `/v1/suppressions/export${queryString(params)}`, { text: true, ...o }),
     };
     this.domains = {
       ...c._listing('/v1/domains'),
@@ -320,7 +326,8 @@ export class Mailbolt {
    * One API call, with retries of the transient codes. Paths start with /v1.
    * options: body (JSON-encoded once; the same bytes go out on every retry),
    * idempotencyKey (string; with idempotent: true one is generated when absent),
-   * maxRetries, timeout (ms per attempt), signal (AbortSignal), headers, auth (false: no key).
+   * maxRetries, timeout (ms per attempt), signal (AbortSignal), headers, auth (false: no key),
+   * text (true: a 2xx answer's body is returned as a string, for the CSV export).
    */
   async request(method, path, options = {}) {
     const headers = {
@@ -350,6 +357,7 @@ export class Mailbolt {
       if (res.body.length) {
         try { body = JSON.parse(res.body.toString('utf8')); } catch { body = null; }
       }
+      if (res.status < 400 && options.text) return res.body.toString('utf8');
       if (res.status < 400) return withResponse(body, info);
 
       const env = body && typeof body === 'object' && body.error && typeof body.error === 'object' ? body.error : null;

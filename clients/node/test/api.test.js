@@ -211,3 +211,21 @@ test('examples/run send prints the id of a message', { skip }, () => {
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^[0-9a-f-]{36}\n$/);
 });
+
+test('suppressions import and export', { skip }, async () => {
+  const a = `imp-${run}-a@example.com`;
+  const b = `imp-${run}-b@example.com`;
+  const res = await live.suppressions.import([{ recipient: a }, { recipient: b, reason: 'unsubscribe', stream: 'broadcast' }, { recipient: a }]);
+  assert.deepEqual({ ...res }, { added: 2, already_present: 1 });
+  assert.equal(res.$response.status, 200);
+  const bad = await rejectsWith(live.suppressions.import([{ recipient: `imp-${run}-c@example.com` }, { recipient: 'not an address' }]), 400, 'VALIDATION_ERROR');
+  assert.equal(bad.details.index, 1);
+  const csv = await live.suppressions.export();
+  assert.ok(csv.startsWith('recipient,reason,stream\n'), csv);
+  assert.ok(csv.includes(`${a},manual,\n${b},unsubscribe,broadcast\n`), csv);
+  assert.ok(!csv.includes(`imp-${run}-c@`));
+  assert.equal((await live.suppressions.export({ stream: 'broadcast' })).split(`imp-${run}`).length - 1, 1);
+  const other = new Mailbolt({ apiKey: env.MAILBOLT_OTHER_API_KEY });
+  assert.ok(!(await other.suppressions.export()).includes(`imp-${run}`));
+  for (const r of [a, b]) await live.suppressions.delete(r);
+});

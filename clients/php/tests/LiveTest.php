@@ -98,6 +98,29 @@ final class LiveTest extends LiveTestCase
         $this->assertNotContains($mine[0], array_column(iterator_to_array($c->suppressions->all(['limit' => 200]), false), 'recipient'));
     }
 
+    public function testSuppressionsImportAndExport(): void
+    {
+        $c = $this->client('MAILBOLT_API_KEY');
+        $tag = self::unique();
+        [$a, $b] = ["imp-a-$tag@example.org", "imp-b-$tag@example.org"];
+        $res = $c->suppressions->import([['recipient' => $a], ['recipient' => $b, 'reason' => 'unsubscribe', 'stream' => 'broadcast'], ['recipient' => $a]]);
+        $this->assertSame([200, 2, 1], [$res->status, $res['added'], $res['already_present']]);
+        try {
+            $c->suppressions->import([['recipient' => "imp-c-$tag@example.org"], ['recipient' => 'not an address']]);
+            $this->fail('a bad row was accepted');
+        } catch (ApiException $e) {
+            $this->assertSame([400, 'VALIDATION_ERROR', 1], [$e->status, $e->errorCode, $e->getDetails()['index']]);
+        }
+        $csv = $c->suppressions->export();
+        $this->assertStringStartsWith("recipient,reason,stream\n", $csv);
+        $this->assertStringContainsString("$a,manual,\n$b,unsubscribe,broadcast\n", $csv);
+        $this->assertStringNotContainsString("imp-c-$tag", $csv);
+        $this->assertSame(1, substr_count($c->suppressions->export('broadcast'), $tag));
+        $this->assertStringNotContainsString($tag, $this->client('MAILBOLT_OTHER_API_KEY')->suppressions->export());
+        $c->suppressions->delete($a);
+        $c->suppressions->delete($b);
+    }
+
     public function testCancelScheduledMessage(): void
     {
         $c = $this->client();

@@ -126,9 +126,11 @@ class Client:
         idempotency_key: Optional[str] = None,
         auth: bool = True,
         page: bool = False,
-    ) -> Result:
+        text: bool = False,
+    ) -> Any:
         """Sends one API call (retrying transient errors) and returns its :class:`Result`
-        (a :class:`Page` when ``page``), or raises an :class:`~mailbolt.errors.APIError`."""
+        (a :class:`Page` when ``page``; the body as a ``str`` when ``text``, for the CSV
+        export), or raises an :class:`~mailbolt.errors.APIError`."""
         url = self.base_url + path
         if query:
             pairs = []
@@ -163,6 +165,8 @@ class Client:
                     parsed = None
             self._check_deprecation(resp_headers)
             if 200 <= status < 300:
+                if text:
+                    return raw.decode("utf-8")
                 return (Page if page else Result)(parsed, status, resp_headers, attempt + 1)
             err = error_for(status, parsed, header(resp_headers, "X-Request-Id"), resp_headers)
             if err.code not in TRANSIENT_CODES or attempt >= self.max_retries:
@@ -344,6 +348,19 @@ class Suppressions(_Listable):
     def delete(self, recipient: str, *, idempotency_key: Optional[str] = None) -> Result:
         """DELETE /v1/suppressions/{recipient}."""
         return self._write("DELETE", f"/v1/suppressions/{_seg(recipient)}", None, idempotency_key)
+
+    def import_(self, suppressions: Any, *, idempotency_key: Optional[str] = None) -> Result:
+        """POST /v1/suppressions/import with a list of suppressions (dicts with
+        ``recipient``, ``reason``, ``stream``), up to 10,000: all or nothing. Returns
+        ``added`` and ``already_present``. One generated ``Idempotency-Key`` unless given."""
+        key = idempotency_key or str(uuid.uuid4())
+        body = suppressions if isinstance(suppressions, Mapping) else {"suppressions": list(suppressions)}
+        return self._write("POST", "/v1/suppressions/import", body, key)
+
+    def export(self, stream: Optional[str] = None) -> str:
+        """GET /v1/suppressions/export: the whole list as CSV text (``recipient,reason,stream``),
+        the format the import takes; ``stream`` keeps the entries that name that stream."""
+        return self._client.request("GET", "/v1/suppressions/export", query={"stream": stream}, text=True)
 
 
 class Domains(_Listable):

@@ -122,6 +122,25 @@ class LiveTest(unittest.TestCase):
         left = [s["recipient"] for s in self.live.suppressions.items(mode="page", limit=200)]
         self.assertFalse(set(created) & set(left))
 
+    def test_suppressions_import_and_export(self):
+        prefix = "imp-%s" % uuid.uuid4().hex[:8]
+        rows = [{"recipient": "%s-a@example.com" % prefix}, {"recipient": "%s-b@example.com" % prefix, "reason": "unsubscribe", "stream": "broadcast"},
+                {"recipient": "%s-a@example.com" % prefix}]
+        res = self.live.suppressions.import_(rows)
+        self.assertEqual((res.status_code, res["added"], res["already_present"]), (200, 2, 1))
+        with self.assertRaises(mailbolt.errors.APIError) as bad:
+            self.live.suppressions.import_([{"recipient": "%s-c@example.com" % prefix}, {"recipient": "not an address"}])
+        self.assertEqual((bad.exception.status, bad.exception.code, bad.exception.details["index"]), (400, "VALIDATION_ERROR", 1))
+        csv = self.live.suppressions.export()
+        self.assertTrue(csv.startswith("recipient,reason,stream\n"))
+        self.assertIn("%s-a@example.com,manual,\n%s-b@example.com,unsubscribe,broadcast\n" % (prefix, prefix), csv)
+        self.assertNotIn("%s-c@example.com" % prefix, csv)
+        self.assertEqual(self.live.suppressions.export(stream="broadcast").count(prefix), 1)
+        other = mailbolt.Client(key("MAILBOLT_OTHER_API_KEY"))
+        self.assertNotIn(prefix, other.suppressions.export())
+        for r in ("%s-a@example.com" % prefix, "%s-b@example.com" % prefix):
+            self.live.suppressions.delete(r)
+
     def test_messages_walked_in_both_modes(self):
         self.test.messages.send_batch([self.message(to=["w%d@example.com" % i]) for i in range(5)])
         by_cursor = [m["id"] for m in self.test.messages.items(limit=2)]

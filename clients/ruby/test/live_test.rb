@@ -120,6 +120,25 @@ class LiveTest < Minitest::Test
     assert_equal "example.com", err.details["domain"]
   end
 
+  def test_suppressions_import_and_export
+    tag = unique
+    a, b = "imp-a-#{tag}@example.org", "imp-b-#{tag}@example.org"
+    res = live.suppressions.import([{ recipient: a }, { recipient: b, reason: "unsubscribe", stream: "broadcast" }, { recipient: a }])
+    assert_equal [200, 2, 1], [res.status, res["added"], res["already_present"]]
+    err = assert_raises(Mailbolt::BadRequestError) do
+      live.suppressions.import([{ recipient: "imp-c-#{tag}@example.org" }, { recipient: "not an address" }])
+    end
+    assert_equal [400, "VALIDATION_ERROR", 1], [err.status, err.code, err.details["index"]]
+    csv = live.suppressions.export
+    assert csv.start_with?("recipient,reason,stream\n"), csv
+    assert_includes csv, "#{a},manual,\n#{b},unsubscribe,broadcast\n"
+    refute_includes csv, "imp-c-#{tag}"
+    assert_equal 1, live.suppressions.export(stream: "broadcast").scan(tag).size
+    other = Mailbolt::Client.new(api_key: ENV.fetch("MAILBOLT_OTHER_API_KEY"))
+    refute_includes other.suppressions.export, tag
+    [a, b].each { |r| live.suppressions.delete(r) }
+  end
+
   def test_400_validation_error
     err = assert_raises(Mailbolt::BadRequestError) { sandbox.messages.list(limit: 500) }
     assert_equal [400, "VALIDATION_ERROR"], [err.status, err.code]

@@ -34,4 +34,27 @@ final class Suppressions extends Resource
     {
         return $this->call('DELETE', self::PATH . '/' . self::seg($recipient), [], null, $options);
     }
+
+    /**
+     * POST /v1/suppressions/import: up to 10,000 at once, all or nothing (a bad
+     * row throws, with details['index'], and none is added). The answer has
+     * 'added' and 'already_present'.
+     *
+     * @param list<array<string, mixed>> $suppressions each {recipient, reason?, stream?}
+     * @param array{idempotency_key?: string} $options
+     */
+    public function import(array $suppressions, array $options = []): Response
+    {
+        return $this->call('POST', self::PATH . '/import', [], ['suppressions' => array_values($suppressions)], $options);
+    }
+
+    /**
+     * GET /v1/suppressions/export: the whole list as CSV text
+     * (recipient,reason,stream), the format import takes; $stream keeps the
+     * entries that name that stream.
+     */
+    public function export(?string $stream = null): string
+    {
+        return $this->call('GET', self::PATH . '/export', ['stream' => $stream])->body;
+    }
 }

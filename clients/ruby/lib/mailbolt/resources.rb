@@ -146,6 +146,20 @@ module Mailbolt
       def delete(recipient, idempotency_key: nil)
         write(:delete, "/v1/suppressions/#{seg(recipient)}", idempotency_key: idempotency_key)
       end
+
+      # POST /v1/suppressions/import: up to 10,000 at once, all or nothing (a bad
+      # row raises, with details["index"], and none is added). The answer has
+      # "added" and "already_present".
+      def import(suppressions, idempotency_key: nil)
+        write(:post, "/v1/suppressions/import", { suppressions: suppressions.to_a }, idempotency_key: idempotency_key)
+      end
+
+      # GET /v1/suppressions/export: the whole list as CSV text
+      # (recipient,reason,stream), the format import takes; stream: keeps the
+      # entries that name that stream.
+      def export(stream: nil)
+        get("/v1/suppressions/export", { stream: stream }).data.to_s.dup.force_encoding(Encoding::UTF_8)
+      end
     end
 
     class Domains < Base

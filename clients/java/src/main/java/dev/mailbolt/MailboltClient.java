@@ -211,6 +211,15 @@ public final class MailboltClient {
      * starts with {@code /v1/}. An escape hatch for routes newer than this library.
      */
     public ApiResponse request(String method, String pathAndQuery, Object body, RequestOptions options) {
+        return exchange(method, pathAndQuery, body, options, true);
+    }
+
+    /** A GET whose answer is text, not JSON (the CSV export): its body as a string. */
+    String requestText(String pathAndQuery, RequestOptions options) {
+        return (String) exchange("GET", pathAndQuery, null, options, false).body();
+    }
+
+    private ApiResponse exchange(String method, String pathAndQuery, Object body, RequestOptions options, boolean json) {
         boolean write = !method.equals("GET") && !method.equals("HEAD");
         String idem = options != null && options.idempotencyKey() != null ? options.idempotencyKey()
                 : write ? UUID.randomUUID().toString() : null;
@@ -242,7 +251,8 @@ public final class MailboltClient {
             int status = resp.statusCode();
             byte[] raw = resp.body();
             if (status >= 200 && status < 300) {
-                Object decoded = raw == null || raw.length == 0 ? null : Json.parse(raw);
+                Object decoded = !json ? new String(raw == null ? new byte[0] : raw, StandardCharsets.UTF_8)
+                        : raw == null || raw.length == 0 ? null : Json.parse(raw);
                 return new ApiResponse(status, headers, decoded);
             }
             ApiException err = error(status, headers, raw);

@@ -1,5 +1,7 @@
 package dev.mailbolt;
 
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /** The suppression list, addressed by recipient. */
@@ -33,6 +35,27 @@ public final class Suppressions {
     /** Suppresses a recipient with reason {@code manual}. */
     public ApiResponse add(String recipient, RequestOptions... options) {
         return add(Map.of("recipient", recipient), options);
+    }
+
+    /**
+     * Adds up to 10,000 suppressions at once, all or nothing: a bad one throws (400, {@code details.index})
+     * and none is added. Each item has {@code recipient} and optionally {@code reason} and {@code stream};
+     * the answer has {@code added} and {@code already_present}.
+     */
+    public ApiResponse importSuppressions(List<? extends Map<String, ?>> suppressions, RequestOptions... options) {
+        return c.request("POST", "/v1/suppressions/import", Map.of("suppressions", suppressions), RequestOptions.first(options));
+    }
+
+    /** The whole list as CSV text ({@code recipient,reason,stream}), the format the import takes. */
+    public String export() {
+        return export(null);
+    }
+
+    /** The entries that name {@code stream} ({@code transactional} or {@code broadcast}; null: all) as CSV text. */
+    public String export(String stream, RequestOptions... options) {
+        Map<String, Object> q = new HashMap<>();
+        q.put("stream", stream);
+        return c.requestText("/v1/suppressions/export" + MailboltClient.query(q), RequestOptions.first(options));
     }
 
     /** Removes a suppression. */

@@ -143,6 +143,29 @@ class LiveTest {
     }
 
     @Test
+    void suppressionsImportAndExport() {
+        String tag = UUID.randomUUID().toString().substring(0, 8);
+        String a = "imp-a-" + tag + "@example.org", b = "imp-b-" + tag + "@example.org";
+        ApiResponse res = live.suppressions().importSuppressions(List.of(Map.of("recipient", a),
+                Map.of("recipient", b, "reason", "unsubscribe", "stream", "broadcast"), Map.of("recipient", a)));
+        assertEquals(200, res.status());
+        assertEquals(2L, ((Number) res.get("added")).longValue());
+        assertEquals(1L, ((Number) res.get("already_present")).longValue());
+        BadRequestException e = assertThrows(BadRequestException.class, () -> live.suppressions().importSuppressions(
+                List.of(Map.of("recipient", "imp-c-" + tag + "@example.org"), Map.of("recipient", "not an address"))));
+        assertEquals("VALIDATION_ERROR", e.code());
+        assertEquals(1L, ((Number) e.details().get("index")).longValue());
+        String csv = live.suppressions().export();
+        assertTrue(csv.startsWith("recipient,reason,stream\n"), csv);
+        assertTrue(csv.contains(a + ",manual,\n" + b + ",unsubscribe,broadcast\n"), csv);
+        assertFalse(csv.contains("imp-c-" + tag));
+        assertEquals(1, live.suppressions().export("broadcast").split(tag, -1).length - 1);
+        assertFalse(keyed("MAILBOLT_OTHER_API_KEY").suppressions().export().contains(tag));
+        live.suppressions().delete(a);
+        live.suppressions().delete(b);
+    }
+
+    @Test
     void messagesWalkedInBothModes() {
         for (int i = 0; i < 3; i++) test.messages().send(message("walk" + i + "@example.net"));
         List<Object> cursorIds = new ArrayList<>();
