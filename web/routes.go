@@ -40,6 +40,7 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/messages", h: s.listMessages},
 		{Method: "POST", Path: "/v1/messages/batch", h: s.sendBatch},
 		{Method: "GET", Path: "/v1/messages/:id", h: s.getMessage},
+		{Method: "GET", Path: "/v1/messages/:id/raw", h: s.getMessageRaw},
 		{Method: "POST", Path: "/v1/messages/:id/cancel", h: s.cancelMessage},
 		{Method: "GET", Path: "/v1/events", h: s.listEvents},
 		{Method: "GET", Path: "/v1/api-keys", h: s.listKeys},
