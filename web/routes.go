@@ -66,6 +66,8 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/webhooks", h: s.createWebhook},
 		{Method: "GET", Path: "/v1/webhooks/:id", h: s.getWebhook},
 		{Method: "DELETE", Path: "/v1/webhooks/:id", h: s.deleteWebhook},
+		{Method: "PATCH", Path: "/v1/webhooks/:id", h: s.updateWebhook},
+		{Method: "POST", Path: "/v1/webhooks/:id/test", h: s.testWebhook},
 		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", h: s.rotateWebhookSecret},
 		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", h: s.listDeliveries},
 		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", h: s.replay},
