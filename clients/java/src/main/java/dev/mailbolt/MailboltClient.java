@@ -242,7 +242,10 @@ public final class MailboltClient {
             int status = resp.statusCode();
             byte[] raw = resp.body();
             if (status >= 200 && status < 300) {
-                Object decoded = raw == null || raw.length == 0 ? null : Json.parse(raw);
+                String type = headers.first("Content-Type");
+                Object decoded = raw == null || raw.length == 0 ? null
+                        : type != null && !type.contains("json") ? raw // message/rfc822: the bytes
+                        : Json.parse(raw);
                 return new ApiResponse(status, headers, decoded);
             }
             ApiException err = error(status, headers, raw);
