@@ -42,31 +42,12 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
 		return CreatedWebhook{}, err
 	}
-	if len(in.URL) > 2048 {
-		return CreatedWebhook{}, Validation("url", "must be at most 2048 characters")
+	if e := a.checkWebhookURL(ctx, in.URL); e != nil {
+		return CreatedWebhook{}, e
 	}
-	// The check resolves through the dispatcher's own Lookup, so the
-	// addresses it judges are those the connections will go to.
-	dispatch := a.opts.Webhooks.Dispatch
-	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := dispatch.Guard.CheckURL(checkCtx, in.URL, dispatch.Lookup); err != nil {
-		return CreatedWebhook{}, Validation("url", err.Error())
-	}
-	if len(in.Events) == 0 {
-		return CreatedWebhook{}, Validation("events", "at least one event type is required: "+strings.Join(EventTypes, ", "))
-	}
-	var events []string
-	for _, name := range in.Events {
-		typ, ok := NormalizeEventType(name)
-		if !ok {
-			return CreatedWebhook{}, &Error{Code: CodeValidation,
-				Message: "events: unknown event type " + name, Details: map[string]any{"field": "events",
-					"reason": "unknown event type " + name, "allowed": slices.Concat(EventTypes, []string{EventAcceptedAlias})}}
-		}
-		if !slices.Contains(events, typ) {
-			events = append(events, typ)
-		}
+	events, e := webhookEvents(in.Events)
+	if e != nil {
+		return CreatedWebhook{}, e
 	}
 	if len(in.Description) > 500 {
 		return CreatedWebhook{}, Validation("description", "must be at most 500 characters")
@@ -86,6 +67,45 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 		return CreatedWebhook{}, e
 	}
 	return created, nil
+}
+
+// checkWebhookURL validates a webhook URL (create and update): its length,
+// and the SSRF guard's rules for the addresses it names.
+func (a *App) checkWebhookURL(ctx context.Context, url string) error {
+	if len(url) > 2048 {
+		return Validation("url", "must be at most 2048 characters")
+	}
+	// The check resolves through the dispatcher's own Lookup, so the
+	// addresses it judges are those the connections will go to.
+	dispatch := a.opts.Webhooks.Dispatch
+	checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := dispatch.Guard.CheckURL(checkCtx, url, dispatch.Lookup); err != nil {
+		return Validation("url", err.Error())
+	}
+	return nil
+}
+
+// webhookEvents validates the event types a webhook subscribes to (create
+// and update) and returns their canonical names, in order, without
+// duplicates.
+func webhookEvents(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, Validation("events", "at least one event type is required: "+strings.Join(EventTypes, ", "))
+	}
+	var events []string
+	for _, name := range names {
+		typ, ok := NormalizeEventType(name)
+		if !ok {
+			return nil, &Error{Code: CodeValidation,
+				Message: "events: unknown event type " + name, Details: map[string]any{"field": "events",
+					"reason": "unknown event type " + name, "allowed": slices.Concat(EventTypes, []string{EventAcceptedAlias})}}
+		}
+		if !slices.Contains(events, typ) {
+			events = append(events, typ)
+		}
+	}
+	return events, nil
 }
 
 // webhookOf reads a webhook the principal may see: its account's, and of

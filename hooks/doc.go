@@ -68,6 +68,14 @@
 //   - Deleting a webhook deletes its deliveries; an answer that comes back
 //     for one is dropped.
 //
+// # Disabled webhooks and test requests
+//
+// A webhook stored Disabled is matched to no event: an event matched while
+// it is disabled is never sent to it, and its pending deliveries go on.
+// Try sends one request to a webhook outside both paths (POST
+// /v1/webhooks/{id}/test): signed, guarded and bounded like a delivery,
+// but nothing is stored, it is never retried, and Answered is not told.
+//
 // # Shutdown and storage failures
 //
 // When Run's context ends, nothing new is sent, and the requests in flight

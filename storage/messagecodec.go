@@ -15,10 +15,13 @@ import (
 // as JSON before (their first byte is '{') are still read.
 
 // Version 2 adds the stream, last; version 1 records (no stream) are
-// still read, as transactional.
+// still read, as transactional. Version 3 adds, after the stream, the
+// recipients' DKIM-Signature fields (a list of one string per recipient,
+// or nil when none was signed); older records have none.
 const (
 	messageCodecV1 = 0x02
 	messageCodecV2 = 0x03
+	messageCodecV3 = 0x04
 )
 
 // minRecipientSize is the fewest bytes a recipient takes: nine empty
@@ -64,7 +67,7 @@ func appendStrings(b []byte, ss []string) []byte {
 
 func encodeMessage(m *Message) []byte {
 	b := make([]byte, 0, 512+len(m.Recipients)*128+len(m.Metadata))
-	b = append(b, messageCodecV2)
+	b = append(b, messageCodecV3)
 	for _, s := range []string{m.ID, m.AccountID, m.Status, m.From, m.Domain} {
 		b = appendString(b, s)
 	}
@@ -112,7 +115,18 @@ func encodeMessage(m *Message) []byte {
 		b = appendTagged(b, t)
 	}
 	b = appendTagged(b, &m.ExpiresAt)
-	return appendString(b, m.Stream)
+	b = appendString(b, m.Stream)
+	var sigs []string
+	for i := range m.Recipients {
+		if m.Recipients[i].DKIMSignature != "" {
+			sigs = make([]string, len(m.Recipients))
+			for j := range m.Recipients {
+				sigs[j] = m.Recipients[j].DKIMSignature
+			}
+			break
+		}
+	}
+	return appendStrings(b, sigs)
 }
 
 func (r *reader) bool() bool {
@@ -174,7 +188,7 @@ func decodeMessage(data []byte, m *Message) error {
 	if len(data) > 0 && data[0] == '{' {
 		return json.Unmarshal(data, m)
 	}
-	if len(data) == 0 || (data[0] != messageCodecV1 && data[0] != messageCodecV2) {
+	if len(data) == 0 || data[0] < messageCodecV1 || data[0] > messageCodecV3 {
 		return errMalformedRecord
 	}
 	r := &reader{b: data[1:]}
@@ -229,8 +243,18 @@ func decodeMessage(data []byte, m *Message) error {
 		*t = r.tagged()
 	}
 	m.ExpiresAt = r.taggedValue()
-	if data[0] == messageCodecV2 {
+	if data[0] >= messageCodecV2 {
 		m.Stream = r.string()
+	}
+	if data[0] >= messageCodecV3 {
+		if sigs := r.strings(); sigs != nil {
+			if len(sigs) != len(m.Recipients) {
+				r.fail()
+			}
+			for i := range min(len(sigs), len(m.Recipients)) {
+				m.Recipients[i].DKIMSignature = sigs[i]
+			}
+		}
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.fail()

@@ -128,7 +128,7 @@ func FuzzMessageCodec(f *testing.F) {
 	f.Add([]byte{messageCodecV1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got Message
-		if decodeMessage(data, &got) != nil || len(data) == 0 || (data[0] != messageCodecV1 && data[0] != messageCodecV2) {
+		if decodeMessage(data, &got) != nil || len(data) == 0 || data[0] < messageCodecV1 || data[0] > messageCodecV3 {
 			return
 		}
 		// What decodes encodes back to what decodes the same.
@@ -172,14 +172,15 @@ func TestMinRecipientSize(t *testing.T) {
 }
 
 // TestMessageCodecReadsVersion1: a record from before streams (version 1,
-// no stream at the end) still decodes, as a transactional message.
+// no stream at the end) still decodes, as a transactional message; one
+// from before DKIM signatures were kept (version 2) decodes without them.
 func TestMessageCodecReadsVersion1(t *testing.T) {
 	m := Message{ID: "m1", AccountID: "a1", Status: "queued", Subject: "Hi", Recipients: []Recipient{{Email: "r@x.test"}}}
-	v2 := encodeMessage(&m)
-	if v2[0] != messageCodecV2 || v2[len(v2)-1] != 0 {
-		t.Fatalf("version 2 record % x", v2)
+	v3 := encodeMessage(&m)
+	if v3[0] != messageCodecV3 || v3[len(v3)-2] != 0 || v3[len(v3)-1] != 0 {
+		t.Fatalf("version 3 record % x", v3)
 	}
-	v1 := append([]byte{messageCodecV1}, v2[1:len(v2)-1]...)
+	v1 := append([]byte{messageCodecV1}, v3[1:len(v3)-2]...)
 	var got Message
 	if err := decodeMessage(v1, &got); err != nil || got.ID != "m1" || got.Stream != "" || StreamOf(got) != StreamTransactional {
 		t.Fatalf("decoded %+v, %v", got, err)
@@ -187,5 +188,28 @@ func TestMessageCodecReadsVersion1(t *testing.T) {
 	m.Stream = StreamBroadcast
 	if got := roundTrip(t, m); got.Stream != StreamBroadcast {
 		t.Fatalf("stream %q after a round trip", got.Stream)
+	}
+	v2 := append([]byte{messageCodecV2}, encodeMessage(&m)[1:]...)
+	v2 = v2[:len(v2)-1]
+	got = Message{}
+	if err := decodeMessage(v2, &got); err != nil || got.Stream != StreamBroadcast || got.Recipients[0].DKIMSignature != "" {
+		t.Fatalf("version 2 decoded %+v, %v", got, err)
+	}
+}
+
+// TestMessageCodecDKIMSignatures: the recipients' signatures survive a
+// round trip, one signed recipient among unsigned ones included, and a
+// list whose length is not the recipients' is a damaged record.
+func TestMessageCodecDKIMSignatures(t *testing.T) {
+	m := Message{ID: "m1", Recipients: []Recipient{{Email: "a@x.test"}, {Email: "b@x.test", DKIMSignature: "DKIM-Signature: v=1; b=abc\r\n"}}}
+	got := roundTrip(t, m)
+	if got.Recipients[0].DKIMSignature != "" || got.Recipients[1].DKIMSignature != m.Recipients[1].DKIMSignature {
+		t.Fatalf("recipients %+v", got.Recipients)
+	}
+	one := Message{ID: "m1", Recipients: []Recipient{{Email: "a@x.test"}}}
+	b := encodeMessage(&one)
+	b = appendStrings(b[:len(b)-1], []string{"x", "y"})
+	if err := decodeMessage(b, &Message{}); err == nil {
+		t.Fatal("two signatures for one recipient decoded")
 	}
 }

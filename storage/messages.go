@@ -98,6 +98,10 @@ type Recipient struct {
 	BouncedAt      *time.Time `json:"bounced_at,omitempty"`
 	ComplainedAt   *time.Time `json:"complained_at,omitempty"`
 	UnsubscribedAt *time.Time `json:"unsubscribed_at,omitempty"`
+	// DKIMSignature is the DKIM-Signature field (name, value and CRLF, as
+	// sent) of the recipient's latest live attempt; empty when that
+	// attempt was not signed, and before the first attempt.
+	DKIMSignature string `json:"dkim_signature,omitempty"`
 }
 
 // MessageContent is what a message says, rendered: templates are applied

@@ -96,7 +96,7 @@ func TestRouteScopesAreEnforcedAndDocumented(t *testing.T) {
 		// A body that web decodes, so the request reaches the use case:
 		// a body web cannot decode is 400 before any scope is checked.
 		var body any
-		if rt.Method == "POST" || rt.Method == "PUT" {
+		if rt.Method == "POST" || rt.Method == "PUT" || rt.Method == "PATCH" {
 			body = "{}"
 		}
 		if what == "POST /v1/messages/batch" {

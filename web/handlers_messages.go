@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -371,4 +372,22 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Event, storage.ListResult, int, error) {
 		return s.app.ListEvents(c.Principal, eq, o, isPageMode(r))
 	}, func(ev storage.Event) json.RawMessage { return json.RawMessage(ev.Envelope) })
+}
+
+// getMessageRaw answers a message's source as sent to one recipient
+// (app.MessageRaw), as message/rfc822.
+func (s *Server) getMessageRaw(w http.ResponseWriter, r *http.Request, c *call) {
+	raw, e := s.app.MessageRaw(c.Principal, c.params.ByName("id"), r.URL.Query().Get("recipient"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "message/rfc822")
+	h.Set("Content-Length", strconv.Itoa(len(raw.Data)))
+	h.Set("Mailbolt-Recipient", raw.Recipient)
+	h.Set("Mailbolt-Envelope-From", raw.ReturnPath)
+	h.Set("Mailbolt-DKIM-Signed", strconv.FormatBool(raw.Signed))
+	w.WriteHeader(http.StatusOK)
+	w.Write(raw.Data)
 }

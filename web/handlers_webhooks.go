@@ -14,6 +14,7 @@ type webhookView struct {
 	Events                  []string   `json:"events"`
 	Description             string     `json:"description"`
 	Mode                    string     `json:"mode"`
+	Enabled                 bool       `json:"enabled"`
 	CreatedAt               time.Time  `json:"created_at"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	// Secret is present only in the answers that create or rotate it.
@@ -22,7 +23,7 @@ type webhookView struct {
 
 func (s *Server) viewWebhook(w storage.Webhook) webhookView {
 	v := webhookView{ID: w.ID, URL: w.URL, Events: w.Events, Description: w.Description, Mode: "live",
-		CreatedAt: w.CreatedAt.UTC()}
+		Enabled: !w.Disabled, CreatedAt: w.CreatedAt.UTC()}
 	if w.Test {
 		v.Mode = "test"
 	}
@@ -161,4 +162,62 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	write(w, d)
+}
+
+// updateWebhookRequest is PATCH /v1/webhooks/{id}: a field left out (or
+// null) stays as it is.
+type updateWebhookRequest struct {
+	URL         *string   `json:"url"`
+	Events      *[]string `json:"events"`
+	Description *string   `json:"description"`
+	Enabled     *bool     `json:"enabled"`
+}
+
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	var req updateWebhookRequest
+	if !s.decode(w, r, &req) {
+		return
+	}
+	write := answer(c, func(w http.ResponseWriter, hook storage.Webhook) { writeJSON(w, http.StatusOK, s.viewWebhook(hook)) })
+	hook, e := s.app.UpdateWebhook(r.Context(), c.Principal, c.params.ByName("id"),
+		app.WebhookPatch{URL: req.URL, Events: req.Events, Description: req.Description, Enabled: req.Enabled})
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	write(w, hook)
+}
+
+// webhookTestView is the answer to POST /v1/webhooks/{id}/test: what the
+// receiver answered to the webhook.test event.
+type webhookTestView struct {
+	EventID    string    `json:"event_id"`
+	Event      string    `json:"event"`
+	URL        string    `json:"url"`
+	At         time.Time `json:"at"`
+	Success    bool      `json:"success"`
+	StatusCode *int      `json:"status_code"`
+	Error      *string   `json:"error"`
+	LatencyMS  float64   `json:"latency_ms"`
+	Response   string    `json:"response"`
+}
+
+func (s *Server) testWebhook(w http.ResponseWriter, r *http.Request, c *call) {
+	var req struct{}
+	if !s.decodeOptional(w, r, &req) {
+		return
+	}
+	res, e := s.app.TestWebhook(r.Context(), c.Principal, c.params.ByName("id"))
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	v := webhookTestView{EventID: res.EventID, Event: app.EventWebhookTest, URL: res.URL, At: res.At.UTC(),
+		Success: res.StatusCode >= 200 && res.StatusCode < 300, Error: optional(res.Error),
+		LatencyMS: float64(res.Latency.Microseconds()) / 1000, Response: res.Response}
+	if res.StatusCode != 0 {
+		code := res.StatusCode
+		v.StatusCode = &code
+	}
+	writeJSON(w, http.StatusOK, v)
 }

@@ -89,6 +89,8 @@ func TestWriteRoutesCommitTheAnswerWithTheEffect(t *testing.T) {
 		{"POST", "/v1/webhooks", `{"url":"http://127.0.0.1:1/h3","events":["message.delivered"]}`},
 		{"DELETE", "/v1/webhooks/" + hook2, ``},
 		{"POST", "/v1/webhooks/" + hook + "/rotate-secret", ``},
+		{"PATCH", "/v1/webhooks/" + hook, `{"description":"patched","enabled":false}`},
+		{"POST", "/v1/webhooks/" + hook + "/test", ``},
 		{"POST", "/v1/team/invite", `{"email":"new@acme.test","role":"developer"}`},
 		{"POST", "/v1/grader/submit", `{"from":"n@good.test","to":["s@example.test"],"subject":"hello","body_text":"a newsletter body"}`},
 	}

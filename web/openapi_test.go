@@ -506,7 +506,7 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 	const renderFailed = `{"error":{"code":"TEMPLATE_RENDER_FAILED","message":"x","details":{"part":"subject","variable":"name"}}}`
 	const unavailable = `{"error":{"code":"SERVICE_UNAVAILABLE","message":"no DNS resolver configured"}}`
 	const webhook = `{"id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a11","url":"https://hooks.example.com/in","events":["message.sent"],` +
-		`"description":"","mode":"live","created_at":"2026-01-02T03:04:05Z","previous_secret_expires_at":null}`
+		`"description":"","mode":"live","enabled":true,"created_at":"2026-01-02T03:04:05Z","previous_secret_expires_at":null}`
 	const webhookSecret = `,"secret":"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}`
 	const attempt = `{"at":"2026-01-02T03:04:05Z","status_code":null,"error":"dial tcp: connection refused","latency_ms":0.5,"response":""}`
 	delivery := func(status, nextAt, deliveredAt, failedAt string) string {

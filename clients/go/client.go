@@ -372,7 +372,9 @@ func (c *Client) do(ctx context.Context, cl call, out any, opts []RequestOption)
 			return nil, fmt.Errorf("mailbolt: %s %s: read answer: %w", cl.method, cl.path, err)
 		}
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			if out != nil && len(bytes.TrimSpace(data)) > 0 {
+			if raw, ok := out.(*[]byte); ok {
+				*raw = data // a non-JSON answer, such as message/rfc822
+			} else if out != nil && len(bytes.TrimSpace(data)) > 0 {
 				if err := json.Unmarshal(data, out); err != nil {
 					return meta, fmt.Errorf("mailbolt: %s %s: decode answer: %w", cl.method, cl.path, err)
 				}

@@ -131,6 +131,22 @@ func (s *MessagesService) Get(ctx context.Context, id string) (*Message, error) 
 	return ret(out, err)
 }
 
+// Raw returns the message's source exactly as sent (or to be sent) to one
+// recipient, as RFC 5322 bytes (getMessageRaw): with the DKIM-Signature of
+// that recipient's latest attempt when it was signed. recipient may be
+// empty when the message has exactly one recipient.
+func (s *MessagesService) Raw(ctx context.Context, id, recipient string) ([]byte, error) {
+	var q url.Values
+	if recipient != "" {
+		q = url.Values{"recipient": {recipient}}
+	}
+	var out []byte
+	if _, err := s.c.do(ctx, call{method: "GET", path: "/v1/messages/" + pathEsc(id) + "/raw", query: q}, &out, nil); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Cancel cancels a queued or scheduled message (cancelMessage).
 func (s *MessagesService) Cancel(ctx context.Context, id string, opts ...RequestOption) (*Message, error) {
 	out := new(Message)
@@ -422,6 +438,23 @@ func (s *WebhooksService) Create(ctx context.Context, req *CreateWebhookRequest,
 func (s *WebhooksService) Get(ctx context.Context, id string) (*Webhook, error) {
 	out := new(Webhook)
 	_, err := s.c.do(ctx, call{method: "GET", path: "/v1/webhooks/" + pathEsc(id)}, out, nil)
+	return ret(out, err)
+}
+
+// Update changes a webhook's URL, events, description or enabled flag; the
+// secret is kept (updateWebhook).
+func (s *WebhooksService) Update(ctx context.Context, id string, req *UpdateWebhookRequest, opts ...RequestOption) (*Webhook, error) {
+	out := new(Webhook)
+	_, err := s.c.do(ctx, call{method: "PATCH", path: "/v1/webhooks/" + pathEsc(id), body: req, idempotent: true}, out, opts)
+	return ret(out, err)
+}
+
+// Test sends a signed webhook.test event to the webhook now and returns
+// what the receiver answered (testWebhook). An unreachable receiver is in
+// the result (StatusCode nil, Error set), not an error.
+func (s *WebhooksService) Test(ctx context.Context, id string, opts ...RequestOption) (*WebhookTestResult, error) {
+	out := new(WebhookTestResult)
+	_, err := s.c.do(ctx, call{method: "POST", path: "/v1/webhooks/" + pathEsc(id) + "/test", body: struct{}{}, idempotent: true}, out, opts)
 	return ret(out, err)
 }
 

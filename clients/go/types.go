@@ -337,9 +337,33 @@ type Webhook struct {
 	Events                  []string   `json:"events"`
 	Description             *string    `json:"description"`
 	Mode                    string     `json:"mode"`
+	Enabled                 bool       `json:"enabled"`
 	CreatedAt               time.Time  `json:"created_at"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	Secret                  string     `json:"secret,omitempty"`
+}
+
+// UpdateWebhookRequest changes a webhook: fields left nil stay as they are.
+type UpdateWebhookRequest struct {
+	URL         *string  `json:"url,omitempty"`
+	Events      []string `json:"events,omitempty"`
+	Description *string  `json:"description,omitempty"`
+	Enabled     *bool    `json:"enabled,omitempty"`
+}
+
+// WebhookTestResult is what a receiver answered to a webhook.test event.
+type WebhookTestResult struct {
+	Response   `json:"-"`
+	EventID    string    `json:"event_id"`
+	Event      string    `json:"event"`
+	URL        string    `json:"url"`
+	At         time.Time `json:"at"`
+	Success    bool      `json:"success"`
+	StatusCode *int      `json:"status_code"`
+	Error      *string   `json:"error"`
+	LatencyMS  float64   `json:"latency_ms"`
+	// Body is the first 1024 bytes of the receiver's answer ("response").
+	Body string `json:"response"`
 }
 
 // CreateWebhookRequest creates a webhook.

@@ -92,6 +92,8 @@ export interface RawRequestOptions extends RequestOptions {
   auth?: boolean;
   /** true: return a 2xx answer's body as a string (the CSV export). */
   text?: boolean;
+  /** true: answer the body as a Buffer (non-JSON answers). */
+  raw?: boolean;
 }
 
 export interface PageParams {
@@ -189,6 +191,8 @@ export class Mailbolt {
     /** An array of messages, or { messages: [...] }. */
     sendBatch(messages: SendMessageRequest[] | { messages: SendMessageRequest[] }, options?: RequestOptions): Promise<WithResponse<{ data: AcceptedMessage[] }>>;
     get(id: string, options?: RequestOptions): Promise<WithResponse<Message>>;
+    /** The message's source (RFC 5322 bytes) as sent to one recipient; recipient may be omitted when there is one. */
+    raw(id: string, recipient?: string, options?: RequestOptions): Promise<WithResponse<Buffer>>;
     cancel(id: string, options?: RequestOptions): Promise<WithResponse<Message>>;
   };
   events: Listing<Json>;
@@ -228,6 +232,10 @@ export class Mailbolt {
     create(webhook: { url: string; events: string[]; description?: string; [k: string]: unknown }, options?: RequestOptions): Promise<WithResponse<Json>>;
     get(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
     delete(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    /** Changes url, events, description or enabled; the secret is kept. */
+    update(id: string, changes: { url?: string; events?: string[]; description?: string; enabled?: boolean }, options?: RequestOptions): Promise<WithResponse<Json>>;
+    /** Sends a signed webhook.test event now: { event_id, success, status_code, error, latency_ms, response, ... }. */
+    test(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
     rotateSecret(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
     listDeliveries(id: string, params?: PageParams, options?: RequestOptions): Promise<WithResponse<Page<Json>>>;
     deliveryPages(id: string, params?: PageParams, options?: RequestOptions): AsyncGenerator<WithResponse<Page<Json>>, void, undefined>;

@@ -212,6 +212,7 @@ export class Mailbolt {
         body: Array.isArray(messages) ? { messages } : messages, idempotent: true, ...o,
       }),
       get: (id, o) => c.request('GET', `/v1/messages/${enc(id)}`, { ...o }),
+      raw: (id, recipient, o) => c.request('GET', `/v1/messages/${enc(id)}/raw${queryString({ recipient })}`, { raw: true, ...o }),
       cancel: (id, o) => c.request('POST', `/v1/messages/${enc(id)}/cancel`, { idempotent: true, ...o }),
       ...c._listing('/v1/messages'),
     };
@@ -255,6 +256,8 @@ export class Mailbolt {
       create: (w, o) => c.request('POST', '/v1/webhooks', { body: w, idempotent: true, ...o }),
       get: (id, o) => c.request('GET', `/v1/webhooks/${enc(id)}`, { ...o }),
       delete: (id, o) => c.request('DELETE', `/v1/webhooks/${enc(id)}`, { idempotent: true, ...o }),
+      update: (id, changes, o) => c.request('PATCH', `/v1/webhooks/${enc(id)}`, { body: changes, idempotent: true, ...o }),
+      test: (id, o) => c.request('POST', `/v1/webhooks/${enc(id)}/test`, { body: {}, idempotent: true, ...o }),
       rotateSecret: (id, o) => c.request('POST', `/v1/webhooks/${enc(id)}/rotate-secret`, { body: {}, idempotent: true, ...o }),
       listDeliveries: (id, params, o) => c._list(`/v1/webhooks/${enc(id)}/deliveries`, params, o),
       deliveryPages: (id, params, o) => c._pages(`/v1/webhooks/${enc(id)}/deliveries`, params, o),
@@ -328,6 +331,7 @@ export class Mailbolt {
    * idempotencyKey (string; with idempotent: true one is generated when absent),
    * maxRetries, timeout (ms per attempt), signal (AbortSignal), headers, auth (false: no key),
    * text (true: a 2xx answer's body is returned as a string, for the CSV export).
+   * raw (true: answer the body as a Buffer, for non-JSON answers).
    */
   async request(method, path, options = {}) {
     const headers = {
@@ -358,7 +362,7 @@ export class Mailbolt {
         try { body = JSON.parse(res.body.toString('utf8')); } catch { body = null; }
       }
       if (res.status < 400 && options.text) return res.body.toString('utf8');
-      if (res.status < 400) return withResponse(body, info);
+      if (res.status < 400) return withResponse(options.raw ? res.body : body, info);
 
       const env = body && typeof body === 'object' && body.error && typeof body.error === 'object' ? body.error : null;
       const err = new MailboltError({

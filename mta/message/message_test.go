@@ -573,3 +573,26 @@ func BenchmarkBuild(b *testing.B) {
 		}
 	}
 }
+
+// TestBuildIsDeterministicWithAMessageID: a message with a Message-ID and
+// a Date builds to the same bytes every time (its multipart boundaries
+// come from the id), which GET /v1/messages/{id}/raw relies on; another
+// id gives other boundaries.
+func TestBuildIsDeterministicWithAMessageID(t *testing.T) {
+	m := testMsg()
+	m.HTML = testHTML
+	m.Attachments = []Attachment{testPNG, testPDF}
+	m.MessageID = "<det.1@example.test>"
+	first := mustBuild(t, m)
+	if again := mustBuild(t, m); !bytes.Equal(first, again) {
+		t.Fatalf("two builds differ:\n%s\n----\n%s", first, again)
+	}
+	if n := bytes.Count(first, []byte("boundary=")); n != 3 {
+		t.Fatalf("want the mixed, alternative and related multiparts, got %d boundaries:\n%s", n, first)
+	}
+	other := m
+	other.MessageID = "<det.2@example.test>"
+	if bytes.Equal(first, bytes.ReplaceAll(mustBuild(t, other), []byte("det.2"), []byte("det.1"))) {
+		t.Fatal("another Message-ID gave the same boundaries")
+	}
+}

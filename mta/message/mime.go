@@ -1,6 +1,8 @@
 package message
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"mime"
@@ -46,20 +48,20 @@ func (m Message) body() (*mimePart, error) {
 		html = newTextPart("html", m.HTML)
 		if len(inline) > 0 {
 			// RFC 2387 §3.1: type names the root part's type.
-			html = newMultipart("related", map[string]string{"type": "text/html"}, append([]*mimePart{html}, inline...))
+			html = newMultipart("related", m.boundary("related"), map[string]string{"type": "text/html"}, append([]*mimePart{html}, inline...))
 		}
 	}
 	var body *mimePart
 	switch {
 	case m.Text != "" && html != nil:
-		body = newMultipart("alternative", nil, []*mimePart{newTextPart("plain", m.Text), html})
+		body = newMultipart("alternative", m.boundary("alternative"), nil, []*mimePart{newTextPart("plain", m.Text), html})
 	case html != nil:
 		body = html
 	default:
 		body = newTextPart("plain", m.Text)
 	}
 	if len(files) > 0 {
-		body = newMultipart("mixed", nil, append([]*mimePart{body}, files...))
+		body = newMultipart("mixed", m.boundary("mixed"), nil, append([]*mimePart{body}, files...))
 	}
 	return body, nil
 }
@@ -79,14 +81,31 @@ func newTextPart(subtype, s string) *mimePart {
 	}
 }
 
-// newMultipart makes a multipart node with a fresh boundary from go-message.
-// Setting the boundary here, rather than letting the writer add it, keeps
+// boundary is the boundary of the message's multipart of this subtype
+// (each subtype occurs at most once in the tree). A message with a
+// MessageID gets boundaries derived from it, so building it again gives
+// the same bytes (what GET /v1/messages/{id}/raw relies on, and a retry
+// of a message stored without its built form); the id is made when the
+// message is accepted, after its content is fixed, so the content cannot
+// be made to hold it. Without a MessageID the boundary is go-message's
+// random one.
+func (m Message) boundary(subtype string) string {
+	id := strings.TrimSpace(m.MessageID)
+	if id == "" {
+		return textproto.NewMultipartWriter(io.Discard).Boundary()
+	}
+	sum := sha256.Sum256([]byte("mailbolt boundary\x00" + id + "\x00" + subtype))
+	return hex.EncodeToString(sum[:30]) // 60 characters, like go-message's random ones
+}
+
+// newMultipart makes a multipart node with the given boundary. Setting
+// the boundary here, rather than letting the writer add it, keeps
 // Content-Type where header put it.
-func newMultipart(subtype string, params map[string]string, parts []*mimePart) *mimePart {
+func newMultipart(subtype, boundary string, params map[string]string, parts []*mimePart) *mimePart {
 	if params == nil {
 		params = map[string]string{}
 	}
-	params["boundary"] = textproto.NewMultipartWriter(io.Discard).Boundary()
+	params["boundary"] = boundary
 	return &mimePart{mediaType: "multipart/" + subtype, params: params, parts: parts}
 }
 

@@ -42,7 +42,7 @@ func TestEachAttemptIsLoggedAndReported(t *testing.T) {
 			{Recipient: "later@three.test", Status: mta.StatusTemporary, Code: 451, Enhanced: "4.3.0", Text: "try later",
 				Host: "mx.three.test", Duration: 5 * time.Millisecond},
 		}
-		if err := q.record(j, results, false); err != nil {
+		if err := q.record(j, results, nil, false); err != nil {
 			t.Fatal(err)
 		}
 		want := []struct{ outcome, bounce string }{{OutcomeDelivered, ""}, {OutcomeBounced, "hard"}, {OutcomeDeferred, ""}}

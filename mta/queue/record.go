@@ -49,7 +49,10 @@ func smtpLine(res mta.RecipientResult) string {
 // suppressions, in one transaction, and gives up the message's lease.
 // aborted means the attempt was cut short by shutdown: temporary failures
 // are then retried at once on the next start instead of after a backoff.
-func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error {
+// sigs holds the DKIM-Signature field each recipient's copy was sent with
+// (live attempts; none for a copy that was not signed): it replaces the
+// one kept from an earlier attempt.
+func (q *Queue) record(j job, results []mta.RecipientResult, sigs map[string]string, aborted bool) error {
 	now := q.now()
 	o := q.opts
 	aj := attemptJob{msgID: j.msg.ID, accountID: j.msg.AccountID, src: j.src.Addr}
@@ -68,6 +71,9 @@ func (q *Queue) record(j job, results []mta.RecipientResult, aborted bool) error
 			number := r.Attempts
 			r.SMTPCode, r.EnhancedCode, r.SMTPResponse = res.Code, res.Enhanced, smtpLine(res)
 			r.MX, r.SourceIP, r.TLS = res.Host, j.src.Addr, res.TLS
+			if !j.msg.Test {
+				r.DKIMSignature = sigs[res.Recipient]
+			}
 			switch res.Status {
 			case mta.StatusDelivered:
 				if err := setStatus(r, StatusDelivered); err != nil {

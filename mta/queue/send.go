@@ -22,12 +22,13 @@ type Sender interface {
 // deliver makes one attempt for a claimed message and records the outcome.
 func (q *Queue) deliver(ctx context.Context, j job) {
 	var results []mta.RecipientResult
+	var sigs map[string]string
 	if j.msg.Test {
 		results = sandboxResults(j.rcpts)
 	} else {
-		results = q.sendLive(ctx, j)
+		results, sigs = q.sendLive(ctx, j)
 	}
-	if err := q.record(j, results, ctx.Err() != nil); err != nil {
+	if err := q.record(j, results, sigs, ctx.Err() != nil); err != nil {
 		q.log.Error("recording a delivery attempt failed", "message_id", j.msg.ID, "err", err)
 	}
 }
@@ -36,8 +37,12 @@ func (q *Queue) deliver(ctx context.Context, j job) {
 // signature per message, whatever the number of recipients, and one SMTP
 // transaction per recipient, since each has its own VERP return path
 // (ReturnPath). A message with List-Unsubscribe fields gets one copy and
-// signature per recipient, as each has its own link.
-func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
+// signature per recipient, as each has its own link. It also returns the
+// DKIM-Signature field each recipient's copy was sent with (none for a
+// recipient whose copy was not signed), which record keeps on the
+// recipient so the raw source (GET /v1/messages/{id}/raw) is the bytes
+// sent.
+func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map[string]string) {
 	fail := func(rcpts []string, err error) []mta.RecipientResult {
 		out := make([]mta.RecipientResult, len(rcpts))
 		for i, r := range rcpts {
@@ -52,13 +57,13 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 		for i, r := range j.rcpts {
 			out[i] = mta.RecipientResult{Recipient: r, Status: mta.StatusTemporary, Enhanced: "4.4.0", Text: "no outbound delivery configured"}
 		}
-		return out
+		return out, nil
 	}
 	raw := j.raw
 	if raw == nil {
 		var err error
 		if raw, err = Build(j.msg, j.content); err != nil {
-			return fail(j.rcpts, err)
+			return fail(j.rcpts, err), nil
 		}
 	}
 	selector, key, signed := SigningKey(j.domain)
@@ -66,7 +71,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 	if signed {
 		var err error
 		if signer, err = q.signer(j.domain.ID, selector, key); err != nil {
-			return fail(j.rcpts, err)
+			return fail(j.rcpts, err), nil
 		}
 	}
 	sign := func(data []byte) ([]byte, error) {
@@ -75,24 +80,36 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 		}
 		return dkim.Sign(data, j.domain.Name, selector, signer)
 	}
+	// signature is the field Sign put before data in out.
+	signature := func(out, data []byte) string {
+		if !signed {
+			return ""
+		}
+		return string(out[:len(out)-len(data)])
+	}
+	sigs := map[string]string{}
 	perRecipient := j.msg.ListUnsubscribe && q.opts.UnsubscribeHeaders != nil
 	var shared []byte // one signed copy for every recipient
 	if !perRecipient {
 		var err error
 		if shared, err = sign(raw); err != nil {
-			return fail(j.rcpts, err)
+			return fail(j.rcpts, err), nil
 		}
 	}
 	var out []mta.RecipientResult
 	for _, rcpt := range j.rcpts {
 		i := recipientIndex(j.msg, rcpt)
 		data := shared
-		if perRecipient {
+		if !perRecipient {
+			sigs[rcpt] = signature(shared, raw)
+		} else {
 			var err error
-			if data, err = sign(append(q.opts.UnsubscribeHeaders(j.msg, i), raw...)); err != nil {
+			unsigned := append(q.opts.UnsubscribeHeaders(j.msg, i), raw...)
+			if data, err = sign(unsigned); err != nil {
 				out = append(out, fail([]string{rcpt}, err)...)
 				continue
 			}
+			sigs[rcpt] = signature(data, unsigned)
 		}
 		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname}
 		if j.src.Addr != "" {
@@ -106,7 +123,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) []mta.RecipientResult {
 		}
 		out = append(out, res...)
 	}
-	return out
+	return out, sigs
 }
 
 func recipientIndex(m storage.Message, email string) int {

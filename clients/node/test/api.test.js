@@ -229,3 +229,37 @@ test('suppressions import and export', { skip }, async () => {
   assert.ok(!(await other.suppressions.export()).includes(`imp-${run}`));
   for (const r of [a, b]) await live.suppressions.delete(r);
 });
+
+test('webhooks.update keeps the secret, webhooks.test reaches a receiver signed, messages.raw answers the source', { skip }, async () => {
+  const http = await import('node:http');
+  const got = [];
+  const srv = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => { got.push({ body: Buffer.concat(chunks), headers: req.headers }); res.end('got it'); });
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${srv.address().port}/hook`;
+    const w = await sandbox.webhooks.create({ url: `${url}/old`, events: ['message.sent'] });
+    assert.equal(w.enabled, true);
+    const up = await sandbox.webhooks.update(w.id, { url, events: ['message.bounced'], enabled: false });
+    assert.deepEqual([up.url, up.events, up.enabled, up.secret], [url, ['message.bounced'], false, undefined]);
+    await rejectsWith(sandbox.webhooks.update(w.id, { events: ['message.exploded'] }), 400, 'VALIDATION_ERROR');
+
+    const res = await sandbox.webhooks.test(w.id);
+    assert.deepEqual([res.success, res.status_code, res.response, res.event], [true, 200, 'got it', 'webhook.test']);
+    assert.equal(got.length, 1);
+    assert.ok(sandbox.webhooks.verify(got[0].body, got[0].headers, [w.secret]), 'signed with the secret from before the update');
+    assert.equal(JSON.parse(got[0].body.toString('utf8')).id, res.event_id);
+
+    const m = await sandbox.messages.send(msg({ subject: 'Raw source' }));
+    const raw = await sandbox.messages.raw(m.id);
+    assert.ok(Buffer.isBuffer(raw) && raw.toString('utf8').includes('Subject: Raw source\r\n'), raw.toString());
+    assert.equal(raw.$response.headers['content-type'], 'message/rfc822');
+    assert.ok((await sandbox.messages.raw(m.id, `ANN-${run}@example.net`)).equals(raw));
+    await rejectsWith(sandbox.messages.raw(m.id, 'nobody@example.net'), 400, 'VALIDATION_ERROR');
+  } finally {
+    srv.close();
+  }
+});

@@ -58,11 +58,14 @@ class Result(dict):
     - ``request_id``: ``X-Request-Id``
     - ``idempotent_replayed``: True when ``Idempotent-Replayed: true``
     - ``attempts``: how many requests the call took (more than 1 after retries)
+    - ``content``: the answer's body as bytes (what a non-JSON answer, such as a
+      message's raw source, is read from)
     """
 
     status_code: int
     headers: Dict[str, str]
     attempts: int
+    content: bytes = b""
 
     def __init__(self, body: Any, status: int, headers: Mapping[str, str], attempts: int = 1) -> None:
         super().__init__(body if isinstance(body, dict) else {})

@@ -167,7 +167,9 @@ class Client:
             if 200 <= status < 300:
                 if text:
                     return raw.decode("utf-8")
-                return (Page if page else Result)(parsed, status, resp_headers, attempt + 1)
+                result = (Page if page else Result)(parsed, status, resp_headers, attempt + 1)
+                result.content = raw or b""
+                return result
             err = error_for(status, parsed, header(resp_headers, "X-Request-Id"), resp_headers)
             if err.code not in TRANSIENT_CODES or attempt >= self.max_retries:
                 raise err
@@ -305,6 +307,12 @@ class Messages(_Listable):
         ``tag``, ``recipient``, ``since``, ``until``."""
         return self._list("/v1/messages", **query)
 
+    def raw(self, message_id: str, recipient: Optional[str] = None) -> bytes:
+        """GET /v1/messages/{id}/raw: the message's source (RFC 5322 bytes) exactly as
+        sent to ``recipient``, with the DKIM-Signature of its latest attempt when it was
+        signed. ``recipient`` may be left out when the message has exactly one."""
+        return self._get(f"/v1/messages/{_seg(message_id)}/raw", {"recipient": recipient}).content
+
     def cancel(self, message_id: str, *, idempotency_key: Optional[str] = None) -> Result:
         """POST /v1/messages/{id}/cancel (a queued or scheduled message)."""
         return self._write("POST", f"/v1/messages/{_seg(message_id)}/cancel", None, idempotency_key)
@@ -431,6 +439,17 @@ class Webhooks(_Listable):
     def get(self, webhook_id: str) -> Result:
         """GET /v1/webhooks/{id}."""
         return self._get(f"/v1/webhooks/{_seg(webhook_id)}")
+
+    def update(self, webhook_id: str, changes: Optional[Mapping[str, Any]] = None, *, idempotency_key: Optional[str] = None, **fields: Any) -> Result:
+        """PATCH /v1/webhooks/{id}: any of ``url``, ``events``, ``description``,
+        ``enabled``; the others and the secret are kept."""
+        return self._write("PATCH", f"/v1/webhooks/{_seg(webhook_id)}", _fields(changes, fields), idempotency_key)
+
+    def test(self, webhook_id: str, *, idempotency_key: Optional[str] = None) -> Result:
+        """POST /v1/webhooks/{id}/test: sends a signed ``webhook.test`` event now; the
+        answer has the receiver's ``status_code``, ``latency_ms`` and ``response``
+        (its first 1 KB), or ``error`` when it could not be reached."""
+        return self._write("POST", f"/v1/webhooks/{_seg(webhook_id)}/test", {}, idempotency_key)
 
     def delete(self, webhook_id: str, *, idempotency_key: Optional[str] = None) -> Result:
         """DELETE /v1/webhooks/{id}."""

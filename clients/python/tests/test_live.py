@@ -2,6 +2,7 @@
 MAILBOLT_BASE_URL is not set."""
 
 import datetime
+import json
 import math
 import os
 import unittest
@@ -287,6 +288,52 @@ class LiveTest(unittest.TestCase):
 
         with self.assertRaises(mailbolt.NotFoundError):
             c.grader.result(str(uuid.uuid4()))
+
+    def test_webhook_update_test_and_raw_source(self):
+        import http.server
+        import threading
+
+        got = []
+
+        class Receiver(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                got.append((body, dict(self.headers.items())))
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"got it")
+
+            def log_message(self, *args):
+                pass
+
+        srv = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        url = "http://127.0.0.1:%d/hook" % srv.server_address[1]
+        c = self.test
+        w = c.webhooks.create(url=url + "/old", events=["message.sent"])
+        self.assertIs(w["enabled"], True)
+        up = c.webhooks.update(w["id"], url=url, events=["message.bounced"], enabled=False)
+        self.assertEqual((up["url"], up["events"], up["enabled"]), (url, ["message.bounced"], False))
+        self.assertNotIn("secret", up)
+        with self.assertRaises(mailbolt.BadRequestError):
+            c.webhooks.update(w["id"], events=["message.exploded"])
+
+        res = c.webhooks.test(w["id"])
+        self.assertEqual((res["success"], res["status_code"], res["response"], res["event"]), (True, 200, "got it", "webhook.test"))
+        self.assertEqual(len(got), 1)
+        body, headers = got[0]
+        mailbolt.verify(body, headers, w["secret"])  # the secret from before the update
+        self.assertEqual(json.loads(body)["id"], res["event_id"])
+
+        m = c.messages.send(self.message(subject="Raw source"))
+        raw = c.messages.raw(m["id"])
+        self.assertIn(b"Subject: Raw source\r\n", raw)
+        self.assertEqual(c.messages.raw(m["id"], "ANN@example.com"), raw)
+        with self.assertRaises(mailbolt.BadRequestError) as cm:
+            c.messages.raw(m["id"], "nobody@example.com")
+        self.assertEqual(cm.exception.code, "VALIDATION_ERROR")
 
 
 if __name__ == "__main__":

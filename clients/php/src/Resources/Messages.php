@@ -41,6 +41,16 @@ final class Messages extends Resource
     }
 
     /**
+     * GET /v1/messages/{id}/raw: the message's source (RFC 5322 bytes) as sent
+     * to one recipient, with the DKIM-Signature of its latest attempt when it
+     * was signed. $recipient may be null when the message has exactly one.
+     */
+    public function raw(string $id, ?string $recipient = null): string
+    {
+        return $this->call('GET', self::PATH . '/' . self::seg($id) . '/raw', ['recipient' => $recipient])->body;
+    }
+
+    /**
      * POST /v1/messages/{id}/cancel: a queued or scheduled message.
      *
      * @param array{idempotency_key?: string} $options

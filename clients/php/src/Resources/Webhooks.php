@@ -41,6 +41,30 @@ final class Webhooks extends Resource
     }
 
     /**
+     * PATCH /v1/webhooks/{id}: any of url, events, description, enabled; the
+     * others and the secret are kept.
+     *
+     * @param array<string, mixed> $changes
+     * @param array{idempotency_key?: string} $options
+     */
+    public function update(string $id, array $changes, array $options = []): Response
+    {
+        return $this->call('PATCH', self::PATH . '/' . self::seg($id), [], $changes === [] ? new \stdClass() : $changes, $options);
+    }
+
+    /**
+     * POST /v1/webhooks/{id}/test: sends a signed webhook.test event now; the
+     * answer has the receiver's status_code, latency_ms and response (its
+     * first 1 KB), or error when it could not be reached.
+     *
+     * @param array{idempotency_key?: string} $options
+     */
+    public function test(string $id, array $options = []): Response
+    {
+        return $this->call('POST', self::PATH . '/' . self::seg($id) . '/test', [], new \stdClass(), $options);
+    }
+
+    /**
      * POST /v1/webhooks/{id}/rotate-secret: a new secret; the previous one stays valid for a while.
      *
      * @param array{idempotency_key?: string} $options

@@ -100,6 +100,13 @@ module Mailbolt
 
       def get(id) = super("/v1/messages/#{seg(id)}")
 
+      # The message's source (RFC 5322 bytes, a String) as sent to one recipient,
+      # with the DKIM-Signature of its latest attempt when it was signed;
+      # recipient: may be left out when the message has exactly one.
+      def raw(id, recipient: nil)
+        @client.request(:get, "/v1/messages/#{seg(id)}/raw", query: { recipient: recipient }).data
+      end
+
       # POST /v1/messages/{id}/cancel: a queued or scheduled message.
       def cancel(id, idempotency_key: nil)
         write(:post, "/v1/messages/#{seg(id)}/cancel", idempotency_key: idempotency_key)
@@ -234,6 +241,18 @@ module Mailbolt
 
       def delete(id, idempotency_key: nil)
         write(:delete, "/v1/webhooks/#{seg(id)}", idempotency_key: idempotency_key)
+      end
+
+      # Changes any of url:, events:, description:, enabled:; the others and the
+      # secret are kept.
+      def update(id, idempotency_key: nil, **changes)
+        write(:patch, "/v1/webhooks/#{seg(id)}", changes, idempotency_key: idempotency_key)
+      end
+
+      # Sends a signed webhook.test event now; the answer has the receiver's
+      # status_code, latency_ms and response (its first 1 KB), or error.
+      def test(id, idempotency_key: nil)
+        write(:post, "/v1/webhooks/#{seg(id)}/test", {}, idempotency_key: idempotency_key)
       end
 
       def rotate_secret(id, idempotency_key: nil)

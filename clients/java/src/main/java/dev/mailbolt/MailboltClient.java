@@ -251,8 +251,11 @@ public final class MailboltClient {
             int status = resp.statusCode();
             byte[] raw = resp.body();
             if (status >= 200 && status < 300) {
+                String type = headers.first("Content-Type");
                 Object decoded = !json ? new String(raw == null ? new byte[0] : raw, StandardCharsets.UTF_8)
-                        : raw == null || raw.length == 0 ? null : Json.parse(raw);
+                        : raw == null || raw.length == 0 ? null
+                        : type != null && !type.contains("json") ? raw // message/rfc822: the bytes
+                        : Json.parse(raw);
                 return new ApiResponse(status, headers, decoded);
             }
             ApiException err = error(status, headers, raw);

@@ -25,6 +25,17 @@ public final class Messages {
         return c.get("/v1/messages/" + MailboltClient.seg(id), null);
     }
 
+    /**
+     * The message's source (RFC 5322 bytes) as sent to one recipient, with the DKIM-Signature of
+     * its latest attempt when it was signed. {@code recipient} may be null when the message has
+     * exactly one recipient.
+     */
+    public byte[] raw(String id, String recipient) {
+        Map<String, String> q = recipient == null ? Map.of() : Map.of("recipient", recipient);
+        Object body = c.get("/v1/messages/" + MailboltClient.seg(id) + "/raw", q).body();
+        return body instanceof byte[] ? (byte[]) body : new byte[0];
+    }
+
     /** Cancels a queued or scheduled message. */
     public ApiResponse cancel(String id, RequestOptions... options) {
         return c.request("POST", "/v1/messages/" + MailboltClient.seg(id) + "/cancel", null, RequestOptions.first(options));

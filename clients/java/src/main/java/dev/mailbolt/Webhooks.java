@@ -40,6 +40,20 @@ public final class Webhooks {
         return c.request("DELETE", "/v1/webhooks/" + MailboltClient.seg(id), null, RequestOptions.first(options));
     }
 
+    /** Changes any of {@code url}, {@code events}, {@code description}, {@code enabled}; the others and the secret are kept. */
+    public ApiResponse update(String id, Map<String, ?> changes, RequestOptions... options) {
+        return c.request("PATCH", "/v1/webhooks/" + MailboltClient.seg(id), changes, RequestOptions.first(options));
+    }
+
+    /**
+     * Sends a signed {@code webhook.test} event now; the answer has the receiver's
+     * {@code status_code}, {@code latency_ms} and {@code response} (its first 1 KB), or
+     * {@code error} when it could not be reached.
+     */
+    public ApiResponse test(String id, RequestOptions... options) {
+        return c.request("POST", "/v1/webhooks/" + MailboltClient.seg(id) + "/test", Map.of(), RequestOptions.first(options));
+    }
+
     /** Rotates the signing secret; the previous one stays valid for a while. */
     public ApiResponse rotateSecret(String id, RequestOptions... options) {
         return c.request("POST", "/v1/webhooks/" + MailboltClient.seg(id) + "/rotate-secret", Map.of(), RequestOptions.first(options));
