@@ -204,6 +204,8 @@ export class Mailbolt {
   suppressions: Listing<Json> & {
     add(suppression: { recipient?: string; email?: string; reason?: string; stream?: string }, options?: RequestOptions): Promise<WithResponse<Json>>;
     delete(recipient: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    /** DELETE /v1/suppressions/{recipient}?stream=: only that stream's entry. */
+    deleteFromStream(recipient: string, stream: 'transactional' | 'broadcast', options?: RequestOptions): Promise<WithResponse<Json>>;
     /** POST /v1/suppressions/import: up to 10,000, all or nothing. */
     import(
       suppressions: Array<{ recipient?: string; email?: string; reason?: string; stream?: string }>,

@@ -227,6 +227,9 @@ export class Mailbolt {
       ...c._listing('/v1/suppressions'),
       add: (s, o) => c.request('POST', '/v1/suppressions', { body: s, idempotent: true, ...o }),
       delete: (recipient, o) => c.request('DELETE', `/v1/suppressions/${enc(recipient)}`, { idempotent: true, ...o }),
+      // Only the recipient's entry for one stream (transactional or broadcast).
+      deleteFromStream: (recipient, stream, o) =>
+        c.request('DELETE', `/v1/suppressions/${enc(recipient)}${queryString({ stream })}`, { idempotent: true, ...o }),
       // Up to 10,000 at once, all or nothing: { added, already_present }.
       import: (list, o) => c.request('POST', '/v1/suppressions/import', {
         body: Array.isArray(list) ? { suppressions: list } : list, idempotent: true, ...o,

@@ -117,8 +117,15 @@ final class LiveTest extends LiveTestCase
         $this->assertStringNotContainsString("imp-c-$tag", $csv);
         $this->assertSame(1, substr_count($c->suppressions->export('broadcast'), $tag));
         $this->assertStringNotContainsString($tag, $this->client('MAILBOLT_OTHER_API_KEY')->suppressions->export());
+        // $b's entry is for broadcast only: its transactional entry is not there.
+        try {
+            $c->suppressions->deleteFromStream($b, 'transactional');
+            $this->fail('a transactional entry of a broadcast-only suppression was deleted');
+        } catch (NotFoundException $e) {
+            $this->assertSame('NOT_FOUND', $e->errorCode);
+        }
+        $this->assertSame(204, $c->suppressions->deleteFromStream($b, 'broadcast')->status);
         $c->suppressions->delete($a);
-        $c->suppressions->delete($b);
     }
 
     public function testCancelScheduledMessage(): void

@@ -353,9 +353,13 @@ class Suppressions(_Listable):
         body = _fields({k: v for k, v in (("recipient", recipient), ("reason", reason)) if v is not None}, fields)
         return self._write("POST", "/v1/suppressions", body, idempotency_key)
 
-    def delete(self, recipient: str, *, idempotency_key: Optional[str] = None) -> Result:
-        """DELETE /v1/suppressions/{recipient}."""
-        return self._write("DELETE", f"/v1/suppressions/{_seg(recipient)}", None, idempotency_key)
+    def delete(self, recipient: str, *, stream: Optional[str] = None, idempotency_key: Optional[str] = None) -> Result:
+        """DELETE /v1/suppressions/{recipient}: every entry of the recipient, or
+        with ``stream`` (transactional or broadcast) only that stream's."""
+        path = f"/v1/suppressions/{_seg(recipient)}"
+        if stream:
+            path += "?stream=" + _seg(stream)
+        return self._write("DELETE", path, None, idempotency_key)
 
     def import_(self, suppressions: Any, *, idempotency_key: Optional[str] = None) -> Result:
         """POST /v1/suppressions/import with a list of suppressions (dicts with

@@ -139,8 +139,11 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(self.live.suppressions.export(stream="broadcast").count(prefix), 1)
         other = mailbolt.Client(key("MAILBOLT_OTHER_API_KEY"))
         self.assertNotIn(prefix, other.suppressions.export())
-        for r in ("%s-a@example.com" % prefix, "%s-b@example.com" % prefix):
-            self.live.suppressions.delete(r)
+        # b's entry is for broadcast only: deleting its transactional entry finds none
+        with self.assertRaises(mailbolt.errors.NotFoundError):
+            self.live.suppressions.delete("%s-b@example.com" % prefix, stream="transactional")
+        self.assertEqual(self.live.suppressions.delete("%s-b@example.com" % prefix, stream="broadcast").status_code, 204)
+        self.live.suppressions.delete("%s-a@example.com" % prefix)
 
     def test_messages_walked_in_both_modes(self):
         self.test.messages.send_batch([self.message(to=["w%d@example.com" % i]) for i in range(5)])

@@ -136,7 +136,10 @@ class LiveTest < Minitest::Test
     assert_equal 1, live.suppressions.export(stream: "broadcast").scan(tag).size
     other = Mailbolt::Client.new(api_key: ENV.fetch("MAILBOLT_OTHER_API_KEY"))
     refute_includes other.suppressions.export, tag
-    [a, b].each { |r| live.suppressions.delete(r) }
+    # b's entry is for broadcast only: its transactional entry is not there.
+    assert_raises(Mailbolt::NotFoundError) { live.suppressions.delete(b, stream: "transactional") }
+    assert_equal 204, live.suppressions.delete(b, stream: "broadcast").status
+    live.suppressions.delete(a)
   end
 
   def test_400_validation_error

@@ -36,6 +36,17 @@ final class Suppressions extends Resource
     }
 
     /**
+     * DELETE /v1/suppressions/{recipient}?stream=: only the recipient's entry
+     * for one stream (transactional or broadcast).
+     *
+     * @param array<string, mixed> $options
+     */
+    public function deleteFromStream(string $recipient, string $stream, array $options = []): Response
+    {
+        return $this->call('DELETE', self::PATH . '/' . self::seg($recipient), ['stream' => $stream], null, $options);
+    }
+
+    /**
      * POST /v1/suppressions/import: up to 10,000 at once, all or nothing (a bad
      * row throws, with details['index'], and none is added). The answer has
      * 'added' and 'already_present'.

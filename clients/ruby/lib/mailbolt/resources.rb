@@ -150,8 +150,10 @@ module Mailbolt
               idempotency_key: idempotency_key)
       end
 
-      def delete(recipient, idempotency_key: nil)
-        write(:delete, "/v1/suppressions/#{seg(recipient)}", idempotency_key: idempotency_key)
+      # Every entry of the recipient, or with stream: (transactional or
+      # broadcast) only that stream's.
+      def delete(recipient, stream: nil, idempotency_key: nil)
+        @client.request(:delete, "/v1/suppressions/#{seg(recipient)}", query: { stream: stream }, idempotency_key: idempotency_key)
       end
 
       # POST /v1/suppressions/import: up to 10,000 at once, all or nothing (a bad

@@ -58,8 +58,16 @@ public final class Suppressions {
         return c.requestText("/v1/suppressions/export" + MailboltClient.query(q), RequestOptions.first(options));
     }
 
-    /** Removes a suppression. */
+    /** Removes a suppression: every entry of the recipient. */
     public ApiResponse delete(String recipient, RequestOptions... options) {
         return c.request("DELETE", "/v1/suppressions/" + MailboltClient.seg(recipient), null, RequestOptions.first(options));
+    }
+
+    /** Removes only the recipient's entry for one stream, {@code transactional} or {@code broadcast}. */
+    public ApiResponse deleteFromStream(String recipient, String stream, RequestOptions... options) {
+        Map<String, Object> q = new HashMap<>();
+        q.put("stream", stream);
+        return c.request("DELETE", "/v1/suppressions/" + MailboltClient.seg(recipient) + MailboltClient.query(q),
+                null, RequestOptions.first(options));
     }
 }

@@ -161,8 +161,10 @@ class LiveTest {
         assertFalse(csv.contains("imp-c-" + tag));
         assertEquals(1, live.suppressions().export("broadcast").split(tag, -1).length - 1);
         assertFalse(keyed("MAILBOLT_OTHER_API_KEY").suppressions().export().contains(tag));
+        // b's entry is for broadcast only: its transactional entry is not there.
+        assertThrows(NotFoundException.class, () -> live.suppressions().deleteFromStream(b, "transactional"));
+        assertEquals(204, live.suppressions().deleteFromStream(b, "broadcast").status());
         live.suppressions().delete(a);
-        live.suppressions().delete(b);
     }
 
     @Test
