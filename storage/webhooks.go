@@ -12,6 +12,9 @@ type Webhook struct {
 	Events      []string `json:"events"`
 	Description string   `json:"description,omitempty"`
 	Test        bool     `json:"test"` // receives test-mode events (created with a test key)
+	// Disabled webhooks receive nothing, not even an inbound route's
+	// events; absent (false) in records written before it existed.
+	Disabled bool `json:"disabled,omitempty"`
 	// Secret signs the requests; stored sealed under the secret key
 	// (seal.go), like PreviousSecret.
 	Secret string `json:"secret"`
