@@ -134,7 +134,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if cfg.publicURL == "" {
 		s.app.SetPublicURL("http://" + s.httpLn.Addr().String())
 	}
-	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname,
+	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname, MaxMessageSize: cfg.inboundMaxSize,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
 	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
