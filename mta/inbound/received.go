@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/emersion/go-message"
-	_ "github.com/emersion/go-message/charset" // bodies and words in the charsets mail uses, not only UTF-8
+	"golang.org/x/text/encoding/htmlindex"
 )
 
 // Received is a message taken for an inbound domain, read for the
@@ -76,7 +76,22 @@ func errString(err error) string {
 	return err.Error()
 }
 
-var wordDecoder = mime.WordDecoder{CharsetReader: message.CharsetReader}
+// charsetReader decodes the charsets mail uses (by their IANA or WHATWG
+// names) to UTF-8. It is this parser's own: go-message's global
+// CharsetReader stays unset, so the report parsers keep bytes as they are.
+func charsetReader(label string, r io.Reader) (io.Reader, error) {
+	switch strings.ToLower(strings.TrimSpace(label)) {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+		return r, nil
+	}
+	enc, err := htmlindex.Get(label)
+	if err != nil {
+		return nil, err
+	}
+	return enc.NewDecoder().Reader(r), nil
+}
+
+var wordDecoder = mime.WordDecoder{CharsetReader: charsetReader}
 
 // decodeWords decodes RFC 2047 encoded words, leaving the text as it is
 // when they cannot be.
@@ -173,10 +188,10 @@ func (p *partWalker) visit(e *message.Entity, depth int) {
 	isBody := disp != "attachment" && filename == ""
 	switch {
 	case isBody && mediaType == "text/plain" && p.r.Text == "":
-		p.r.Text = readText(e.Body)
+		p.r.Text = readText(e.Body, params["charset"])
 		return
 	case isBody && mediaType == "text/html" && p.r.HTML == "":
-		p.r.HTML = readText(e.Body)
+		p.r.HTML = readText(e.Body, params["charset"])
 		return
 	}
 	if disp == "" {
@@ -198,9 +213,13 @@ func (p *partWalker) visit(e *message.Entity, depth int) {
 	p.r.Attachments = append(p.r.Attachments, a)
 }
 
-// readText reads a decoded text body; bytes that break the encoding midway
-// end it.
-func readText(r io.Reader) string {
+// readText reads a text body (transfer encoding already undone) in its
+// charset as UTF-8; an unknown charset leaves the bytes as they are, and
+// bytes that break the encoding midway end it.
+func readText(r io.Reader, charset string) string {
+	if dr, err := charsetReader(charset, r); err == nil {
+		r = dr
+	}
 	b, _ := io.ReadAll(r)
 	return string(b)
 }
