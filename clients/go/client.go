@@ -88,6 +88,7 @@ type Client struct {
 	Analytics    *AnalyticsService
 	IPs          *IPsService
 	Grader       *GraderService
+	Inbound      *InboundService
 }
 
 // New builds a Client from opts, filling unset fields from the environment.
@@ -162,6 +163,7 @@ func New(opts Options) (*Client, error) {
 	c.Analytics = &AnalyticsService{c}
 	c.IPs = &IPsService{c}
 	c.Grader = &GraderService{c}
+	c.Inbound = &InboundService{c}
 	return c, nil
 }
 
@@ -292,6 +294,8 @@ type call struct {
 	// idempotent: a write that gets an Idempotency-Key (generated unless given)
 	idempotent bool
 	noAuth     bool
+	// raw, when set, receives a 2xx answer's body as it is (not JSON)
+	raw *[]byte
 }
 
 // do runs a call with retries and decodes a 2xx JSON answer into out (when
@@ -360,6 +364,10 @@ func (c *Client) do(ctx context.Context, cl call, out any, opts []RequestOption)
 			Attempts:           attempt + 1,
 		}
 		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			if cl.raw != nil {
+				*cl.raw = data
+				return meta, nil
+			}
 			if out != nil && len(bytes.TrimSpace(data)) > 0 {
 				if err := json.Unmarshal(data, out); err != nil {
 					return meta, fmt.Errorf("mailbolt: %s %s: decode answer: %w", cl.method, cl.path, err)
