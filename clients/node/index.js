@@ -274,6 +274,22 @@ export class Mailbolt {
       result: (id, o) => c.request('GET', `/v1/grader/results/${enc(id)}`, { ...o }),
       history: (params, o) => c.request('GET', `/v1/grader/history${queryString(params)}`, { ...o }),
     };
+    // Inbound email (docs/inbound.md): domains, routes to webhooks, raw messages.
+    this.inbound = {
+      listDomains: (params, o) => c._list('/v1/inbound/domains', params, o),
+      domainPages: (params, o) => c._pages('/v1/inbound/domains', params, o),
+      createDomain: (d, o) => c.request('POST', '/v1/inbound/domains', { body: typeof d === 'string' ? { name: d } : d, idempotent: true, ...o }),
+      getDomain: (id, o) => c.request('GET', `/v1/inbound/domains/${enc(id)}`, { ...o }),
+      deleteDomain: (id, o) => c.request('DELETE', `/v1/inbound/domains/${enc(id)}`, { idempotent: true, ...o }),
+      verifyDomain: (id, o) => c.request('POST', `/v1/inbound/domains/${enc(id)}/verify`, { idempotent: true, ...o }),
+      listRoutes: (params, o) => c._list('/v1/inbound/routes', params, o),
+      routePages: (params, o) => c._pages('/v1/inbound/routes', params, o),
+      createRoute: (r, o) => c.request('POST', '/v1/inbound/routes', { body: r, idempotent: true, ...o }),
+      getRoute: (id, o) => c.request('GET', `/v1/inbound/routes/${enc(id)}`, { ...o }),
+      deleteRoute: (id, o) => c.request('DELETE', `/v1/inbound/routes/${enc(id)}`, { idempotent: true, ...o }),
+      /** The message exactly as received (message/rfc822), as a Buffer. */
+      raw: (id, o) => c.request('GET', `/v1/inbound/messages/${enc(id)}/raw`, { raw: true, ...o }),
+    };
   }
 
   _listing(path) {
@@ -320,7 +336,8 @@ export class Mailbolt {
    * One API call, with retries of the transient codes. Paths start with /v1.
    * options: body (JSON-encoded once; the same bytes go out on every retry),
    * idempotencyKey (string; with idempotent: true one is generated when absent),
-   * maxRetries, timeout (ms per attempt), signal (AbortSignal), headers, auth (false: no key).
+   * maxRetries, timeout (ms per attempt), signal (AbortSignal), headers, auth (false: no key),
+   * raw (true: answer the body as a Buffer, for answers that are not JSON).
    */
   async request(method, path, options = {}) {
     const headers = {
@@ -350,7 +367,7 @@ export class Mailbolt {
       if (res.body.length) {
         try { body = JSON.parse(res.body.toString('utf8')); } catch { body = null; }
       }
-      if (res.status < 400) return withResponse(body, info);
+      if (res.status < 400) return options.raw ? res.body : withResponse(body, info);
 
       const env = body && typeof body === 'object' && body.error && typeof body.error === 'object' ? body.error : null;
       const err = new MailboltError({
