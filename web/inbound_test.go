@@ -23,6 +23,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/hooks"
 	"mailbolt/mta/inbound"
+	"mailbolt/storage"
 )
 
 // received is one request a webhook receiver got.
@@ -414,5 +415,41 @@ func TestInboundQuota(t *testing.T) {
 	e.clock.Add(24 * time.Hour)
 	if err := send(); err != nil {
 		t.Errorf("the next day: %v", err)
+	}
+}
+
+// TestInboundDurableBefore250: when the commit of the raw message and its
+// event fails, the sender gets 451 and nothing is kept; sent again, it is
+// taken and stored.
+func TestInboundDurableBefore250(t *testing.T) {
+	crash := &crashAfter{}
+	sopts := storage.DefaultOptions()
+	sopts.WriteFault = crash.fault
+	e := newEnvOn(t, DefaultConfig(), sopts, nil)
+	hookSrv, _ := receiver(t)
+	hook := e.do("POST", "/v1/webhooks", e.key, map[string]any{"url": hookSrv.URL, "events": []string{"message.sent"}}).want(t, 201).json(t)
+	d := e.inboundDomain(e.key, "in.acme.test")
+	e.do("POST", "/v1/inbound/routes", e.key, map[string]any{"domain_id": d["id"], "pattern": "*", "webhook_id": hook["id"]}).want(t, 201)
+	addr := e.inboundListener(0)
+	msg := []byte("From: a@sender.test\r\nSubject: hi\r\n\r\nhello\r\n")
+
+	crash.arm(0) // the next write fails: the one that stores the message
+	if r := smtpReply(sendSMTP(t, addr, "a@sender.test", []string{"x@in.acme.test"}, msg, 0)); r != "451 4.3.0" {
+		t.Fatalf("a failed commit answered %q", r)
+	}
+	crash.disarm()
+	if n := len(e.do("GET", "/v1/events?type=email.received", e.key, nil).want(t, 200).json(t)["data"].([]any)); n != 0 {
+		t.Fatalf("%d events kept from a message that was not acknowledged", n)
+	}
+	if err := sendSMTP(t, addr, "a@sender.test", []string{"x@in.acme.test"}, msg, 0); err != nil {
+		t.Fatalf("sent again: %v", err)
+	}
+	evs := e.do("GET", "/v1/events?type=email.received", e.key, nil).want(t, 200).json(t)["data"].([]any)
+	if len(evs) != 1 {
+		t.Fatalf("%d events after the retry", len(evs))
+	}
+	id := evs[0].(map[string]any)["data"].(map[string]any)["inboundMessageId"].(string)
+	if r := e.do("GET", "/v1/inbound/messages/"+id+"/raw", e.key, nil).want(t, 200); !bytes.Equal(r.body, msg) {
+		t.Errorf("raw %q", r.body)
 	}
 }
