@@ -350,6 +350,7 @@ type attachmentData struct {
 	Size        int     `json:"size"`
 	Content     *[]byte `json:"content"`
 	Omitted     bool    `json:"omitted"`
+	RawURL      string  `json:"rawUrl,omitempty"` // where an omitted attachment is: the raw message
 }
 
 func orEmpty(l []string) []string {
@@ -377,6 +378,9 @@ func (a *App) receivedEvent(r routed, m storage.InboundMessage, env inbound.Enve
 	for _, at := range p.Attachments {
 		ad := attachmentData{Filename: at.Filename, ContentType: at.ContentType, ContentID: at.ContentID,
 			Disposition: at.Disposition, Size: at.Size, Omitted: at.Content == nil}
+		if ad.Omitted {
+			ad.RawURL = d.RawURL
+		}
 		if at.Content != nil {
 			c := at.Content
 			ad.Content = &c

@@ -282,6 +282,7 @@ func TestInboundMailReachesTheRoutesWebhook(t *testing.T) {
 				Size     int
 				Content  *string
 				Omitted  bool
+				RawURL   string `json:"rawUrl"`
 			}
 			Spam struct {
 				Verdict string
@@ -310,7 +311,7 @@ func TestInboundMailReachesTheRoutesWebhook(t *testing.T) {
 	if a := dd.Attachments[0]; a.Filename != "small.bin" || a.Content == nil || *a.Content != base64.StdEncoding.EncodeToString(small) || a.Omitted {
 		t.Errorf("small attachment %+v", a)
 	}
-	if a := dd.Attachments[1]; a.Filename != "big.pdf" || a.Content != nil || !a.Omitted || a.Size != len(big) {
+	if a := dd.Attachments[1]; a.Filename != "big.pdf" || a.Content != nil || !a.Omitted || a.Size != len(big) || a.RawURL != dd.RawURL {
 		t.Errorf("large attachment %+v", a)
 	}
 	if s := dd.Spam; s.SPF["result"] != "pass" || len(s.DKIM) != 1 || s.DKIM[0]["result"] != "pass" || s.DKIM[0]["domain"] != "sender.test" ||
