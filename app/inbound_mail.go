@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/idna"
+
 	"mailbolt/grader"
 	"mailbolt/grader/content"
 	"mailbolt/mta/inbound"
@@ -58,6 +60,9 @@ func routeFor(tx *storage.Tx, rcpt string) (routed, error) {
 		return routed{}, errNotInbound
 	}
 	local, domain := addr[:at], strings.TrimSuffix(addr[at+1:], ".")
+	if a, err := idna.Lookup.ToASCII(domain); err == nil {
+		domain = a // names are stored in punycode; SMTPUTF8 mail gives them in UTF-8
+	}
 	d, err := tx.VerifiedInboundDomain(domain)
 	if errors.Is(err, storage.ErrNotFound) {
 		return routed{}, errNotInbound
@@ -135,7 +140,7 @@ func (in Inbound) receive(env inbound.Envelope, rcpts []string, data []byte) err
 	var stored []storage.InboundMessage
 	err := a.db.Update(func(tx *storage.Tx) error {
 		stored = stored[:0]
-		counts := map[string]int{}
+		counts, quotas := map[string]int{}, map[string]int{}
 		for _, rcpt := range rcpts {
 			r, err := routeFor(tx, rcpt)
 			var reply *inbound.Reply
@@ -146,15 +151,19 @@ func (in Inbound) receive(env inbound.Envelope, rcpts []string, data []byte) err
 				return err
 			}
 			acctID := r.domain.AccountID
-			if _, seen := counts[acctID]; !seen {
+			quota, seen := quotas[acctID]
+			if !seen {
 				acct, err := tx.Account(acctID)
 				if err != nil {
 					return err
 				}
-				quota := InboundQuota(acct)
-				if tx.InboundReceived(acctID, inboundDay(now)) >= quota {
-					return overQuota(quota)
-				}
+				quota = InboundQuota(acct)
+				quotas[acctID] = quota
+			}
+			// Every copy counts: a message that would take the account
+			// past its quota is refused whole.
+			if tx.InboundReceived(acctID, inboundDay(now))+counts[acctID] >= quota {
+				return overQuota(quota)
 			}
 			counts[acctID]++
 			m := storage.InboundMessage{ID: NewID(), AccountID: acctID, DomainID: r.domain.ID, RouteID: r.route.ID,

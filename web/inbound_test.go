@@ -402,10 +402,18 @@ func TestInboundQuota(t *testing.T) {
 		w.Write(msg)
 		return w.Close()
 	}
-	for i := range 100 {
+	for i := range 99 {
 		if err := send(); err != nil {
 			t.Fatalf("message %d: %v", i+1, err)
 		}
+	}
+	// Two copies would make 101: both recipients pass RCPT (99 taken), the
+	// message is refused whole at the end of DATA.
+	if r := smtpReply(sendSMTP(t, addr, "a@sender.test", []string{"one@in.small.test", "two@in.small.test"}, msg, 0)); r != "452 4.2.2" {
+		t.Fatalf("two copies past the quota: %q", r)
+	}
+	if err := send(); err != nil {
+		t.Fatalf("message 100: %v", err)
 	}
 	if r := smtpReply(send()); r != "452 4.2.2" {
 		t.Fatalf("message 101: %q", r)
