@@ -37,9 +37,12 @@ type serveConfig struct {
 	httpAddr      string
 	maxBodySize   int64
 	maxMessage    int64
-	ipRateLimit   int
-	deprecate     string
-	sunset        string
+	// inboundMaxSize bounds a message the inbound SMTP listener takes
+	// (SIZE and DATA: 552 above it).
+	inboundMaxSize int64
+	ipRateLimit    int
+	deprecate      string
+	sunset         string
 	// deprecationNotesURL is linked from the deprecation notice.
 	deprecationNotesURL string
 	sweepInterval       time.Duration
@@ -120,6 +123,7 @@ func defaultServeConfig() serveConfig {
 		httpAddr:          "127.0.0.1:8080",
 		maxBodySize:       wd.MaxBodyBytes,
 		maxMessage:        ad.MaxMessageSize,
+		inboundMaxSize:    10 << 20,
 		ipRateLimit:       wd.IPRateLimit,
 		sweepInterval:     ad.SweepInterval,
 		logLevel:          "info",
@@ -183,6 +187,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.httpAddr, "http-addr", def.httpAddr, "address of the HTTP API")
 	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
 	f.Int64Var(&cfg.maxMessage, "max-message-size", def.maxMessage, "largest message in bytes as built for the wire, and largest template output (422 above it)")
+	f.Int64Var(&cfg.inboundMaxSize, "inbound-max-size", def.inboundMaxSize, "largest message in bytes the inbound SMTP listener takes (552 at MAIL FROM SIZE= or DATA above it)")
 	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", def.ipRateLimit, "requests per second per source IP for requests without a valid key")
 	f.StringVar(&cfg.deprecate, "deprecate", def.deprecate, "mark an API version deprecated (v1)")
 	f.StringVar(&cfg.sunset, "sunset", def.sunset, "sunset date of the deprecated version, YYYY-MM-DD or RFC 3339; after it the version answers 410")
@@ -257,6 +262,9 @@ func (cfg serveConfig) validate() error {
 	}
 	if cfg.hostname == "" {
 		return errors.New("--hostname is required (the system host name is unknown)")
+	}
+	if cfg.inboundMaxSize < 1024 {
+		return errors.New("--inbound-max-size must be at least 1024 bytes")
 	}
 	if cfg.maxMessage < 1 {
 		return errors.New("--max-message-size must be 1 or more bytes")
@@ -486,7 +494,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	} else {
 		fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
 	}
-	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", s.smtpLn.Addr())
+	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes, inbound domains) on %s\n", s.smtpLn.Addr())
 	if s.metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", s.metricsLn.Addr())
 	}

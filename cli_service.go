@@ -158,7 +158,8 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		}
 		s.app.SetPublicURL(cfg.defaultPublicURL(httpsAddr, s.httpLn.Addr()))
 	}
-	ib := inbound.Options{Domain: cfg.hostname, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	ib := inbound.Options{Domain: cfg.hostname, MaxMessageSize: cfg.inboundMaxSize,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	if s.tls != nil {
 		ib.TLSConfig = s.tls.Config() // STARTTLS with the same certificate
 	}

@@ -19,6 +19,7 @@ const (
 	EventComplained    = queue.EventComplained
 	EventUnsubscribed  = queue.EventUnsubscribed
 	EventAcceptedAlias = queue.EventAcceptedAlias
+	EventReceived      = queue.EventReceived
 )
 
 // EventTypes lists every event type a webhook can subscribe to.

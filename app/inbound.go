@@ -127,21 +127,37 @@ func (in Inbound) legacyTaken(id string) error {
 	return nil
 }
 
-// Accept takes mail only for our own addresses (see inboundAddress).
-func (in Inbound) Accept(rcpt string) error {
+// Accept takes mail only for our own addresses (see inboundAddress) and
+// for the routed addresses of verified inbound domains (acceptInbound).
+func (in Inbound) Accept(_ inbound.Envelope, rcpt string) error {
 	_, err := in.inboundAddress(rcpt)
 	if err != nil && !errors.Is(err, inbound.ErrRetryLater) {
+		ierr := in.acceptInbound(rcpt)
+		if !errors.Is(ierr, errNotInbound) {
+			if ierr != nil && !errors.Is(ierr, inbound.ErrRetryLater) {
+				in.a.log.Info("inbound recipient refused", "rcpt", rcpt, "err", ierr)
+			}
+			return ierr
+		}
 		in.a.log.Info("inbound recipient refused", "rcpt", rcpt, "err", err)
 	}
 	return err
 }
 
-// Deliver processes one received message for each of its recipients.
-// Unknown or unmatched mail is logged and dropped.
-func (in Inbound) Deliver(from string, rcpts []string, data []byte) error {
+// Deliver processes one received message for each of its recipients:
+// reports and unsubscribes to our own addresses, and mail for inbound
+// domains (receive). Unknown or unmatched reports are logged and dropped;
+// mail for inbound domains that cannot be stored is not acknowledged.
+func (in Inbound) Deliver(env inbound.Envelope, rcpts []string, data []byte) error {
+	from := env.From
 	var errs []error
+	var received []string
 	for _, rcpt := range rcpts {
 		r, err := in.inboundAddress(rcpt)
+		if err != nil && !errors.Is(err, inbound.ErrRetryLater) {
+			received = append(received, rcpt) // not ours: an inbound domain's, accepted at RCPT
+			continue
+		}
 		if err == nil {
 			switch r.kind {
 			case rcptUnsubscribe:
@@ -165,6 +181,13 @@ func (in Inbound) Deliver(from string, rcpts []string, data []byte) error {
 			attrs = append(attrs, "message_id", r.verp.MessageID)
 		}
 		in.a.log.Info("inbound report processed", attrs...)
+	}
+	if len(received) > 0 {
+		// A refusal or a failure to store comes first: the sender must
+		// hear it, whatever the reports among the recipients gave.
+		if err := in.receive(env, received, data); err != nil {
+			return err
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -65,3 +65,20 @@ func Limits(a storage.Account) Plan {
 	}
 	return p
 }
+
+// inboundPerDay is how many messages an account of each plan may receive
+// per UTC day on its inbound domains (docs/inbound.md): a catch-all route
+// must not fill the disk. Over it, the listener answers 452 until the
+// next day.
+var inboundPerDay = map[string]int{
+	"free": 100, "developer": 1_000, "pro": 5_000, "growth": 20_000,
+	"scale": 50_000, "business": 50_000, "enterprise": 100_000,
+}
+
+// InboundQuota is the daily inbound quota of an account.
+func InboundQuota(a storage.Account) int {
+	if n, ok := inboundPerDay[a.Plan]; ok {
+		return n
+	}
+	return inboundPerDay[DefaultPlan]
+}

@@ -96,6 +96,16 @@ func useCases(a *App) []useCase {
 		{"GraderSubmit", ScopeGraderWrite, func(p Principal) error { _, e := a.GraderSubmit(ctx, p, grader.Submission{}); return e }},
 		{"GraderResult", ScopeGraderRead, func(p Principal) error { _, e := a.GraderResult(p, "nope"); return e }},
 		{"GraderHistory", ScopeGraderRead, func(p Principal) error { _, _, e := a.GraderHistory(p, 1, 10); return e }},
+		{"ListInboundDomains", ScopeInboundRead, func(p Principal) error { _, _, _, e := a.ListInboundDomains(p, none); return e }},
+		{"InboundDomain", ScopeInboundRead, func(p Principal) error { _, e := a.InboundDomain(p, "nope"); return e }},
+		{"CreateInboundDomain", ScopeInboundWrite, func(p Principal) error { _, e := a.CreateInboundDomain(p, ""); return e }},
+		{"DeleteInboundDomain", ScopeInboundWrite, func(p Principal) error { return a.DeleteInboundDomain(p, "nope") }},
+		{"VerifyInboundDomain", ScopeInboundWrite, func(p Principal) error { _, e := a.VerifyInboundDomain(ctx, p, "nope"); return e }},
+		{"ListInboundRoutes", ScopeInboundRead, func(p Principal) error { _, _, _, e := a.ListInboundRoutes(p, none); return e }},
+		{"InboundRoute", ScopeInboundRead, func(p Principal) error { _, e := a.InboundRoute(p, "nope"); return e }},
+		{"CreateInboundRoute", ScopeInboundWrite, func(p Principal) error { _, e := a.CreateInboundRoute(p, InboundRouteInput{}); return e }},
+		{"DeleteInboundRoute", ScopeInboundWrite, func(p Principal) error { return a.DeleteInboundRoute(p, "nope") }},
+		{"InboundRaw", ScopeInboundRead, func(p Principal) error { _, e := a.InboundRaw(p, "nope"); return e }},
 	}
 }
 

@@ -32,6 +32,8 @@ const (
 	ScopeTemplatesWrite    = "templates:write"
 	ScopeGraderRead        = "grader:read"
 	ScopeGraderWrite       = "grader:write"
+	ScopeInboundRead       = "inbound:read"
+	ScopeInboundWrite      = "inbound:write"
 )
 
 // Scopes is every scope a key can hold (besides "*").
@@ -45,6 +47,7 @@ var Scopes = []string{
 	ScopeAnalyticsRead, ScopeIPsRead, ScopeAccountRead,
 	ScopeTemplatesRead, ScopeTemplatesWrite,
 	ScopeGraderRead, ScopeGraderWrite,
+	ScopeInboundRead, ScopeInboundWrite,
 }
 
 // ParseScopes validates and normalises a scope list: known names only, no

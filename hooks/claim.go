@@ -30,8 +30,9 @@ func InFlight(d storage.Delivery, now time.Time) bool {
 }
 
 // webhookMatcher returns a function that lists the webhooks an outbox
-// event goes to (its account's, of its mode, enabled, subscribed to its
-// type), reading each account's webhooks once per transaction.
+// event goes to (its account's enabled ones, of its mode, subscribed to its
+// type; or only the one the event names),
+// reading each account's webhooks once per transaction.
 func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, error) {
 	byAccount := map[string][]storage.Webhook{}
 	return func(ev storage.Event) ([]storage.Webhook, error) {
@@ -48,7 +49,12 @@ func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, erro
 		}
 		var matched []storage.Webhook
 		for _, w := range subs {
-			if w.Test == ev.Test && !w.Disabled && slices.Contains(w.Events, ev.Type) {
+			if w.Disabled || w.Test != ev.Test {
+				continue
+			}
+			// An event addressed to one webhook (an inbound route's) goes
+			// to that one alone, whatever its event list.
+			if ev.WebhookID != "" && w.ID == ev.WebhookID || ev.WebhookID == "" && slices.Contains(w.Events, ev.Type) {
 				matched = append(matched, w)
 			}
 		}

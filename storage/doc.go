@@ -102,6 +102,23 @@
 //	    <version>·<sunset>·<account_id>·<recipient, or ""> -> Notice (JSON; sent, or why not)
 //	template_aliases/                              (schema v11)
 //	    <account_id>·<alias>      -> <template_id> (one alias per template, unique per account)
+//	inbound_domains/                               (schema v13)
+//	    <account_id>·<domain_id>  -> InboundDomain (JSON; its verification token)
+//	inbound_domain_names/
+//	    <account_id>·<name>       -> <domain_id>   (one name per account)
+//	inbound_verified/
+//	    <name>                    -> <account_id>·<domain_id>  (a verified name, of one account only;
+//	                                                written in the verifying transaction)
+//	inbound_routes/
+//	    <account_id>·<route_id>   -> InboundRoute (JSON)
+//	inbound_routes_by_domain/
+//	    <domain_id>·<pattern>     -> <route_id>    (one route per local part, or "*", per domain)
+//	inbound_messages/
+//	    <account_id>·<message_id> -> InboundMessage (JSON; envelope, size, expiry with its event)
+//	inbound_raw/
+//	    <account_id>·<message_id> -> the message exactly as received
+//	inbound_counts/
+//	    <account_id>              -> u32 day · u64 received that day (the daily inbound quota)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret. secretClasses
@@ -128,6 +145,6 @@
 // engagement against message_owner, template_versions against templates. template_aliases
 // is keyed by account, so an alias resolves within its own account only.
 // Lookups that cross tenants have their own names (APIKeyByHash, APIKeyByID,
-// DomainByID, WebhookByID, DeliveryByID, MessageOwner) and serve authentication, the
+// DomainByID, WebhookByID, DeliveryByID, MessageOwner, VerifiedInboundDomain) and serve authentication, the
 // operator and the workers, never a request made for a tenant.
 package storage

@@ -19,7 +19,10 @@ type Event struct {
 	Test      bool      `json:"test"`
 	MessageID string    `json:"message_id,omitempty"`
 	Recipient string    `json:"recipient,omitempty"`
-	Envelope  []byte    `json:"-"` // stored raw in event_bodies
+	// WebhookID, when set, is the one webhook the event goes to, whatever
+	// the webhooks' event lists (an inbound route's email.received).
+	WebhookID string `json:"webhook_id,omitempty"`
+	Envelope  []byte `json:"-"` // stored raw in event_bodies
 
 	ExpiresAt time.Time `json:"expires_at"`
 }
@@ -96,7 +99,7 @@ func (tx *Tx) EventEnvelope(accountID, id string) ([]byte, error) {
 }
 
 // OutboxEntry is an event waiting for webhook fan-out. Event holds only
-// what fan-out needs: ID, AccountID, Type and Test (zero when the event has
+// what fan-out needs: ID, AccountID, Type, Test and WebhookID (zero when the event has
 // expired: nothing is left to deliver).
 type OutboxEntry struct {
 	Seq   uint64
@@ -110,6 +113,7 @@ type outboxEvent struct {
 	AccountID string `json:"account_id"`
 	Type      string `json:"event"`
 	Test      bool   `json:"test"`
+	WebhookID string `json:"webhook_id,omitempty"`
 }
 
 // Outbox returns up to max events waiting for fan-out, oldest first.
@@ -129,7 +133,7 @@ func (tx *Tx) OutboxAfter(after uint64, max int) ([]OutboxEntry, error) {
 			out = append(out, OutboxEntry{Seq: getU64(k)})
 			continue
 		}
-		out = append(out, OutboxEntry{Seq: getU64(k), Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test}})
+		out = append(out, OutboxEntry{Seq: getU64(k), Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test, WebhookID: ev.WebhookID}})
 	}
 	return out, nil
 }

@@ -7,10 +7,11 @@ import (
 
 // Kinds of records the sweeper removes. A kind is one byte of the expiry key.
 const (
-	kindIdempotency byte = 1
-	kindDelivery    byte = 2
-	kindEvent       byte = 3
-	kindMessage     byte = 4
+	kindIdempotency    byte = 1
+	kindDelivery       byte = 2
+	kindEvent          byte = 3
+	kindMessage        byte = 4
+	kindInboundMessage byte = 5 // a received message and its raw bytes
 )
 
 // expirers remove one record of a kind if it is still due at now. A record
@@ -28,9 +29,10 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 		}
 		return b.Delete(key)
 	},
-	kindDelivery: expireDelivery,
-	kindEvent:    expireEvent,
-	kindMessage:  expireMessage,
+	kindDelivery:       expireDelivery,
+	kindEvent:          expireEvent,
+	kindMessage:        expireMessage,
+	kindInboundMessage: expireInboundMessage,
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {

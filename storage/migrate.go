@@ -41,6 +41,7 @@ var migrations = []migration{
 	{10, "deprecation announcements and the notices sent of them", plain(migrateAnnouncements), false},
 	{11, "template aliases", plain(migrateTemplateAliases), false},
 	{12, "unsubscribe suppressions for the broadcast stream only", plain(migrateSuppressionStreams), false},
+	{13, "inbound domains, routes and received messages", plain(migrateInbound), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -310,6 +311,18 @@ func migrateSuppressionStreams(tx *bolt.Tx) error {
 			return err
 		}
 		if err := b.Put(m.to, m.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateInbound adds the buckets of inbound mail. Nothing was received
+// before it, so there is nothing to fill.
+func migrateInbound(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketInboundDomains, bucketInboundDomainNames, bucketInboundVerified,
+		bucketInboundRoutes, bucketInboundRoutesByDomain, bucketInboundMessages, bucketInboundRaw, bucketInboundCounts} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
 	}

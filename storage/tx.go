@@ -72,6 +72,15 @@ var (
 	bucketNotices       = []byte("announcement_notices")
 
 	bucketTemplateAliases = []byte("template_aliases")
+
+	bucketInboundDomains        = []byte("inbound_domains")
+	bucketInboundDomainNames    = []byte("inbound_domain_names")
+	bucketInboundVerified       = []byte("inbound_verified")
+	bucketInboundRoutes         = []byte("inbound_routes")
+	bucketInboundRoutesByDomain = []byte("inbound_routes_by_domain")
+	bucketInboundMessages       = []byte("inbound_messages")
+	bucketInboundRaw            = []byte("inbound_raw")
+	bucketInboundCounts         = []byte("inbound_counts")
 )
 
 var (

@@ -12,8 +12,9 @@ type Webhook struct {
 	Events      []string `json:"events"`
 	Description string   `json:"description,omitempty"`
 	Test        bool     `json:"test"` // receives test-mode events (created with a test key)
-	// Disabled webhooks are matched to no new event (PATCH enabled:
-	// false); webhooks stored before it existed are enabled.
+	// Disabled webhooks (PATCH enabled: false) receive no new event, not
+	// even an inbound route's; absent (false) in records written before it
+	// existed.
 	Disabled bool `json:"disabled,omitempty"`
 	// Secret signs the requests; stored sealed under the secret key
 	// (seal.go), like PreviousSecret.

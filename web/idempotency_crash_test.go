@@ -63,6 +63,9 @@ func TestWriteRoutesCommitTheAnswerWithTheEffect(t *testing.T) {
 	e.do("POST", "/v1/suppressions", e.key, `{"recipient":"gone@dest.test"}`).want(t, 201)
 	removable := id("POST", "/v1/domains", `{"name":"removable.test"}`)
 	hook2 := id("POST", "/v1/webhooks", `{"url":"http://127.0.0.1:1/h2","events":["message.delivered"]}`)
+	inDomain := id("POST", "/v1/inbound/domains", `{"name":"in.acme.test"}`)
+	inRemovable := id("POST", "/v1/inbound/domains", `{"name":"gone.acme.test"}`)
+	inRoute := id("POST", "/v1/inbound/routes", `{"domain_id":"`+inDomain+`","pattern":"old","webhook_id":"`+hook+`"}`)
 
 	var verified string
 	for _, d := range e.do("GET", "/v1/domains", e.key, nil).want(t, 200).json(t)["data"].([]any) {
@@ -93,6 +96,11 @@ func TestWriteRoutesCommitTheAnswerWithTheEffect(t *testing.T) {
 		{"POST", "/v1/webhooks/" + hook + "/test", ``},
 		{"POST", "/v1/team/invite", `{"email":"new@acme.test","role":"developer"}`},
 		{"POST", "/v1/grader/submit", `{"from":"n@good.test","to":["s@example.test"],"subject":"hello","body_text":"a newsletter body"}`},
+		{"POST", "/v1/inbound/domains", `{"name":"new.acme.test"}`},
+		{"DELETE", "/v1/inbound/domains/" + inRemovable, ``},
+		{"POST", "/v1/inbound/domains/" + inDomain + "/verify", ``},
+		{"POST", "/v1/inbound/routes", `{"domain_id":"` + inDomain + `","pattern":"support","webhook_id":"` + hook + `"}`},
+		{"DELETE", "/v1/inbound/routes/" + inRoute, ``},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {

@@ -88,6 +88,16 @@ func (s *Server) routes() []route {
 		{Method: "GET", Path: "/v1/grader/history", h: s.graderHistory},
 		{Method: "GET", Path: "/v1/ips", h: s.listIPs},
 		{Method: "GET", Path: "/v1/ips/pools", h: s.listPools},
+		{Method: "GET", Path: "/v1/inbound/domains", h: s.listInboundDomains},
+		{Method: "POST", Path: "/v1/inbound/domains", h: s.createInboundDomain},
+		{Method: "GET", Path: "/v1/inbound/domains/:id", h: s.getInboundDomain},
+		{Method: "DELETE", Path: "/v1/inbound/domains/:id", h: s.deleteInboundDomain},
+		{Method: "POST", Path: "/v1/inbound/domains/:id/verify", h: s.verifyInboundDomain},
+		{Method: "GET", Path: "/v1/inbound/routes", h: s.listInboundRoutes},
+		{Method: "POST", Path: "/v1/inbound/routes", h: s.createInboundRoute},
+		{Method: "GET", Path: "/v1/inbound/routes/:id", h: s.getInboundRoute},
+		{Method: "DELETE", Path: "/v1/inbound/routes/:id", h: s.deleteInboundRoute},
+		{Method: "GET", Path: "/v1/inbound/messages/:id/raw", h: s.inboundRaw},
 	}
 }
 

@@ -88,6 +88,7 @@ type Client struct {
 	Analytics    *AnalyticsService
 	IPs          *IPsService
 	Grader       *GraderService
+	Inbound      *InboundService
 }
 
 // New builds a Client from opts, filling unset fields from the environment.
@@ -162,6 +163,7 @@ func New(opts Options) (*Client, error) {
 	c.Analytics = &AnalyticsService{c}
 	c.IPs = &IPsService{c}
 	c.Grader = &GraderService{c}
+	c.Inbound = &InboundService{c}
 	return c, nil
 }
 

@@ -596,3 +596,49 @@ func TestLiveSuppressionsImportExport(t *testing.T) {
 		}
 	}
 }
+
+func TestLiveInbound(t *testing.T) {
+	c := liveClient(t, "MAILBOLT_API_KEY")
+	cx := ctx(t)
+	name := fmt.Sprintf("in%d.example.org", time.Now().UnixNano())
+	d, err := c.Inbound.CreateDomain(cx, name)
+	if err != nil || d.Name != name || d.Status != "pending" || len(d.Records) != 2 || d.Records[0].Type != "MX" {
+		t.Fatalf("create %+v %v", d, err)
+	}
+	if g, err := c.Inbound.GetDomain(cx, d.ID); err != nil || g.Name != name {
+		t.Fatalf("get %+v %v", g, err)
+	}
+	if p, err := c.Inbound.ListDomains(cx, &ListParams{Page: 1}); err != nil || p.Total == 0 {
+		t.Fatalf("list %v", err)
+	}
+	w, err := c.Webhooks.Create(cx, &CreateWebhookRequest{URL: "http://127.0.0.1:9/inbound", Events: []string{"message.delivered"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Inbound.CreateRoute(cx, &CreateInboundRouteRequest{DomainID: d.ID, Pattern: "support", WebhookID: w.ID})
+	if err != nil || r.Pattern != "support" || r.WebhookID != w.ID {
+		t.Fatalf("route %+v %v", r, err)
+	}
+	if _, err := c.Inbound.CreateRoute(cx, &CreateInboundRouteRequest{DomainID: d.ID, Pattern: "support", WebhookID: w.ID}); ErrorCode(err) != "CONFLICT" {
+		t.Errorf("a second route for the pattern: %v", err)
+	}
+	if g, err := c.Inbound.GetRoute(cx, r.ID); err != nil || g.DomainID != d.ID {
+		t.Fatalf("get route %+v %v", g, err)
+	}
+	if p, err := c.Inbound.ListRoutes(cx, nil); err != nil || len(p.Data) == 0 {
+		t.Fatalf("list routes %v", err)
+	}
+	other := liveClient(t, "MAILBOLT_OTHER_API_KEY")
+	if _, err := other.Inbound.GetDomain(cx, d.ID); ErrorCode(err) != "NOT_FOUND" {
+		t.Errorf("another account reads the domain: %v", err)
+	}
+	if raw, err := c.Inbound.Raw(cx, "01a21900-0000-7000-8000-000000000000"); ErrorCode(err) != "NOT_FOUND" || raw != nil {
+		t.Errorf("raw of an unknown message: %q %v", raw, err)
+	}
+	if resp, err := c.Inbound.DeleteRoute(cx, r.ID); err != nil || resp.StatusCode != 204 {
+		t.Fatalf("delete route %v", err)
+	}
+	if resp, err := c.Inbound.DeleteDomain(cx, d.ID); err != nil || resp.StatusCode != 204 {
+		t.Fatalf("delete domain %v", err)
+	}
+}

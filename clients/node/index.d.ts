@@ -261,6 +261,23 @@ export class Mailbolt {
     result(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
     history(params?: { page?: number; per_page?: number }, options?: RequestOptions): Promise<WithResponse<Json>>;
   };
+  /** Inbound email: domains, routes from their addresses to webhooks, raw messages (docs/inbound.md). */
+  inbound: {
+    listDomains(params?: PageParams, options?: RequestOptions): Promise<WithResponse<Page<Json>>>;
+    domainPages(params?: PageParams, options?: RequestOptions): AsyncGenerator<WithResponse<Page<Json>>, void, undefined>;
+    /** A name, or { name }. The answer names the MX and TXT records to publish. */
+    createDomain(domain: string | { name: string }, options?: RequestOptions): Promise<WithResponse<Json>>;
+    getDomain(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    deleteDomain(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    verifyDomain(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    listRoutes(params?: PageParams, options?: RequestOptions): Promise<WithResponse<Page<Json>>>;
+    routePages(params?: PageParams, options?: RequestOptions): AsyncGenerator<WithResponse<Page<Json>>, void, undefined>;
+    createRoute(route: { domain_id: string; pattern: string; webhook_id: string }, options?: RequestOptions): Promise<WithResponse<Json>>;
+    getRoute(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    deleteRoute(id: string, options?: RequestOptions): Promise<WithResponse<Json>>;
+    /** The message exactly as received (message/rfc822). */
+    raw(id: string, options?: RequestOptions): Promise<Buffer>;
+  };
 }
 
 export default Mailbolt;

@@ -286,6 +286,22 @@ export class Mailbolt {
       result: (id, o) => c.request('GET', `/v1/grader/results/${enc(id)}`, { ...o }),
       history: (params, o) => c.request('GET', `/v1/grader/history${queryString(params)}`, { ...o }),
     };
+    // Inbound email (docs/inbound.md): domains, routes to webhooks, raw messages.
+    this.inbound = {
+      listDomains: (params, o) => c._list('/v1/inbound/domains', params, o),
+      domainPages: (params, o) => c._pages('/v1/inbound/domains', params, o),
+      createDomain: (d, o) => c.request('POST', '/v1/inbound/domains', { body: typeof d === 'string' ? { name: d } : d, idempotent: true, ...o }),
+      getDomain: (id, o) => c.request('GET', `/v1/inbound/domains/${enc(id)}`, { ...o }),
+      deleteDomain: (id, o) => c.request('DELETE', `/v1/inbound/domains/${enc(id)}`, { idempotent: true, ...o }),
+      verifyDomain: (id, o) => c.request('POST', `/v1/inbound/domains/${enc(id)}/verify`, { idempotent: true, ...o }),
+      listRoutes: (params, o) => c._list('/v1/inbound/routes', params, o),
+      routePages: (params, o) => c._pages('/v1/inbound/routes', params, o),
+      createRoute: (r, o) => c.request('POST', '/v1/inbound/routes', { body: r, idempotent: true, ...o }),
+      getRoute: (id, o) => c.request('GET', `/v1/inbound/routes/${enc(id)}`, { ...o }),
+      deleteRoute: (id, o) => c.request('DELETE', `/v1/inbound/routes/${enc(id)}`, { idempotent: true, ...o }),
+      /** The message exactly as received (message/rfc822), as a Buffer. */
+      raw: (id, o) => c.request('GET', `/v1/inbound/messages/${enc(id)}/raw`, { raw: true, ...o }),
+    };
   }
 
   _listing(path) {

@@ -7,9 +7,18 @@
 //
 // The listener never relays and offers no AUTH. It takes mail only for
 // the recipients its Handler accepts (app.Inbound takes VERP return paths
-// whose MAC verifies, the feedback-loop address and unsubscribe addresses)
-// and refuses the rest with 550 5.7.1; it hands each whole message to
-// Handler.Deliver and acknowledges it once Deliver returns. What a report
+// whose MAC verifies, the feedback-loop address, unsubscribe addresses, and
+// the routed addresses of verified inbound domains) and refuses the rest
+// with 550 5.7.1, or with the Reply the Handler chose (550 5.1.1 for an
+// unrouted address, 452 over a quota); it hands each whole message to
+// Handler.Deliver, with the Envelope (client address, HELO name,
+// reverse-path), and acknowledges it once Deliver returns. Messages over
+// Options.MaxMessageSize are refused with 552 5.3.4, at MAIL FROM when SIZE=
+// declares it and at the end of DATA otherwise.
+//
+// ParseReceived reads a message received for an inbound domain into its
+// header fields, decoded addresses and subject, text and HTML bodies and
+// attachments (charsets decoded by this parser alone), never failing. What a report
 // means for a message (a late bounce, a complaint, an unsubscribe) is
 // decided by app and mta/queue; this package only reads.
 //

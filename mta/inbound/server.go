@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"strings"
 	"time"
 
@@ -17,17 +19,43 @@ import (
 // Accept approves, and hands each message to Deliver once it is whole.
 type Handler interface {
 	// Accept decides whether mail for rcpt is taken (bounce, feedback
-	// loop and unsubscribe addresses): nil takes it, an error wrapping
-	// ErrRetryLater answers 451 (the decision needed storage that failed),
-	// and any other error refuses it with 550 5.7.1.
-	Accept(rcpt string) error
+	// loop and unsubscribe addresses, routed addresses of inbound domains):
+	// nil takes it, an error wrapping ErrRetryLater answers 451 (the
+	// decision needed storage that failed), a *Reply is answered as it
+	// is, and any other error refuses it with 550 5.7.1.
+	Accept(env Envelope, rcpt string) error
 	// Deliver processes one received message; logging what it cannot
 	// use is the handler's. The listener acknowledges the message
 	// whatever Deliver returns (a report that cannot be used must not come
 	// back in a loop of retries), except an error wrapping ErrRetryLater:
 	// what the message says could not be recorded, and the sender is told
-	// to try again (451).
-	Deliver(from string, rcpts []string, data []byte) error
+	// to try again (451); and a *Reply, answered as it is.
+	Deliver(env Envelope, rcpts []string, data []byte) error
+}
+
+// Envelope is what the session knows of a message besides its recipients
+// and its bytes: who connected, the name it gave, and the reverse-path.
+type Envelope struct {
+	RemoteIP net.IP // nil when the connection is not TCP
+	HELO     string
+	From     string // "" for the null reverse-path
+}
+
+// Reply is an SMTP reply a Handler chooses: a refusal with its own code
+// and text (550 5.1.1 for an unrouted address, 452 over a quota).
+type Reply struct {
+	Code     int
+	Enhanced [3]int
+	Message  string
+}
+
+func (r *Reply) Error() string {
+	return fmt.Sprintf("%d %d.%d.%d %s", r.Code, r.Enhanced[0], r.Enhanced[1], r.Enhanced[2], r.Message)
+}
+
+// smtpReply is r as go-smtp answers it.
+func (r *Reply) smtpReply() *smtp.SMTPError {
+	return &smtp.SMTPError{Code: r.Code, EnhancedCode: smtp.EnhancedCode(r.Enhanced), Message: r.Message}
 }
 
 // ErrRetryLater marks a Deliver error that the sender should retry: the
@@ -52,12 +80,15 @@ type Options struct {
 // (--smtp-addr): go-smtp with the limits of opts, STARTTLS when
 // opts.TLSConfig is set, no AUTH, no relaying.
 func NewServer(h Handler, opts Options) *smtp.Server {
-	s := smtp.NewServer(backend{h})
-	s.Domain = opts.Domain
-	s.MaxMessageBytes = opts.MaxMessageSize
-	if s.MaxMessageBytes == 0 {
-		s.MaxMessageBytes = 10 << 20
+	max := opts.MaxMessageSize
+	if max == 0 {
+		max = 10 << 20
 	}
+	s := smtp.NewServer(backend{h, max})
+	s.Domain = opts.Domain
+	// The size limit is the session's own (Mail and Data): go-smtp's stops
+	// reading at the limit and answers while the client is still sending,
+	// so the client sees a broken pipe instead of the 552.
 	s.MaxRecipients = opts.MaxRecipients
 	if s.MaxRecipients == 0 {
 		s.MaxRecipients = 10
@@ -77,33 +108,60 @@ func NewServer(h Handler, opts Options) *smtp.Server {
 	return s
 }
 
-type backend struct{ h Handler }
+type backend struct {
+	h   Handler
+	max int64
+}
 
 func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
-	return &session{h: b.h}, nil
+	return &session{h: b.h, c: c, max: b.max}, nil
 }
 
 type session struct {
 	h    Handler
+	c    *smtp.Conn
+	max  int64
 	from string
 	to   []string
 }
 
-func (s *session) Mail(from string, _ *smtp.MailOptions) error {
+// errTooLarge is RFC 1870's refusal of a message over the size limit.
+var errTooLarge = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 3, 4},
+	Message: "the message is larger than this server takes"}
+
+func (s *session) Mail(from string, opts *smtp.MailOptions) error {
+	if opts != nil && opts.Size > s.max {
+		return errTooLarge // RFC 1870 §6.2: declared too large
+	}
 	s.from, s.to = from, nil
 	return nil
 }
 
+// envelope is what the session knows of the current message.
+func (s *session) envelope() Envelope {
+	env := Envelope{From: s.from}
+	if s.c != nil {
+		env.HELO = s.c.Hostname()
+		if a, ok := s.c.Conn().RemoteAddr().(*net.TCPAddr); ok {
+			env.RemoteIP = a.IP
+		}
+	}
+	return env
+}
+
 var errNoRelay = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 7, 1},
-	Message: "no such address: this server takes only bounces, complaints and unsubscribe requests for its own addresses"}
+	Message: "no such address: this server takes only bounces, complaints and unsubscribe requests for its own addresses, and mail for verified inbound domains"}
 
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if strings.ContainsAny(to, "\r\n") {
 		return errNoRelay
 	}
-	if err := s.h.Accept(to); errors.Is(err, ErrRetryLater) {
+	var reply *Reply
+	if err := s.h.Accept(s.envelope(), to); errors.Is(err, ErrRetryLater) {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 			Message: "the address could not be checked now; try again later"}
+	} else if errors.As(err, &reply) {
+		return reply.smtpReply()
 	} else if err != nil {
 		return errNoRelay
 	}
@@ -113,12 +171,25 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 
 func (s *session) Data(r io.Reader) error {
 	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, r); err != nil {
-		return err // over the size limit, or the connection broke
+	n, err := io.Copy(&buf, io.LimitReader(r, s.max+1))
+	if err != nil {
+		return err // the connection broke
+	}
+	if n > s.max {
+		// Read the rest so that the reply comes when the client expects
+		// it (RFC 5321 §4.5.3.1.10), but not without end: past four times
+		// the limit the connection is closed.
+		if rest, _ := io.Copy(io.Discard, io.LimitReader(r, 3*s.max)); rest >= 3*s.max && s.c != nil {
+			s.c.Close()
+		}
+		return errTooLarge
 	}
 	// Durable before acknowledged: Deliver returns once what it records
 	// is committed, and a failure to record it is not acknowledged.
-	if err := s.h.Deliver(s.from, s.to, buf.Bytes()); errors.Is(err, ErrRetryLater) {
+	var reply *Reply
+	if err := s.h.Deliver(s.envelope(), s.to, buf.Bytes()); errors.As(err, &reply) {
+		return reply.smtpReply()
+	} else if errors.Is(err, ErrRetryLater) {
 		return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0},
 			Message: "the message could not be recorded now; try again later"}
 	}

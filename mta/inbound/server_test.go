@@ -23,14 +23,14 @@ type recorder struct {
 	mails [][]byte
 }
 
-func (r *recorder) Accept(rcpt string) error {
+func (r *recorder) Accept(_ Envelope, rcpt string) error {
 	if rcpt != "bounces@mta.example.net" {
 		return errors.New("not ours")
 	}
 	return nil
 }
 
-func (r *recorder) Deliver(_ string, _ []string, data []byte) error {
+func (r *recorder) Deliver(_ Envelope, _ []string, data []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mails = append(r.mails, data)

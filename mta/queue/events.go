@@ -24,10 +24,14 @@ const (
 	EventComplained    = "message.complained"
 	EventUnsubscribed  = "recipient.unsubscribed"
 	EventAcceptedAlias = "message.accepted"
+	// EventReceived is a message received for an inbound domain; it goes
+	// to the inbound route's webhook only (storage.Event.WebhookID).
+	EventReceived = "email.received"
 )
 
 // EventTypes lists every event type a webhook can subscribe to.
-var EventTypes = []string{EventSent, EventDelivered, EventOpened, EventClicked, EventBounced, EventComplained, EventUnsubscribed}
+var EventTypes = []string{EventSent, EventDelivered, EventOpened, EventClicked, EventBounced, EventComplained, EventUnsubscribed,
+	EventReceived}
 
 // NormalizeEventType maps an event name given by a user to its canonical
 // type, or reports it unknown.

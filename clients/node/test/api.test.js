@@ -266,3 +266,26 @@ test('webhooks.update keeps the secret, webhooks.test reaches a receiver signed,
     srv.close();
   }
 });
+
+test('inbound domains and routes; the raw fetch answers bytes or 404', { skip }, async () => {
+  const name = `in-${run}.example.com`;
+  const d = await live.inbound.createDomain(name);
+  assert.equal(d.$response.status, 201);
+  assert.equal(d.name, name);
+  assert.equal(d.status, 'pending');
+  assert.deepEqual(d.records.map((r) => r.type), ['MX', 'TXT']);
+  assert.equal((await live.inbound.getDomain(d.id)).name, name);
+  assert.ok((await live.inbound.listDomains({ limit: 200 })).data.some((x) => x.id === d.id));
+  const w = await live.webhooks.create({ url: 'http://127.0.0.1:9/inbound', events: ['message.delivered'] });
+  const r = await live.inbound.createRoute({ domain_id: d.id, pattern: 'support', webhook_id: w.id });
+  assert.equal(r.pattern, 'support');
+  assert.equal((await live.inbound.getRoute(r.id)).domain_id, d.id);
+  assert.ok((await live.inbound.listRoutes()).data.some((x) => x.id === r.id));
+  await rejectsWith(live.inbound.createRoute({ domain_id: d.id, pattern: 'support', webhook_id: w.id }), 409, 'CONFLICT');
+  const other = new Mailbolt({ apiKey: env.MAILBOLT_OTHER_API_KEY });
+  await rejectsWith(other.inbound.getDomain(d.id), 404, 'NOT_FOUND');
+  await rejectsWith(live.inbound.raw(crypto.randomUUID()), 404, 'NOT_FOUND');
+  assert.equal((await live.inbound.deleteRoute(r.id)).$response.status, 204);
+  assert.equal((await live.inbound.deleteDomain(d.id)).$response.status, 204);
+  await live.webhooks.delete(w.id);
+});

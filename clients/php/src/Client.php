@@ -36,6 +36,7 @@ final class Client
     public readonly Resources\Analytics $analytics;
     public readonly Resources\Ips $ips;
     public readonly Resources\Grader $grader;
+    public readonly Resources\Inbound $inbound;
 
     private string $apiKey;
     private string $baseUrl;
@@ -87,6 +88,7 @@ final class Client
         $this->analytics = new Resources\Analytics($this);
         $this->ips = new Resources\Ips($this);
         $this->grader = new Resources\Grader($this);
+        $this->inbound = new Resources\Inbound($this);
     }
 
     private static function env(string $name): ?string

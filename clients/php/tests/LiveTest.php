@@ -310,4 +310,41 @@ final class LiveTest extends LiveTestCase
         $this->assertSame(200, $c->team->list()->status);
         $this->assertSame(200, $c->events->list(['limit' => 5])->status);
     }
+
+    public function testInboundDomainsRoutesAndRaw(): void
+    {
+        $c = $this->client('MAILBOLT_API_KEY');
+        $name = 'in-' . self::unique() . '.example.com';
+        $d = $c->inbound->createDomain($name);
+        $this->assertSame([201, $name, 'pending'], [$d->status, $d['name'], $d['status']]);
+        $this->assertSame(['MX', 'TXT'], array_column($d['records'], 'type'));
+        $this->assertSame($name, $c->inbound->getDomain($d['id'])['name']);
+        $this->assertContains($d['id'], array_column($c->inbound->listDomains(['limit' => 200])->items(), 'id'));
+        $hook = $c->webhooks->create(['url' => 'https://hooks.example.com/' . self::unique(), 'events' => ['message.delivered']]);
+        $r = $c->inbound->createRoute($d['id'], 'support', $hook['id']);
+        $this->assertSame([201, 'support'], [$r->status, $r['pattern']]);
+        $this->assertSame($d['id'], $c->inbound->getRoute($r['id'])['domain_id']);
+        $this->assertContains($r['id'], array_column($c->inbound->listRoutes()->items(), 'id'));
+        try {
+            $c->inbound->createRoute($d['id'], 'support', $hook['id']);
+            $this->fail('a second route for the pattern');
+        } catch (ConflictException $e) {
+            $this->assertSame('CONFLICT', $e->errorCode);
+        }
+        try {
+            $this->client('MAILBOLT_OTHER_API_KEY')->inbound->getDomain($d['id']);
+            $this->fail('another tenant saw the inbound domain');
+        } catch (NotFoundException $e) {
+            $this->assertSame(404, $e->status);
+        }
+        try {
+            $c->inbound->raw('01a21900-0000-7000-8000-000000000000');
+            $this->fail('raw of an unknown message');
+        } catch (NotFoundException $e) {
+            $this->assertSame('NOT_FOUND', $e->errorCode);
+        }
+        $this->assertSame(204, $c->inbound->deleteRoute($r['id'])->status);
+        $this->assertSame(204, $c->inbound->deleteDomain($d['id'])->status);
+        $c->webhooks->delete($hook['id']);
+    }
 }

@@ -106,6 +106,7 @@ class Client:
         self.analytics = Analytics(self)
         self.ips = Ips(self)
         self.grader = Grader(self)
+        self.inbound = Inbound(self)
 
     # -- transport -----------------------------------------------------------------
 
@@ -170,6 +171,32 @@ class Client:
                 result = (Page if page else Result)(parsed, status, resp_headers, attempt + 1)
                 result.content = raw or b""
                 return result
+            err = error_for(status, parsed, header(resp_headers, "X-Request-Id"), resp_headers)
+            if err.code not in TRANSIENT_CODES or attempt >= self.max_retries:
+                raise err
+            retry_after = err.retry_after
+            if retry_after is not None and retry_after > self.max_retry_after:
+                raise err
+            self._sleep(self._backoff(attempt, retry_after))
+            attempt += 1
+
+    def request_bytes(self, method: str, path: str) -> bytes:
+        """Sends one call whose answer is not JSON (a raw message) and returns its body as
+        bytes; errors and retries as :meth:`request`."""
+        url = self.base_url + path
+        headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
+        if self.api_key:
+            headers["X-API-Key"] = self.api_key
+        attempt = 0
+        while True:
+            status, resp_headers, raw = self._send_once(method, url, None, headers)
+            self._check_deprecation(resp_headers)
+            if 200 <= status < 300:
+                return raw
+            try:
+                parsed = json.loads(raw) if raw else None
+            except ValueError:
+                parsed = None
             err = error_for(status, parsed, header(resp_headers, "X-Request-Id"), resp_headers)
             if err.code not in TRANSIENT_CODES or attempt >= self.max_retries:
                 raise err
@@ -520,3 +547,49 @@ class Grader(_Resource):
         ``client.paginate(client.grader.history, mode="page")``."""
         query.pop("cursor", None)
         return self._list("/v1/grader/history", page=page, per_page=per_page, **query)
+
+
+class Inbound(_Resource):
+    """Inbound email: domains the account receives mail for, routes from their addresses to
+    webhooks, and the raw messages received (docs/inbound.md)."""
+
+    def list_domains(self, **query: Any) -> Page:
+        """GET /v1/inbound/domains."""
+        return self._list("/v1/inbound/domains", **query)
+
+    def create_domain(self, name: str, *, idempotency_key: Optional[str] = None) -> Result:
+        """POST /v1/inbound/domains: the answer names the MX and TXT records to publish."""
+        return self._write("POST", "/v1/inbound/domains", {"name": name}, idempotency_key)
+
+    def get_domain(self, domain_id: str) -> Result:
+        """GET /v1/inbound/domains/{id}."""
+        return self._get(f"/v1/inbound/domains/{_seg(domain_id)}")
+
+    def delete_domain(self, domain_id: str, *, idempotency_key: Optional[str] = None) -> Result:
+        """DELETE /v1/inbound/domains/{id} (its routes go with it)."""
+        return self._write("DELETE", f"/v1/inbound/domains/{_seg(domain_id)}", None, idempotency_key)
+
+    def verify_domain(self, domain_id: str, *, idempotency_key: Optional[str] = None) -> Result:
+        """POST /v1/inbound/domains/{id}/verify (looks up the MX and the ownership TXT record)."""
+        return self._write("POST", f"/v1/inbound/domains/{_seg(domain_id)}/verify", None, idempotency_key)
+
+    def list_routes(self, **query: Any) -> Page:
+        """GET /v1/inbound/routes."""
+        return self._list("/v1/inbound/routes", **query)
+
+    def create_route(self, domain_id: str, pattern: str, webhook_id: str, *, idempotency_key: Optional[str] = None) -> Result:
+        """POST /v1/inbound/routes: ``pattern`` is a local part such as ``support``, or ``*``."""
+        body = {"domain_id": domain_id, "pattern": pattern, "webhook_id": webhook_id}
+        return self._write("POST", "/v1/inbound/routes", body, idempotency_key)
+
+    def get_route(self, route_id: str) -> Result:
+        """GET /v1/inbound/routes/{id}."""
+        return self._get(f"/v1/inbound/routes/{_seg(route_id)}")
+
+    def delete_route(self, route_id: str, *, idempotency_key: Optional[str] = None) -> Result:
+        """DELETE /v1/inbound/routes/{id}."""
+        return self._write("DELETE", f"/v1/inbound/routes/{_seg(route_id)}", None, idempotency_key)
+
+    def raw(self, message_id: str) -> bytes:
+        """GET /v1/inbound/messages/{id}/raw: the message exactly as received (``message/rfc822``)."""
+        return self._client.request_bytes("GET", f"/v1/inbound/messages/{_seg(message_id)}/raw")

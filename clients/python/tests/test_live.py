@@ -196,6 +196,30 @@ class LiveTest(unittest.TestCase):
         self.assertEqual((e.status, e.code), (409, "IDEMPOTENCY_CONFLICT"))
         self.assertEqual(self.sleeps, [], "a 409 is not retried")
 
+    def test_inbound(self):
+        c = self.live
+        name = "in-%s.example.com" % uuid.uuid4().hex[:6]
+        d = c.inbound.create_domain(name)
+        self.assertEqual((d.status_code, d["name"], d["status"]), (201, name, "pending"))
+        self.assertEqual([r["type"] for r in d["records"]], ["MX", "TXT"])
+        self.assertEqual(c.inbound.get_domain(d["id"])["name"], name)
+        self.assertIn(d["id"], [x["id"] for x in c.inbound.list_domains(limit=200).data])
+        w = c.webhooks.create(url="http://127.0.0.1:9/inbound", events=["message.delivered"])
+        r = c.inbound.create_route(d["id"], "support", w["id"])
+        self.assertEqual((r.status_code, r["pattern"], r["webhook_id"]), (201, "support", w["id"]))
+        self.assertEqual(c.inbound.get_route(r["id"])["domain_id"], d["id"])
+        self.assertIn(r["id"], [x["id"] for x in c.inbound.list_routes().data])
+        with self.assertRaises(mailbolt.ConflictError):
+            c.inbound.create_route(d["id"], "support", w["id"])
+        other = mailbolt.Client(key("MAILBOLT_OTHER_API_KEY"))
+        with self.assertRaises(mailbolt.NotFoundError):
+            other.inbound.get_domain(d["id"])
+        with self.assertRaises(mailbolt.NotFoundError):
+            c.inbound.raw(str(uuid.uuid4()))
+        self.assertEqual(c.inbound.delete_route(r["id"]).status_code, 204)
+        self.assertEqual(c.inbound.delete_domain(d["id"]).status_code, 204)
+        c.webhooks.delete(w["id"])
+
     def test_422_domain_not_verified(self):
         with self.assertRaises(mailbolt.UnprocessableEntityError) as cm:
             self.live.messages.send(self.message(**{"from": "app@unverified-%s.example" % uuid.uuid4().hex[:6]}))

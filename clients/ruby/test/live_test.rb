@@ -218,4 +218,27 @@ class LiveTest < Minitest::Test
     assert_equal "#{id}\n", out, "the id alone on stdout"
     assert_equal id, sandbox.messages.get(id)["id"]
   end
+
+  def test_inbound_domains_routes_and_raw
+    name = "in-#{unique}.example.com"
+    d = live.inbound.create_domain(name: name)
+    assert_equal [201, name, "pending"], [d.status, d["name"], d["status"]]
+    assert_equal %w[MX TXT], d["records"].map { |r| r["type"] }
+    assert_equal name, live.inbound.get_domain(d["id"])["name"]
+    assert(live.inbound.list_domains(limit: 200).any? { |x| x["id"] == d["id"] })
+    hook = live.webhooks.create(url: "https://hooks.example.com/#{unique}", events: ["message.delivered"])
+    r = live.inbound.create_route(domain_id: d["id"], pattern: "support", webhook_id: hook["id"])
+    assert_equal [201, "support"], [r.status, r["pattern"]]
+    assert_equal d["id"], live.inbound.get_route(r["id"])["domain_id"]
+    assert(live.inbound.list_routes.any? { |x| x["id"] == r["id"] })
+    assert_raises(Mailbolt::ConflictError) do
+      live.inbound.create_route(domain_id: d["id"], pattern: "support", webhook_id: hook["id"])
+    end
+    other = Mailbolt::Client.new(api_key: ENV.fetch("MAILBOLT_OTHER_API_KEY"))
+    assert_raises(Mailbolt::NotFoundError) { other.inbound.get_domain(d["id"]) }
+    assert_raises(Mailbolt::NotFoundError) { live.inbound.raw(SecureRandom.uuid) }
+    assert_equal 204, live.inbound.delete_route(r["id"]).status
+    assert_equal 204, live.inbound.delete_domain(d["id"]).status
+    live.webhooks.delete(hook["id"])
+  end
 end

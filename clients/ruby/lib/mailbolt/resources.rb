@@ -323,5 +323,45 @@ module Mailbolt
 
       def history(page: nil, per_page: nil) = get("/v1/grader/history", { page: page, per_page: per_page })
     end
+
+    # Inbound email (docs/inbound.md): domains the account receives mail for, routes
+    # from their addresses to webhooks, and the raw messages received.
+    class Inbound < Base
+      def list_domains(limit: nil, cursor: nil, page: nil) =
+        fetch_page("/v1/inbound/domains", { limit: limit, cursor: cursor, page: page })
+
+      # The answer names the MX and TXT records to publish.
+      def create_domain(name:, idempotency_key: nil)
+        write(:post, "/v1/inbound/domains", { name: name }, idempotency_key: idempotency_key)
+      end
+
+      def get_domain(id) = get("/v1/inbound/domains/#{seg(id)}")
+
+      def delete_domain(id, idempotency_key: nil)
+        write(:delete, "/v1/inbound/domains/#{seg(id)}", idempotency_key: idempotency_key)
+      end
+
+      def verify_domain(id, idempotency_key: nil)
+        write(:post, "/v1/inbound/domains/#{seg(id)}/verify", idempotency_key: idempotency_key)
+      end
+
+      def list_routes(limit: nil, cursor: nil, page: nil) =
+        fetch_page("/v1/inbound/routes", { limit: limit, cursor: cursor, page: page })
+
+      # pattern: a local part such as "support", or "*".
+      def create_route(domain_id:, pattern:, webhook_id:, idempotency_key: nil)
+        write(:post, "/v1/inbound/routes", { domain_id: domain_id, pattern: pattern, webhook_id: webhook_id },
+              idempotency_key: idempotency_key)
+      end
+
+      def get_route(id) = get("/v1/inbound/routes/#{seg(id)}")
+
+      def delete_route(id, idempotency_key: nil)
+        write(:delete, "/v1/inbound/routes/#{seg(id)}", idempotency_key: idempotency_key)
+      end
+
+      # The message exactly as received (message/rfc822), as a binary String.
+      def raw(id) = @client.request(:get, "/v1/inbound/messages/#{seg(id)}/raw", raw: true)
+    end
   end
 end

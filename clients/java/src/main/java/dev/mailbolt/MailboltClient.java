@@ -77,6 +77,7 @@ public final class MailboltClient {
     private final Ips ips = new Ips(this);
     private final Account account = new Account(this);
     private final Grader grader = new Grader(this);
+    private final Inbound inbound = new Inbound(this);
 
     private MailboltClient(Builder b) {
         String base = b.baseUrl != null ? b.baseUrl : env("MAILBOLT_BASE_URL");
@@ -184,6 +185,8 @@ public final class MailboltClient {
 
     public Grader grader() { return grader; }
 
+    public Inbound inbound() { return inbound; }
+
     /** URL-encodes one path segment. */
     static String seg(String s) {
         if (s == null || s.isEmpty()) throw new IllegalArgumentException("a path parameter is empty");
@@ -259,6 +262,39 @@ public final class MailboltClient {
                 return new ApiResponse(status, headers, decoded);
             }
             ApiException err = error(status, headers, raw);
+            if (attempt >= maxRetries || !TRANSIENT.contains(err.code())) throw err;
+            try {
+                sleeper.sleep(delay(attempt, headers));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw err;
+            }
+        }
+    }
+
+    /**
+     * GETs an answer that is not JSON (a raw message) and returns its bytes, retrying transient
+     * errors like {@link #request}.
+     */
+    byte[] getBytes(String path) {
+        URI uri = URI.create(baseUrl + path);
+        for (int attempt = 0; ; attempt++) {
+            HttpRequest.Builder rb = HttpRequest.newBuilder(uri).timeout(timeout)
+                    .header("User-Agent", USER_AGENT).header("Accept", "*/*").GET();
+            if (apiKey != null) rb.header("X-API-Key", apiKey);
+            HttpResponse<byte[]> resp;
+            try {
+                resp = http.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
+            } catch (IOException e) {
+                throw new MailboltException("GET " + path + ": " + e.getMessage(), e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new MailboltException("interrupted", e);
+            }
+            Headers headers = new Headers(resp.headers().map());
+            int status = resp.statusCode();
+            if (status >= 200 && status < 300) return resp.body() == null ? new byte[0] : resp.body();
+            ApiException err = error(status, headers, resp.body());
             if (attempt >= maxRetries || !TRANSIENT.contains(err.code())) throw err;
             try {
                 sleeper.sleep(delay(attempt, headers));

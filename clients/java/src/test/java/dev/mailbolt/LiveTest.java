@@ -343,4 +343,33 @@ class LiveTest {
             Files.deleteIfExists(err);
         }
     }
+
+    @Test
+    void inboundDomainsRoutesAndRaw() {
+        String name = "in-" + UUID.randomUUID().toString().substring(0, 8) + ".example.com";
+        ApiResponse d = live.inbound().createDomain(name);
+        assertEquals(201, d.status());
+        assertEquals(name, d.getString("name"));
+        assertEquals("pending", d.getString("status"));
+        String id = d.getString("id");
+        assertEquals(name, live.inbound().getDomain(id).getString("name"));
+        assertTrue(live.inbound().listDomains(Map.of("limit", 200)).items().stream().anyMatch(x -> id.equals(x.get("id"))));
+        Map<String, Object> hook = new LinkedHashMap<>();
+        hook.put("url", "https://hooks.example.com/" + UUID.randomUUID());
+        hook.put("events", List.of("message.delivered"));
+        String hookId = live.webhooks().create(hook).getString("id");
+        ApiResponse r = live.inbound().createRoute(id, "support", hookId);
+        assertEquals(201, r.status());
+        assertEquals("support", r.getString("pattern"));
+        String routeId = r.getString("id");
+        assertEquals(id, live.inbound().getRoute(routeId).getString("domain_id"));
+        assertTrue(live.inbound().listRoutes(null).items().stream().anyMatch(x -> routeId.equals(x.get("id"))));
+        assertThrows(ConflictException.class, () -> live.inbound().createRoute(id, "support", hookId));
+        assertThrows(NotFoundException.class, () -> keyed("MAILBOLT_OTHER_API_KEY").inbound().getDomain(id));
+        NotFoundException e = assertThrows(NotFoundException.class, () -> live.inbound().raw(UUID.randomUUID().toString()));
+        assertEquals("NOT_FOUND", e.code());
+        assertEquals(204, live.inbound().deleteRoute(routeId).status());
+        assertEquals(204, live.inbound().deleteDomain(id).status());
+        live.webhooks().delete(hookId);
+    }
 }

@@ -1,0 +1,290 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"time"
+)
+
+// Inbound mail (schema v13): the domains an account receives mail for,
+// the routes that send a received message to one of its webhooks, and the
+// messages received, kept as they arrived for the event retention.
+
+// InboundDomain is a domain an account receives mail for. Token is the
+// per-account proof of ownership published at _mailbolt.<name>: every
+// tenant's MX points at the same host, so the MX alone proves nothing.
+type InboundDomain struct {
+	ID            string     `json:"id"`
+	AccountID     string     `json:"account_id"`
+	Name          string     `json:"name"` // lower case, punycode
+	Token         string     `json:"token"`
+	Status        string     `json:"status"` // pending, verified, failed
+	MXFound       []string   `json:"mx_found,omitempty"`
+	TXTFound      bool       `json:"txt_found,omitempty"`
+	CheckError    string     `json:"check_error,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	VerifiedAt    *time.Time `json:"verified_at,omitempty"`
+	LastCheckedAt *time.Time `json:"last_checked_at,omitempty"`
+}
+
+// InboundRoute sends mail for Pattern (a local part, or "*") at one of an
+// account's inbound domains to one of its webhooks.
+type InboundRoute struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	DomainID  string    `json:"domain_id"`
+	Pattern   string    `json:"pattern"` // lower case local part, or "*"
+	WebhookID string    `json:"webhook_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// InboundMessage is one received message, as delivered to one recipient;
+// its raw bytes are in inbound_raw under the same key.
+type InboundMessage struct {
+	ID         string    `json:"id"`
+	AccountID  string    `json:"account_id"`
+	DomainID   string    `json:"domain_id"`
+	RouteID    string    `json:"route_id"`
+	EventID    string    `json:"event_id"`
+	MailFrom   string    `json:"mail_from"`
+	Recipient  string    `json:"recipient"`
+	Size       int       `json:"size"`
+	ReceivedAt time.Time `json:"received_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+const (
+	collectionInboundDomains = "inbound_domains"
+	collectionInboundRoutes  = "inbound_routes"
+)
+
+// InsertInboundDomain stores a new inbound domain; ErrExists when the
+// account already has one of that name.
+func (tx *Tx) InsertInboundDomain(d InboundDomain) error {
+	names := tx.bucket(bucketInboundDomainNames)
+	nk := join(d.AccountID, d.Name)
+	if names.Get(nk) != nil {
+		return ErrExists
+	}
+	if err := names.Put(nk, []byte(d.ID)); err != nil {
+		return err
+	}
+	if err := putJSON(tx.bucket(bucketInboundDomains), join(d.AccountID, d.ID), d); err != nil {
+		return err
+	}
+	return tx.addCount(collectionInboundDomains, d.AccountID, 1)
+}
+
+// InboundDomain reads one of an account's inbound domains.
+func (tx *Tx) InboundDomain(accountID, id string) (InboundDomain, error) {
+	var d InboundDomain
+	err := getJSON(tx.bucket(bucketInboundDomains), join(accountID, id), &d)
+	return d, err
+}
+
+// InboundDomains lists an account's inbound domains (ids are UUIDv7:
+// creation order), with their total.
+func (tx *Tx) InboundDomains(accountID string, opts ListOptions) ([]InboundDomain, ListResult, int, error) {
+	list, res, err := scanJSON[InboundDomain](tx.bucket(bucketInboundDomains), prefix(accountID), opts)
+	return list, res, tx.count(collectionInboundDomains, accountID), err
+}
+
+// UpdateInboundDomain stores the outcome of a verification. A verified
+// domain claims its name in inbound_verified, the index the listener reads:
+// ErrExists when another account's domain holds the name. A domain that is
+// not verified gives up its claim.
+func (tx *Tx) UpdateInboundDomain(d InboundDomain) error {
+	b := tx.bucket(bucketInboundDomains)
+	key := join(d.AccountID, d.ID)
+	if b.Get(key) == nil {
+		return ErrNotFound
+	}
+	claims := tx.bucket(bucketInboundVerified)
+	held := claims.Get([]byte(d.Name))
+	ours := held != nil && bytes.Equal(held, key)
+	switch {
+	case d.Status == InboundVerified && held != nil && !ours:
+		return ErrExists
+	case d.Status == InboundVerified && !ours:
+		if err := claims.Put([]byte(d.Name), key); err != nil {
+			return err
+		}
+	case d.Status != InboundVerified && ours:
+		if err := claims.Delete([]byte(d.Name)); err != nil {
+			return err
+		}
+	}
+	return putJSON(b, key, d)
+}
+
+// Inbound domain statuses.
+const (
+	InboundPending  = "pending"
+	InboundVerified = "verified"
+	InboundFailed   = "failed"
+)
+
+// DeleteInboundDomain removes an inbound domain, its claim on its name and
+// its routes.
+func (tx *Tx) DeleteInboundDomain(accountID, id string) error {
+	d, err := tx.InboundDomain(accountID, id)
+	if err != nil {
+		return err
+	}
+	key := join(accountID, id)
+	if held := tx.bucket(bucketInboundVerified).Get([]byte(d.Name)); held != nil && bytes.Equal(held, key) {
+		if err := tx.bucket(bucketInboundVerified).Delete([]byte(d.Name)); err != nil {
+			return err
+		}
+	}
+	byDomain := tx.bucket(bucketInboundRoutesByDomain)
+	var routes [][]byte
+	c := byDomain.Cursor()
+	pfx := prefix(id)
+	for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
+		routes = append(routes, append([]byte(nil), v...))
+	}
+	for _, rid := range routes {
+		if err := tx.DeleteInboundRoute(accountID, string(rid)); err != nil && err != ErrNotFound {
+			return err
+		}
+	}
+	if err := tx.bucket(bucketInboundDomainNames).Delete(join(accountID, d.Name)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketInboundDomains).Delete(key); err != nil {
+		return err
+	}
+	return tx.addCount(collectionInboundDomains, accountID, -1)
+}
+
+// VerifiedInboundDomain finds the verified inbound domain of a name, in
+// whichever account holds it (the listener's lookup; ErrNotFound when no
+// account has verified the name).
+func (tx *Tx) VerifiedInboundDomain(name string) (InboundDomain, error) {
+	key := tx.bucket(bucketInboundVerified).Get([]byte(name))
+	if key == nil {
+		return InboundDomain{}, ErrNotFound
+	}
+	var d InboundDomain
+	err := getJSON(tx.bucket(bucketInboundDomains), key, &d)
+	return d, err
+}
+
+// InsertInboundRoute stores a route; ErrExists when its domain already has
+// a route with that pattern.
+func (tx *Tx) InsertInboundRoute(r InboundRoute) error {
+	idx := tx.bucket(bucketInboundRoutesByDomain)
+	ik := join(r.DomainID, r.Pattern)
+	if idx.Get(ik) != nil {
+		return ErrExists
+	}
+	if err := idx.Put(ik, []byte(r.ID)); err != nil {
+		return err
+	}
+	if err := putJSON(tx.bucket(bucketInboundRoutes), join(r.AccountID, r.ID), r); err != nil {
+		return err
+	}
+	return tx.addCount(collectionInboundRoutes, r.AccountID, 1)
+}
+
+// InboundRoute reads one of an account's routes.
+func (tx *Tx) InboundRoute(accountID, id string) (InboundRoute, error) {
+	var r InboundRoute
+	err := getJSON(tx.bucket(bucketInboundRoutes), join(accountID, id), &r)
+	return r, err
+}
+
+// InboundRoutes lists an account's routes, with their total.
+func (tx *Tx) InboundRoutes(accountID string, opts ListOptions) ([]InboundRoute, ListResult, int, error) {
+	list, res, err := scanJSON[InboundRoute](tx.bucket(bucketInboundRoutes), prefix(accountID), opts)
+	return list, res, tx.count(collectionInboundRoutes, accountID), err
+}
+
+// InboundRouteFor finds the route of domain d for pattern, exactly (the
+// caller tries the local part, then "*").
+func (tx *Tx) InboundRouteFor(d InboundDomain, pattern string) (InboundRoute, error) {
+	id := tx.bucket(bucketInboundRoutesByDomain).Get(join(d.ID, pattern))
+	if id == nil {
+		return InboundRoute{}, ErrNotFound
+	}
+	return tx.InboundRoute(d.AccountID, string(id))
+}
+
+// DeleteInboundRoute removes a route.
+func (tx *Tx) DeleteInboundRoute(accountID, id string) error {
+	r, err := tx.InboundRoute(accountID, id)
+	if err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketInboundRoutesByDomain).Delete(join(r.DomainID, r.Pattern)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketInboundRoutes).Delete(join(accountID, id)); err != nil {
+		return err
+	}
+	return tx.addCount(collectionInboundRoutes, accountID, -1)
+}
+
+// InsertInboundMessage stores a received message and its raw bytes, kept
+// until m.ExpiresAt (the event retention: it expires with its event).
+func (tx *Tx) InsertInboundMessage(m InboundMessage, raw []byte) error {
+	key := join(m.AccountID, m.ID)
+	if err := putJSON(tx.bucket(bucketInboundMessages), key, m); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketInboundRaw).Put(key, raw); err != nil {
+		return err
+	}
+	return tx.addExpiry(m.ExpiresAt, kindInboundMessage, key)
+}
+
+// InboundMessage reads one of an account's received messages.
+func (tx *Tx) InboundMessage(accountID, id string) (InboundMessage, error) {
+	var m InboundMessage
+	err := getJSON(tx.bucket(bucketInboundMessages), join(accountID, id), &m)
+	return m, err
+}
+
+// InboundRaw reads the raw bytes of one of an account's received messages.
+func (tx *Tx) InboundRaw(accountID, id string) ([]byte, error) {
+	raw := tx.bucket(bucketInboundRaw).Get(join(accountID, id))
+	if raw == nil {
+		return nil, ErrNotFound
+	}
+	return append([]byte(nil), raw...), nil
+}
+
+func expireInboundMessage(tx *Tx, key []byte, now time.Time) error {
+	b := tx.bucket(bucketInboundMessages)
+	var m InboundMessage
+	if err := getJSON(b, key, &m); err != nil {
+		return nil
+	}
+	if m.ExpiresAt.After(now) {
+		return nil
+	}
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	return tx.bucket(bucketInboundRaw).Delete(key)
+}
+
+// InboundReceived is how many messages account has received on day (days
+// since 1970-01-01 UTC): the daily inbound quota's counter.
+func (tx *Tx) InboundReceived(accountID string, day uint32) int {
+	v := tx.bucket(bucketInboundCounts).Get([]byte(accountID))
+	if len(v) != 12 || binary.BigEndian.Uint32(v[:4]) != day {
+		return 0
+	}
+	return int(binary.BigEndian.Uint64(v[4:]))
+}
+
+// AddInboundReceived counts n more messages received by account on day;
+// only the newest day is kept.
+func (tx *Tx) AddInboundReceived(accountID string, day uint32, n int) error {
+	v := make([]byte, 12)
+	binary.BigEndian.PutUint32(v[:4], day)
+	binary.BigEndian.PutUint64(v[4:], uint64(tx.InboundReceived(accountID, day)+n))
+	return tx.bucket(bucketInboundCounts).Put([]byte(accountID), v)
+}
