@@ -180,32 +180,6 @@ class Client:
             self._sleep(self._backoff(attempt, retry_after))
             attempt += 1
 
-    def request_bytes(self, method: str, path: str) -> bytes:
-        """Sends one call whose answer is not JSON (a raw message) and returns its body as
-        bytes; errors and retries as :meth:`request`."""
-        url = self.base_url + path
-        headers = {"User-Agent": USER_AGENT, "Accept": "*/*"}
-        if self.api_key:
-            headers["X-API-Key"] = self.api_key
-        attempt = 0
-        while True:
-            status, resp_headers, raw = self._send_once(method, url, None, headers)
-            self._check_deprecation(resp_headers)
-            if 200 <= status < 300:
-                return raw
-            try:
-                parsed = json.loads(raw) if raw else None
-            except ValueError:
-                parsed = None
-            err = error_for(status, parsed, header(resp_headers, "X-Request-Id"), resp_headers)
-            if err.code not in TRANSIENT_CODES or attempt >= self.max_retries:
-                raise err
-            retry_after = err.retry_after
-            if retry_after is not None and retry_after > self.max_retry_after:
-                raise err
-            self._sleep(self._backoff(attempt, retry_after))
-            attempt += 1
-
     def _send_once(self, method: str, url: str, data: Optional[bytes], headers: Dict[str, str]):
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
         try:
@@ -592,4 +566,4 @@ class Inbound(_Resource):
 
     def raw(self, message_id: str) -> bytes:
         """GET /v1/inbound/messages/{id}/raw: the message exactly as received (``message/rfc822``)."""
-        return self._client.request_bytes("GET", f"/v1/inbound/messages/{_seg(message_id)}/raw")
+        return self._get(f"/v1/inbound/messages/{_seg(message_id)}/raw").content

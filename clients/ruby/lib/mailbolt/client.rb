@@ -73,8 +73,8 @@ module Mailbolt
     # ("/v1/..."); query is a Hash (nil values dropped); body is a Hash encoded once,
     # so every retry sends the same bytes. Write methods carry an Idempotency-Key:
     # the given one or a fresh UUID, the same across the retries of this call.
-    # raw: true answers a 2xx body as it is (a binary String), for answers that are not JSON.
-    def request(method, path, query: nil, body: nil, idempotency_key: nil, auth: true, page: false, raw: false)
+    # An answer that is not JSON (a raw message, CSV) is its body as it is.
+    def request(method, path, query: nil, body: nil, idempotency_key: nil, auth: true, page: false)
       method = method.to_s.upcase
       write = %w[POST PUT PATCH DELETE].include?(method)
       key = idempotency_key || (write && auth ? SecureRandom.uuid : nil)
@@ -86,7 +86,6 @@ module Mailbolt
       attempt = 0
       loop do
         response = perform(method, full, payload, key, auth)
-        return (response.body || "").b if raw && response.status < 400
         return @last_response = wrap(response, page) if response.status < 400
 
         error = build_error(response)

@@ -104,7 +104,7 @@ module Mailbolt
       # with the DKIM-Signature of its latest attempt when it was signed;
       # recipient: may be left out when the message has exactly one.
       def raw(id, recipient: nil)
-        @client.request(:get, "/v1/messages/#{seg(id)}/raw", query: { recipient: recipient }).data
+        @client.request(:get, "/v1/messages/#{seg(id)}/raw", query: { recipient: recipient }).data.to_s.b
       end
 
       # POST /v1/messages/{id}/cancel: a queued or scheduled message.
@@ -361,7 +361,7 @@ module Mailbolt
       end
 
       # The message exactly as received (message/rfc822), as a binary String.
-      def raw(id) = @client.request(:get, "/v1/inbound/messages/#{seg(id)}/raw", raw: true)
+      def raw(id) = @client.request(:get, "/v1/inbound/messages/#{seg(id)}/raw").data.to_s.b
     end
   end
 end

@@ -65,6 +65,7 @@ public final class Inbound {
 
     /** The message exactly as received ({@code message/rfc822}), as bytes. */
     public byte[] raw(String id) {
-        return c.getBytes("/v1/inbound/messages/" + MailboltClient.seg(id) + "/raw");
+        Object body = c.get("/v1/inbound/messages/" + MailboltClient.seg(id) + "/raw", null).body();
+        return body instanceof byte[] ? (byte[]) body : new byte[0];
     }
 }

@@ -272,39 +272,6 @@ public final class MailboltClient {
         }
     }
 
-    /**
-     * GETs an answer that is not JSON (a raw message) and returns its bytes, retrying transient
-     * errors like {@link #request}.
-     */
-    byte[] getBytes(String path) {
-        URI uri = URI.create(baseUrl + path);
-        for (int attempt = 0; ; attempt++) {
-            HttpRequest.Builder rb = HttpRequest.newBuilder(uri).timeout(timeout)
-                    .header("User-Agent", USER_AGENT).header("Accept", "*/*").GET();
-            if (apiKey != null) rb.header("X-API-Key", apiKey);
-            HttpResponse<byte[]> resp;
-            try {
-                resp = http.send(rb.build(), HttpResponse.BodyHandlers.ofByteArray());
-            } catch (IOException e) {
-                throw new MailboltException("GET " + path + ": " + e.getMessage(), e);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new MailboltException("interrupted", e);
-            }
-            Headers headers = new Headers(resp.headers().map());
-            int status = resp.statusCode();
-            if (status >= 200 && status < 300) return resp.body() == null ? new byte[0] : resp.body();
-            ApiException err = error(status, headers, resp.body());
-            if (attempt >= maxRetries || !TRANSIENT.contains(err.code())) throw err;
-            try {
-                sleeper.sleep(delay(attempt, headers));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw err;
-            }
-        }
-    }
-
     @SuppressWarnings("unchecked")
     static ApiException error(int status, Headers headers, byte[] raw) {
         String code = "HTTP_" + status;
