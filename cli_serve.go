@@ -476,6 +476,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// SIGHUP is taken before anything says the server listens: its default
+	// action would stop the process.
+	stopReload := s.reloadOnHangup()
+	defer stopReload()
 	if c := s.db.PreMigrationCopy(); c != "" {
 		fmt.Fprintf(stdout, "The database schema was migrated; the file as it was before is kept at %s (restore it with the previous mailbolt to roll back).\n", c)
 	}

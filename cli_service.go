@@ -152,11 +152,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, fmt.Errorf("create the default account: %w", err)
 	}
 	if cfg.publicURL == "" {
-		var httpsAddr net.Addr
-		if s.httpsLn != nil {
-			httpsAddr = s.httpsLn.Addr()
-		}
-		s.app.SetPublicURL(cfg.defaultPublicURL(httpsAddr, s.httpLn.Addr()))
+		s.app.SetPublicURL(cfg.defaultPublicURL(s.httpsAddr(), s.httpLn.Addr().String()))
 	}
 	ib := inbound.Options{Domain: cfg.hostname, MaxMessageSize: cfg.inboundMaxSize,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
@@ -203,20 +199,20 @@ func (s *service) httpServer(h http.Handler, wc web.Config) *http.Server {
 }
 
 // httpsURL is the base URL of the HTTPS API that the plain-HTTP address
-// points to: --public-url when it is https, else the first ACME domain,
-// else the HTTPS listener's address.
+// points to: --public-url when it is https, else its default.
 func (s *service) httpsURL() string {
 	if u, err := url.Parse(s.cfg.publicURL); err == nil && u.Scheme == "https" {
 		return strings.TrimSuffix(s.cfg.publicURL, "/")
 	}
-	if len(s.cfg.acmeDomains) > 0 {
-		h := "https://" + s.cfg.acmeDomains[0]
-		if p := port(s.httpsLn.Addr().String()); p != "443" {
-			h = "https://" + net.JoinHostPort(s.cfg.acmeDomains[0], p)
-		}
-		return h
+	return s.cfg.defaultPublicURL(s.httpsAddr(), "")
+}
+
+// httpsAddr is the bound HTTPS address, "" when HTTPS is off.
+func (s *service) httpsAddr() string {
+	if s.httpsLn == nil {
+		return ""
 	}
-	return "https://" + s.httpsLn.Addr().String()
+	return s.httpsLn.Addr().String()
 }
 
 // tooManySMTPConnections answers an inbound SMTP connection over the
@@ -273,8 +269,6 @@ func (s *service) run(ctx context.Context) error {
 		go func() { serveErr <- s.https.ServeTLS(s.httpsLn, "", "") }()
 		httpsAddr = s.httpsLn.Addr().String()
 	}
-	stopReload := s.reloadOnHangup()
-	defer stopReload()
 	metricsAddr := ""
 	if s.metricsLn != nil {
 		s.metricsHS = metricsServer(s.metrics, s.log)
