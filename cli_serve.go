@@ -90,6 +90,10 @@ type serveConfig struct {
 
 	publicURL  string
 	smtpAddr   string
+	// submissionAddr and submissionsAddr are the SMTP submission
+	// listeners (STARTTLS and implicit TLS); empty: off.
+	submissionAddr  string
+	submissionsAddr string
 	geoIPDB    string
 	systemFrom string
 
@@ -232,6 +236,8 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 
 	f.StringVar(&cfg.publicURL, "public-url", def.publicURL, "base URL of tracking and unsubscribe links, as recipients reach this server (default: http://<--http-addr>)")
 	f.StringVar(&cfg.smtpAddr, "smtp-addr", def.smtpAddr, "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
+	f.StringVar(&cfg.submissionAddr, "submission-addr", def.submissionAddr, "address of the SMTP submission listener with STARTTLS (conventionally :587), where apps send with an API key as the password; empty: off")
+	f.StringVar(&cfg.submissionsAddr, "submissions-addr", def.submissionsAddr, "address of the SMTP submission listener with TLS from the first byte (conventionally :465); empty: off")
 	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
@@ -313,6 +319,9 @@ func (cfg serveConfig) validate() error {
 		}
 	}
 	if err := cfg.validateTLS(); err != nil {
+		return err
+	}
+	if err := cfg.validateSubmission(); err != nil {
 		return err
 	}
 	if err := validNotesURL(cfg.deprecationNotesURL); err != nil {
@@ -487,6 +496,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
 	}
 	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes) on %s\n", s.smtpLn.Addr())
+	for _, l := range s.submission {
+		fmt.Fprintf(stdout, "SMTP submission (%s) on %s\n", l.name[2:], l.ln.Addr())
+	}
 	if s.metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", s.metricsLn.Addr())
 	}

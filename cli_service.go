@@ -44,6 +44,8 @@ type service struct {
 	httpsLn   net.Listener    // nil: no --https-addr
 	https     *http.Server
 	inbound   *smtp.Server
+	// submission are the SMTP submission listeners (cli_submission.go).
+	submission []*submissionListener
 	admin     *web.AdminServer
 	metrics   *metrics.Metrics
 	metricsLn net.Listener // nil: no metrics endpoint
@@ -146,6 +148,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if s.metricsLn, err = listenMetrics(cfg, log); err != nil {
 		return nil, err
 	}
+	if err := s.listenSubmission(wc); err != nil {
+		return nil, err
+	}
 	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
 		return nil, fmt.Errorf("create the default account: %w", err)
 	}
@@ -228,6 +233,7 @@ func (s *service) close() {
 	if s.smtpLn != nil {
 		s.smtpLn.Close()
 	}
+	s.closeSubmission()
 	if s.metricsLn != nil {
 		s.metricsLn.Close()
 	}
@@ -260,6 +266,7 @@ func (s *service) run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	workers.Go(func() { s.app.Run(workerCtx) })
 	go s.inbound.Serve(s.smtpLn)
+	s.serveSubmission()
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
 	httpsAddr := ""
@@ -277,6 +284,9 @@ func (s *service) run(ctx context.Context) error {
 	}
 	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "https_addr", httpsAddr, "smtp_addr", s.smtpLn.Addr().String(),
 		"metrics_addr", metricsAddr, "data_dir", s.cfg.dataDir, "version", version)
+	if len(s.submission) > 0 {
+		s.log.Info("smtp submission listening", s.submissionAddrs()...)
+	}
 
 	var err error
 	select {
@@ -309,6 +319,7 @@ func (s *service) run(ctx context.Context) error {
 	if serr := s.inbound.Shutdown(shutdownCtx); serr != nil {
 		s.inbound.Close()
 	}
+	s.shutdownSubmission(shutdownCtx)
 	if s.admin != nil {
 		if serr := s.admin.Shutdown(shutdownCtx); serr != nil {
 			s.log.Warn("management socket shutdown", "err", serr)
