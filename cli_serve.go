@@ -90,12 +90,13 @@ type serveConfig struct {
 
 	publicURL  string
 	smtpAddr   string
+	geoIPDB    string
+	systemFrom string
+
 	// submissionAddr and submissionsAddr are the SMTP submission
 	// listeners (STARTTLS and implicit TLS); empty: off.
 	submissionAddr  string
 	submissionsAddr string
-	geoIPDB    string
-	systemFrom string
 
 	// metricsAddr is where /metrics is served; empty: nowhere.
 	metricsAddr    string

@@ -44,14 +44,15 @@ type service struct {
 	httpsLn   net.Listener    // nil: no --https-addr
 	https     *http.Server
 	inbound   *smtp.Server
-	// submission are the SMTP submission listeners (cli_submission.go).
-	submission []*submissionListener
 	admin     *web.AdminServer
 	metrics   *metrics.Metrics
 	metricsLn net.Listener // nil: no metrics endpoint
 	metricsHS *http.Server
 	// boot is the account and keys a first start created; nil otherwise.
 	boot *app.Bootstrap
+
+	// submission are the SMTP submission listeners (cli_submission.go).
+	submission []*submissionListener
 }
 
 // startService validates cfg, opens the database, builds every component

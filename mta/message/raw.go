@@ -88,7 +88,7 @@ func SplitFields(data []byte) ([]Field, []byte, error) {
 				return nil, nil, fmt.Errorf("%w: the header starts with a continuation line", ErrMalformed)
 			}
 			f := &fields[len(fields)-1]
-			f.Raw = f.Raw[:len(f.Raw)+len(line) : len(f.Raw)+len(line)]
+			f.Raw = f.Raw[: len(f.Raw)+len(line) : len(f.Raw)+len(line)]
 		} else {
 			colon := bytes.IndexByte(line, ':')
 			if colon <= 0 || !validFieldName(line[:colon]) {
