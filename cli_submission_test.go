@@ -604,3 +604,146 @@ func TestSubmissionGo(t *testing.T) {
 		}
 	})
 }
+
+// TestSubmissionSwaks: swaks, the SMTP test tool of many admins, over
+// STARTTLS and TLS on connect, with AUTH LOGIN and AUTH PLAIN.
+func TestSubmissionSwaks(t *testing.T) {
+	if _, err := exec.LookPath("swaks"); err != nil {
+		t.Skip("swaks is not installed (Debian package swaks; .ci/run installs it)")
+	}
+	env := startSubmission(t, smtptest.Options{})
+	for _, c := range []struct {
+		name, addr, tls, auth string
+	}{
+		{"starttls", env.starttls, "--tls", "LOGIN"},
+		{"implicit", env.implicit, "--tls-on-connect", "PLAIN"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			to := "swaks-" + c.name + "@sink.test"
+			out, err := exec.Command("swaks", "--server", c.addr, c.tls, "--auth", c.auth, "--auth-user", "apikey",
+				"--auth-password", env.key, "--from", "app@bench.test", "--to", to,
+				"--header", "Subject: swaks "+c.name, "--header", "X-Mailbolt-Tags: swaks",
+				"--header", "X-Mailbolt-Stream: broadcast", "--body", "sent by swaks").CombinedOutput()
+			if err != nil {
+				t.Fatalf("swaks: %v\n%s", err, out)
+			}
+			var reply string
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.Contains(line, "queued as") {
+					reply = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(line), "<-~"))
+				}
+			}
+			if !strings.HasPrefix(reply, "250 2.0.0") {
+				t.Fatalf("no 250 with a message id in:\n%s", out)
+			}
+			id := idFromReply(t, reply)
+			got := env.delivered(t, to)
+			if ok, why := verifyDKIM(got.Data, env.dom); !ok {
+				t.Errorf("DKIM: %s", why)
+			}
+			// The broadcast stream adds the one-click unsubscribe fields.
+			if !bytes.Contains(got.Data, []byte("List-Unsubscribe-Post: List-Unsubscribe=One-Click")) {
+				t.Errorf("X-Mailbolt-Stream: broadcast gave no List-Unsubscribe:\n%s", got.Data)
+			}
+			var m struct {
+				messageView
+				Stream string `json:"stream"`
+			}
+			env.get(t, env.key, "/v1/messages/"+id, &m)
+			if m.Stream != "broadcast" || strings.Join(m.Tags, ",") != "swaks" || m.Subject != "swaks "+c.name {
+				t.Errorf("as listed: %+v", m)
+			}
+		})
+	}
+}
+
+// TestSubmissionWire: what delivery does with a submitted message's bytes.
+// The next hop here offers neither 8BITMIME nor SMTPUTF8. An 8-bit body
+// arrives converted to 7-bit (quoted-printable) and signed after the
+// conversion (RFC 6152); with tracking on, the HTML part is rewritten in
+// place while the attachment's bytes are kept; a UTF-8 header bounces
+// with 5.6.7 (RFC 6531).
+func TestSubmissionWire(t *testing.T) {
+	env := startSubmission(t, smtptest.Options{No8BitMIME: true})
+	p, _ := env.s.app.Authenticate(env.key)
+	on := true
+	if _, err := env.s.app.UpdateAccount(p.Account.ID, app.AccountUpdate{TrackOpens: &on, TrackClicks: &on}); err != nil {
+		t.Fatal(err)
+	}
+	c := env.goClient(t, false, env.key)
+
+	attachment := "Content-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n" +
+		"Content-Disposition: attachment; filename=\"x.bin\"\r\n\r\nAAECAwQFBgcICQoLDA0ODxAREhMUFRYX\r\n"
+	data := "From: App <app@bench.test>\r\nTo: eight@sink.test\r\nSubject: 8bit\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\npreamble\r\n--b1\r\n" +
+		"Content-Type: multipart/alternative; boundary=\"b2\"\r\n\r\n--b2\r\n" +
+		"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\nGrüße aus Köln\r\n--b2\r\n" +
+		"Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" +
+		"<html><body><p>Grüße <a href=\"https://example.com/page\">hier</a></p></body></html>\r\n--b2--\r\n" +
+		"--b1\r\n" + attachment + "--b1--\r\n"
+	id := idFromReply(t, send(c, "x@bench.test", []string{"eight@sink.test"}, data))
+	got := env.delivered(t, "eight@sink.test")
+	if message8bit(got.Data) {
+		t.Errorf("8-bit bytes reached a hop without 8BITMIME:\n%s", got.Data)
+	}
+	if ok, why := verifyDKIM(got.Data, env.dom); !ok {
+		t.Errorf("DKIM of the converted message: %s", why)
+	}
+	for _, want := range []string{"Content-Transfer-Encoding: quoted-printable", "Gr=C3=BC=C3=9Fe aus K=C3=B6ln",
+		"/t/c/", "/t/o/", attachment, "preamble\r\n"} {
+		if !bytes.Contains(got.Data, []byte(want)) {
+			t.Errorf("the delivered message lacks %q:\n%s", want, got.Data)
+		}
+	}
+	if bytes.Contains(got.Data, []byte("https://example.com/page")) {
+		t.Errorf("the link was not rewritten for click tracking:\n%s", got.Data)
+	}
+	var m messageView
+	env.get(t, env.key, "/v1/messages/"+id, &m)
+	if m.Content.Text != "Grüße aus Köln" {
+		t.Errorf("content text %q", m.Content.Text)
+	}
+
+	// A header in UTF-8 needs SMTPUTF8 all the way.
+	utf := "From: App <app@bench.test>\r\nTo: utf@sink.test\r\nSubject: Grüße\r\n\r\nhi\r\n"
+	id = idFromReply(t, send(c, "x@bench.test", []string{"utf@sink.test"}, utf))
+	var b struct {
+		Status     string `json:"status"`
+		Recipients []struct {
+			BounceType   string `json:"bounce_type"`
+			LastResponse struct {
+				Enhanced string `json:"enhanced_code"`
+			} `json:"last_response"`
+		} `json:"recipients"`
+	}
+	env.waitStatus(t, env.key, id)
+	env.get(t, env.key, "/v1/messages/"+id, &b)
+	if b.Status != app.StatusBounced || b.Recipients[0].LastResponse.Enhanced != "5.6.7" {
+		var raw map[string]any
+		env.get(t, env.key, "/v1/messages/"+id, &raw)
+		t.Errorf("a UTF-8 header to a hop without SMTPUTF8: %+v, want bounced 5.6.7", raw)
+	}
+	for _, sm := range env.sink.Messages() {
+		if slicesContains(sm.To, "utf@sink.test") {
+			t.Error("the UTF-8 message reached a hop without SMTPUTF8")
+		}
+	}
+}
+
+func message8bit(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -73,30 +73,30 @@ func CRLF(data []byte) []byte {
 // ErrMalformed.
 func SplitFields(data []byte) ([]Field, []byte, error) {
 	var fields []Field
-	rest := data
-	for len(rest) > 0 {
-		end := bytes.Index(rest, []byte("\r\n"))
-		line := rest
-		if end >= 0 {
-			line = rest[:end+2]
+	var starts []int // where each field starts in data
+	for pos := 0; pos < len(data); {
+		next := len(data)
+		if end := bytes.Index(data[pos:], []byte("\r\n")); end == 0 { // the blank line
+			return fields, data[pos+2:], nil
+		} else if end > 0 {
+			next = pos + end + 2
 		}
-		if end == 0 { // the blank line
-			return fields, rest[2:], nil
-		}
+		line := data[pos:next]
 		if line[0] == ' ' || line[0] == '\t' {
 			if len(fields) == 0 {
 				return nil, nil, fmt.Errorf("%w: the header starts with a continuation line", ErrMalformed)
 			}
-			f := &fields[len(fields)-1]
-			f.Raw = f.Raw[: len(f.Raw)+len(line) : len(f.Raw)+len(line)]
+			i := len(fields) - 1
+			fields[i].Raw = data[starts[i]:next:next]
 		} else {
 			colon := bytes.IndexByte(line, ':')
 			if colon <= 0 || !validFieldName(line[:colon]) {
 				return nil, nil, fmt.Errorf("%w: header line %q is not a field", ErrMalformed, truncate(line, 40))
 			}
-			fields = append(fields, Field{Name: string(line[:colon]), Raw: line[:len(line):len(line)]})
+			fields = append(fields, Field{Name: string(line[:colon]), Raw: data[pos:next:next]})
+			starts = append(starts, pos)
 		}
-		rest = rest[len(line):]
+		pos = next
 	}
 	return fields, nil, nil
 }
@@ -315,7 +315,8 @@ func encodeQP(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// encodeBase64 writes b as base64 in lines of 76 characters.
+// encodeBase64 writes b as base64 in lines of 76 characters, the last
+// one without its CRLF (in a multipart, that belongs to the delimiter).
 func encodeBase64(b []byte) []byte {
 	enc := base64.StdEncoding.EncodeToString(b)
 	out := make([]byte, 0, len(enc)+len(enc)/76*2+2)
@@ -324,8 +325,7 @@ func encodeBase64(b []byte) []byte {
 		out = append(out, '\r', '\n')
 		enc = enc[76:]
 	}
-	out = append(out, enc...)
-	return append(out, '\r', '\n')
+	return append(out, enc...)
 }
 
 // longLine reports a line over RFC 5322's 998 characters.

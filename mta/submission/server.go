@@ -265,8 +265,13 @@ func (ss *session) login(password string) error {
 		ss.failed++
 		time.Sleep(ss.s.throttle.Fail(ip))
 		if ss.failed >= maxFailuresPerConn {
+			// The reply is written here, not by go-smtp, so that the
+			// connection can be closed right after it (every earlier reply
+			// is flushed, so nothing overtakes it).
+			e := errTooManyFailures
+			fmt.Fprintf(ss.conn.Conn(), "%d %d.%d.%d %s\r\n", e.Code, e.EnhancedCode[0], e.EnhancedCode[1], e.EnhancedCode[2], e.Message)
 			ss.conn.Close()
-			return errTooManyFailures
+			return e
 		}
 	}
 	if r != nil {
