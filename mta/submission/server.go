@@ -161,6 +161,7 @@ func NewServer(b Backend, opts Options) *Server {
 // Serve accepts connections on ln until Close or Shutdown. An
 // ImplicitTLS listener wraps ln in TLS.
 func (s *Server) Serve(ln net.Listener) error {
+	ln = coalescingListener{ln}
 	if s.opts.ImplicitTLS {
 		if s.opts.TLS == nil {
 			return errors.New("submission: implicit TLS needs a certificate")

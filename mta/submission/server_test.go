@@ -198,3 +198,25 @@ func TestKeyPrefix(t *testing.T) {
 		t.Error("BadCredentials is not a counted guess")
 	}
 }
+
+// TestQuitReply: the replies held back by the coalescing connection reach
+// the client before the close, also over TLS (whose close sets a write
+// deadline in the past).
+func TestQuitReply(t *testing.T) {
+	addr := listen(t, &keyBackend{key: "k"}, Options{Dev: true})
+	c, err := textproto.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.ReadResponse(220); err != nil {
+		t.Fatal(err)
+	}
+	c.PrintfLine("NOOP")
+	c.PrintfLine("QUIT")
+	for _, code := range []int{250, 221} {
+		if _, _, err := c.ReadResponse(code); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
