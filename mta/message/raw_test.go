@@ -129,3 +129,19 @@ func FuzzRaw(f *testing.F) {
 		Summarize(data)
 	})
 }
+
+func TestSummarize(t *testing.T) {
+	s := Summarize([]byte(rawMixed))
+	if s.Text != "see https://example.com/a" || s.HTML != "<a href=\"https://example.com/a\">a</a>" ||
+		len(s.Attachments) != 1 || s.Attachments[0].Filename != "page.html" {
+		t.Errorf("multipart: %+v", s)
+	}
+	s = Summarize([]byte("Subject: x\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nGrüße\r\n"))
+	if s.Text != "Grüße\n" || s.HTML != "" {
+		t.Errorf("one text part: %+v", s)
+	}
+	s = Summarize([]byte("Subject: x\r\nContent-Type: text/plain; charset=iso-8859-1\r\n\r\nGr\xfc\xdfe\r\n"))
+	if s.Text != "" {
+		t.Errorf("Latin-1 shown as %q", s.Text)
+	}
+}

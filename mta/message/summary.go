@@ -33,6 +33,26 @@ const maxSummaryParts = 200
 // US-ASCII are shown only when they are valid UTF-8 anyway.
 func Summarize(data []byte) Summary {
 	var s Summary
+	if fields, body, err := SplitFields(data); err == nil && body != nil {
+		// The common case, one text part in UTF-8 or ASCII, unencoded:
+		// read without a MIME parser.
+		e := entity{fields, body}
+		t, params := e.mediaType()
+		cs := strings.ToLower(params["charset"])
+		if enc := e.encoding(); (t == "text/plain" || t == "text/html") && !e.attachment() &&
+			(enc == "" || enc == "7bit" || enc == "8bit") && (cs == "" || cs == "utf-8" || cs == "us-ascii") {
+			if len(body) > 1<<20 || !utf8.Valid(body) {
+				return s
+			}
+			text := strings.ReplaceAll(string(body), "\r\n", "\n")
+			if t == "text/html" {
+				s.HTML = text
+			} else {
+				s.Text = text
+			}
+			return s
+		}
+	}
 	e, err := gomessage.Read(bytes.NewReader(data))
 	if e == nil || (err != nil && !gomessage.IsUnknownCharset(err) && !gomessage.IsUnknownEncoding(err)) {
 		return s
