@@ -55,6 +55,7 @@ type benchConfig struct {
 	dataDir         string // "" for a temp dir removed afterwards
 	via             string // http or smtp (cli_bench_smtp.go)
 	starttls        bool   // with --via smtp: STARTTLS on each session
+	clientProcess   bool   // with --via smtp: the clients in a process of their own
 }
 
 func newBenchCommand() *cobra.Command {
@@ -114,6 +115,7 @@ and is kept.`,
 	f.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file")
 	f.StringVar(&cfg.via, "via", "http", "how messages are submitted: http (POST /v1/messages) or smtp (the submission listener, one session per client)")
 	f.BoolVar(&cfg.starttls, "starttls", false, "with --via smtp: STARTTLS on each session (a self-signed certificate made for the run)")
+	f.BoolVar(&cfg.clientProcess, "client-process", false, "with --via smtp: run the SMTP clients in a process of their own, so CPU per message is the server's alone")
 	return cmd
 }
 
@@ -136,8 +138,8 @@ func (cfg benchConfig) validate() error {
 	if cfg.via != "http" && cfg.via != "smtp" {
 		return fmt.Errorf("--via: %q is not http or smtp", cfg.via)
 	}
-	if cfg.starttls && cfg.via != "smtp" {
-		return errors.New("--starttls needs --via smtp")
+	if (cfg.starttls || cfg.clientProcess) && cfg.via != "smtp" {
+		return errors.New("--starttls and --client-process need --via smtp")
 	}
 	return nil
 }
@@ -172,6 +174,7 @@ type benchReport struct {
 	Mode            string `json:"mode"` // concurrent, phased or queue-only
 	Via             string `json:"via"`  // http or smtp
 	TLS             bool   `json:"tls"`  // smtp over STARTTLS
+	ClientProcess   bool   `json:"client_process"`
 	DataDir         string `json:"data_dir"`
 	DataDirRemoved  bool   `json:"data_dir_removed"`
 	CPUs            int    `json:"cpus"`
@@ -186,6 +189,7 @@ type benchReport struct {
 	AcceptP99      float64  `json:"accept_p99_ms"`
 	AcceptMax      float64  `json:"accept_max_ms"`
 	AcceptCPU      float64  `json:"accept_cpu_seconds"` // process CPU time while accepting
+	ClientCPU      float64  `json:"client_cpu_seconds"` // --client-process: the client process's CPU time
 	Commits        int64    `json:"commits"`
 	Queued         int      `json:"queued,omitempty"` // queue-only: queue entries at the end
 
@@ -337,7 +341,7 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	tuneGC() // as serve does
 	rep = &benchReport{Messages: cfg.messages, Size: cfg.size, Concurrency: cfg.concurrency, DKIM: alg,
 		DeliveryWorkers: cfg.deliveryWorkers, SMTPConnections: cfg.smtpConns, Mode: "concurrent", CPUs: runtime.GOMAXPROCS(0),
-		Via: cfg.via, TLS: cfg.starttls}
+		Via: cfg.via, TLS: cfg.starttls, ClientProcess: cfg.clientProcess}
 	switch {
 	case cfg.queueOnly:
 		rep.Mode = "queue-only"
@@ -457,9 +461,14 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	var lat []time.Duration
 	var acceptedN, failedN int
 	var failures []string
-	if cfg.via == "smtp" {
+	switch {
+	case cfg.via == "smtp" && cfg.clientProcess:
+		var clientCPU time.Duration
+		lat, acceptedN, failedN, failures, clientCPU = sendViaClientProcess(runCtx, cfg, s.submission[0].ln.Addr().String(), key, alg, sc.tlsCert, tr)
+		rep.ClientCPU = clientCPU.Seconds()
+	case cfg.via == "smtp":
 		lat, acceptedN, failedN, failures = sendAllSMTP(runCtx, cfg, s.submission[0].ln.Addr().String(), key, alg, clientTLS, tr)
-	} else {
+	default:
 		lat, acceptedN, failedN, failures = sendAll(runCtx, cfg, "http://"+s.httpLn.Addr().String(), key, alg, tr)
 	}
 	acceptEnd := time.Now()
@@ -836,6 +845,10 @@ func (r *benchReport) print(w io.Writer) {
 		fmt.Fprintf(w, "           %d commits (%.1f messages each); %.2f of %d cores busy, %.2f ms of CPU per message\n",
 			r.Commits, float64(r.Accepted)/float64(max(r.Commits, 1)), r.AcceptCPU/r.AcceptSeconds, r.CPUs,
 			1000*r.AcceptCPU/float64(max(r.Accepted, 1)))
+		if r.ClientProcess {
+			fmt.Fprintf(w, "           (the server alone; the client process used %.2f cores, %.2f ms of CPU per message)\n",
+				r.ClientCPU/r.AcceptSeconds, 1000*r.ClientCPU/float64(max(r.Accepted, 1)))
+		}
 	}
 	if r.NotSent > 0 {
 		fmt.Fprintf(w, "not sent   %8d (the run timed out)\n", r.NotSent)

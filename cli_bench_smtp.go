@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -17,12 +18,15 @@ import (
 	"net"
 	"net/textproto"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // `mailbolt bench --via smtp` measures the SMTP submission path: each
@@ -156,15 +160,33 @@ func smtpBenchMessage(i int, run, text string) []byte {
 }
 
 // sendAllSMTP submits cfg.messages messages from cfg.concurrency SMTP
-// sessions until ctx ends; its results are sendAll's. Each accepted
-// message is known to the tracker by the id in its Message-ID.
+// sessions in this process until ctx ends; its results are sendAll's.
+// Each accepted message is known to the tracker by its Message-ID.
 func sendAllSMTP(ctx context.Context, cfg benchConfig, addr, key, alg string, tc *tls.Config, tr *tracker) ([]time.Duration, int, int, []string) {
+	lat := make([]time.Duration, cfg.messages)
+	_, failed, failures := submitAll(ctx, cfg, addr, key, alg, tc, func(run string, i int, d time.Duration, at time.Time) {
+		lat[i] = d
+		tr.accept("bench-"+run+"-"+strconv.Itoa(i), at)
+	})
+	out := lat[:0]
+	for _, d := range lat {
+		if d > 0 {
+			out = append(out, d)
+		}
+	}
+	return out, len(out), failed, failures
+}
+
+// submitAll submits cfg.messages messages from cfg.concurrency SMTP
+// sessions until ctx ends, calling accepted for each 250 (from several
+// goroutines), and returns the run's id (in every Message-ID), how many
+// failed and the first few failures.
+func submitAll(ctx context.Context, cfg benchConfig, addr, key, alg string, tc *tls.Config,
+	accepted func(run string, i int, lat time.Duration, at time.Time)) (string, int, []string) {
 	text := benchText(max(cfg.size-headerOverhead(alg)+30, 64))
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	lat := make([]time.Duration, cfg.messages)
 	var (
 		next     atomic.Int64
-		accepted atomic.Int64
 		failed   atomic.Int64
 		mu       sync.Mutex
 		failures []string
@@ -221,18 +243,103 @@ func sendAllSMTP(ctx context.Context, cfg benchConfig, addr, key, alg string, tc
 					fail("250 without a message id: " + reply)
 					continue
 				}
-				lat[i] = at.Sub(t0)
-				accepted.Add(1)
-				tr.accept("bench-"+run+"-"+strconv.Itoa(i), at)
+				accepted(run, i, at.Sub(t0), at)
 			}
 		})
 	}
 	wg.Wait()
-	out := lat[:0]
-	for _, d := range lat {
-		if d > 0 {
-			out = append(out, d)
+	return run, int(failed.Load()), failures
+}
+
+// smtpClientReport is what `mailbolt bench-client` prints: per message
+// index, the latency and the time of its 250 (0 for none).
+type smtpClientReport struct {
+	Run      string   `json:"run"`
+	Latency  []int64  `json:"latency_ns"`
+	At       []int64  `json:"at_unix_ns"`
+	Failed   int      `json:"failed"`
+	Failures []string `json:"failures"`
+}
+
+// newBenchClientCommand is the SMTP client of `bench --via smtp
+// --client-process`, run by bench as a process of its own so that the
+// server's CPU time is measured alone. Not for use by hand.
+func newBenchClientCommand() *cobra.Command {
+	var cfg benchConfig
+	var addr, key, caFile, alg string
+	cmd := &cobra.Command{
+		Use:    "bench-client",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var tc *tls.Config
+			if caFile != "" {
+				pem, err := os.ReadFile(caFile)
+				if err != nil {
+					return err
+				}
+				pool := x509.NewCertPool()
+				pool.AppendCertsFromPEM(pem)
+				tc = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+			}
+			rep := runSMTPClients(cmd.Context(), cfg, addr, key, alg, tc)
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "addr", "", "submission address")
+	f.StringVar(&key, "key", "", "API key")
+	f.StringVar(&caFile, "ca", "", "certificate to trust for STARTTLS (none: no TLS)")
+	f.StringVar(&alg, "alg", "", "DKIM algorithm (for the message size)")
+	f.IntVar(&cfg.messages, "messages", 0, "")
+	f.IntVar(&cfg.concurrency, "concurrency", 0, "")
+	f.IntVar(&cfg.size, "size", 0, "")
+	return cmd
+}
+
+// runSMTPClients submits cfg.messages messages from cfg.concurrency
+// sessions and reports each one's latency and acceptance time.
+func runSMTPClients(ctx context.Context, cfg benchConfig, addr, key, alg string, tc *tls.Config) smtpClientReport {
+	rep := smtpClientReport{Latency: make([]int64, cfg.messages), At: make([]int64, cfg.messages)}
+	rep.Run, rep.Failed, rep.Failures = submitAll(ctx, cfg, addr, key, alg, tc, func(_ string, i int, lat time.Duration, at time.Time) {
+		rep.Latency[i], rep.At[i] = int64(lat), at.UnixNano() // each index is written by one goroutine
+	})
+	return rep
+}
+
+// sendViaClientProcess runs the SMTP clients as `mailbolt bench-client`
+// and feeds what it reports to the tracker; its results are sendAll's.
+func sendViaClientProcess(ctx context.Context, cfg benchConfig, addr, key, alg, caFile string, tr *tracker) ([]time.Duration, int, int, []string, time.Duration) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, cfg.messages, []string{err.Error()}, 0
+	}
+	args := []string{"bench-client", "--addr", addr, "--key", key, "--alg", alg, "--messages", strconv.Itoa(cfg.messages),
+		"--concurrency", strconv.Itoa(cfg.concurrency), "--size", strconv.Itoa(cfg.size)}
+	if caFile != "" {
+		args = append(args, "--ca", caFile)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var clientCPU time.Duration
+	if cmd.ProcessState != nil {
+		clientCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	if err != nil {
+		return nil, 0, cfg.messages, []string{fmt.Sprintf("bench-client: %v: %s", err, stderr.String())}, clientCPU
+	}
+	var rep smtpClientReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return nil, 0, cfg.messages, []string{"bench-client report: " + err.Error()}, clientCPU
+	}
+	var lat []time.Duration
+	for i, ns := range rep.Latency {
+		if ns > 0 {
+			lat = append(lat, time.Duration(ns))
+			tr.accept("bench-"+rep.Run+"-"+strconv.Itoa(i), time.Unix(0, rep.At[i]))
 		}
 	}
-	return out, int(accepted.Load()), int(failed.Load()), failures
+	return lat, len(lat), rep.Failed, rep.Failures, clientCPU
 }
