@@ -494,7 +494,7 @@ func (d *doctor) checkOutbound(ctx context.Context) {
 func (d *doctor) checkPublicURL(ctx context.Context) {
 	base := d.cfg.publicURL
 	if base == "" {
-		base = "http://" + d.cfg.httpAddr
+		base = d.cfg.defaultPublicURLFlags()
 	}
 	url := strings.TrimSuffix(base, "/") + "/healthz"
 	ctx, cancel := context.WithTimeout(ctx, d.opts.probeTimeout)

@@ -84,6 +84,15 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			s.close()
 		}
 	}()
+	// Certificate files are read before anything is written: a start
+	// that cannot present its certificate leaves no database behind.
+	if cfg.tlsEnabled() {
+		to := cfg.tlsOptions()
+		to.Logger = log
+		if s.tls, err = tlsconf.New(to); err != nil {
+			return nil, err
+		}
+	}
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
 	dbOpts := storageOptions(cfg.secretKeyFile)
@@ -128,13 +137,6 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, err
 	}
 
-	if cfg.tlsEnabled() {
-		to := cfg.tlsOptions()
-		to.Logger = log
-		if s.tls, err = tlsconf.New(to); err != nil {
-			return nil, err
-		}
-	}
 	if s.httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
 		return nil, fmt.Errorf("--http-addr: listen on %s: %w", cfg.httpAddr, err)
 	}
@@ -162,8 +164,11 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		}
 		s.app.SetPublicURL(cfg.defaultPublicURL(httpsAddr, s.httpLn.Addr()))
 	}
-	s.inbound = inbound.NewServer(s.app.Inbound(), inbound.Options{Domain: cfg.hostname,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)})
+	ib := inbound.Options{Domain: cfg.hostname, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	if s.tls != nil {
+		ib.TLSConfig = s.tls.Config() // STARTTLS with the same certificate
+	}
+	s.inbound = inbound.NewServer(s.app.Inbound(), ib)
 	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.

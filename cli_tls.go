@@ -68,6 +68,18 @@ func (cfg serveConfig) defaultPublicURL(httpsAddr, httpAddr net.Addr) string {
 	return "http://" + httpAddr.String()
 }
 
+// defaultPublicURLFlags is defaultPublicURL from the flags alone, for
+// doctor, which binds nothing.
+func (cfg serveConfig) defaultPublicURLFlags() string {
+	switch {
+	case len(cfg.acmeDomains) > 0:
+		return "https://" + cfg.acmeDomains[0]
+	case cfg.httpsAddr != "":
+		return "https://" + cfg.httpsAddr
+	}
+	return "http://" + cfg.httpAddr
+}
+
 // linkAddr is the listen address links in sent mail are derived from
 // when --public-url is not given (none with ACME: the first domain is).
 func (cfg serveConfig) linkAddr() (flag, addr string) {
@@ -118,6 +130,10 @@ func (s *service) reloadOnHangup() (stop func()) {
 			case <-done:
 				return
 			case <-ch:
+				if s.tls.ACME() {
+					s.log.Info("SIGHUP: nothing to reload; ACME certificates are renewed on their own")
+					continue
+				}
 				if err := s.tls.Reload(); err != nil {
 					s.log.Error("SIGHUP: TLS certificate not reloaded; the previous one stays in use", "err", err)
 				}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -186,7 +187,17 @@ func (s *Source) HTTPHandler(fallback http.Handler) http.Handler {
 	if s.acme == nil {
 		return fallback
 	}
-	return s.acme.HTTPHandler(fallback)
+	h := s.acme.HTTPHandler(fallback)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// autocert checks the Host header against the domains as is; a
+		// CA validating on another port than 80 (a forwarded port, a
+		// test CA) sends host:port.
+		if host, _, err := net.SplitHostPort(r.Host); err == nil && strings.HasPrefix(r.URL.Path, "/.well-known/acme-challenge/") {
+			r = r.Clone(r.Context())
+			r.Host = host
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Reload reads the certificate files again and, if they hold a valid

@@ -48,7 +48,9 @@ func (s *Server) PlainHTTP(httpsURL string) http.Handler {
 // plain address serves; it reports whether it answered.
 func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) bool {
 	httpsURL, _ := r.Context().Value(plainKey{}).(string)
-	if httpsURL == "" {
+	if httpsURL == "" || requestScheme(r) == "https" {
+		// A --trusted-proxies peer that terminated TLS says so with
+		// X-Forwarded-Proto: https; the key did not travel in clear.
 		return false
 	}
 	p := r.URL.Path
@@ -56,6 +58,14 @@ func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) bool {
 		if strings.HasPrefix(p, pre) {
 			return false
 		}
+	}
+	// Counted against the source address, like any request without a
+	// valid key: a key sent in clear is not looked at.
+	q := s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
+	rateHeaders(w.Header(), q)
+	if !q.allowed {
+		s.overLimit(w, r, q)
+		return true
 	}
 	target := httpsURL + r.URL.RequestURI()
 	if p == "/" || p == "/dashboard" || strings.HasPrefix(p, "/dashboard/") {

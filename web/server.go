@@ -184,9 +184,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q = s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
 	}
 	h := rw.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset, 10))
+	rateHeaders(h, q)
 	if !q.allowed && strings.HasPrefix(r.URL.Path, trackingPrefix) {
 		// A tracking pixel or redirect is still answered (a mail client
 		// must never see an error), but not recorded.
@@ -194,9 +192,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.allowed = true
 	}
 	if !q.allowed {
-		h.Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
-		s.writeError(rw, r, app.NewError(app.CodeRateLimitExceeded,
-			fmt.Sprintf("rate limit of %d requests per second exceeded", q.limit)))
+		s.overLimit(rw, r, q)
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/") {
@@ -210,6 +206,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.route(rw, r.WithContext(context.WithValue(r.Context(), ctxKey{}, &id)))
+}
+
+// rateHeaders are the rate-limit headers every answer carries.
+func rateHeaders(h http.Header, q quota) {
+	h.Set("X-RateLimit-Limit", strconv.Itoa(q.limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(q.remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(q.reset, 10))
+}
+
+// overLimit answers 429 RATE_LIMIT_EXCEEDED for quota q.
+func (s *Server) overLimit(w http.ResponseWriter, r *http.Request, q quota) {
+	w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
+	s.writeError(w, r, app.NewError(app.CodeRateLimitExceeded,
+		fmt.Sprintf("rate limit of %d requests per second exceeded", q.limit)))
 }
 
 // versionHeaders announces the deprecation of v1 (spec §9).

@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log"
@@ -41,10 +42,15 @@ type Options struct {
 	ReadTimeout    time.Duration // per command; 60 s when zero
 	WriteTimeout   time.Duration // per reply; 60 s when zero
 	ErrorLog       *log.Logger   // connection errors; discarded when nil
+	// TLSConfig, when set, is offered as STARTTLS (the server certificate
+	// of --tls-cert or ACME). Plain sessions stay allowed: a sender that
+	// cannot do TLS still gets its bounce through.
+	TLSConfig *tls.Config
 }
 
 // NewServer builds the SMTP server of the inbound listener
-// (--smtp-addr): go-smtp with the limits of opts, no AUTH, no relaying.
+// (--smtp-addr): go-smtp with the limits of opts, STARTTLS when
+// opts.TLSConfig is set, no AUTH, no relaying.
 func NewServer(h Handler, opts Options) *smtp.Server {
 	s := smtp.NewServer(backend{h})
 	s.Domain = opts.Domain
@@ -63,6 +69,7 @@ func NewServer(h Handler, opts Options) *smtp.Server {
 	if s.WriteTimeout == 0 {
 		s.WriteTimeout = time.Minute
 	}
+	s.TLSConfig = opts.TLSConfig
 	s.ErrorLog = opts.ErrorLog
 	if s.ErrorLog == nil {
 		s.ErrorLog = log.New(io.Discard, "", 0)
