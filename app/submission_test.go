@@ -102,4 +102,3 @@ func TestSMTPReplies(t *testing.T) {
 		}
 	}
 }
-
