@@ -747,3 +747,21 @@ func slicesContains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestSubmissionFlags: a submission listener needs a certificate (only
+// --submission-addr may go without, with --dev) and a host:port.
+func TestSubmissionFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--submission-addr", "127.0.0.1:0"}, "--submission-addr needs a certificate"},
+		{[]string{"--submissions-addr", "127.0.0.1:0", "--dev"}, "--submissions-addr speaks TLS"},
+		{[]string{"--submission-addr", "587", "--dev"}, "is not host:port"},
+	} {
+		_, err := run(t, append([]string{"serve", "--data-dir", t.TempDir()}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
+}
