@@ -3,6 +3,7 @@ package submission
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,14 +15,19 @@ import (
 // which sends them together: the same bytes in the same order, in fewer
 // writes (RFC 2920 §3.2 lets a server group replies this way).
 
-type coalescingListener struct{ net.Listener }
+type coalescingListener struct {
+	net.Listener
+	s *Server
+}
 
 func (l coalescingListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &coalescingConn{Conn: c}, nil
+	cc := &coalescingConn{Conn: c, s: l.s}
+	l.s.track(cc, true)
+	return cc, nil
 }
 
 // maxPending bounds the replies held back; more is written at once.
@@ -29,9 +35,16 @@ const maxPending = 16 << 10
 
 type coalescingConn struct {
 	net.Conn
+	s       *Server
 	mu      sync.Mutex
 	pending []byte
 	err     error // the first failed write, reported by the next one
+
+	// For Shutdown: busy is set from MAIL to the end of the transaction;
+	// outer is the connection replies go through (the TLS one over TLS),
+	// known once the session has begun.
+	busy  atomic.Bool
+	outer atomic.Pointer[net.Conn]
 }
 
 func (c *coalescingConn) Write(b []byte) (int, error) {
@@ -73,6 +86,7 @@ func (c *coalescingConn) Read(b []byte) (int, error) {
 // Close sends the replies held back (a last 421, say), then closes.
 func (c *coalescingConn) Close() error {
 	c.flush()
+	c.s.track(c, false)
 	return c.Conn.Close()
 }
 

@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -121,11 +122,25 @@ type Server struct {
 	log      *slog.Logger
 	backend  Backend
 	throttle *Throttle
+
+	mu    sync.Mutex
+	conns map[*coalescingConn]struct{}
+}
+
+// track adds or removes an open connection.
+func (s *Server) track(c *coalescingConn, open bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if open {
+		s.conns[c] = struct{}{}
+	} else {
+		delete(s.conns, c)
+	}
 }
 
 // NewServer builds a listener over b.
 func NewServer(b Backend, opts Options) *Server {
-	s := &Server{opts: opts, backend: b, log: opts.Logger, throttle: opts.Throttle}
+	s := &Server{opts: opts, backend: b, log: opts.Logger, throttle: opts.Throttle, conns: map[*coalescingConn]struct{}{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -161,7 +176,7 @@ func NewServer(b Backend, opts Options) *Server {
 // Serve accepts connections on ln until Close or Shutdown. An
 // ImplicitTLS listener wraps ln in TLS.
 func (s *Server) Serve(ln net.Listener) error {
-	ln = coalescingListener{ln}
+	ln = coalescingListener{ln, s}
 	if s.opts.ImplicitTLS {
 		if s.opts.TLS == nil {
 			return errors.New("submission: implicit TLS needs a certificate")
@@ -171,14 +186,72 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.srv.Serve(ln)
 }
 
-// Shutdown stops accepting and waits for sessions to end or ctx.
-func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+// Shutdown stops accepting, closes every session that is not inside a
+// transaction (421 4.3.2, RFC 5321 §3.8: apps keep idle sessions open for
+// long), lets each transaction in flight finish and then closes its
+// session, and returns when none is left or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- s.srv.Shutdown(ctx) }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		s.closeIdle()
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// closeIdle closes the sessions not inside a transaction.
+func (s *Server) closeIdle() {
+	s.mu.Lock()
+	var idle []*coalescingConn
+	for c := range s.conns {
+		if !c.busy.Load() {
+			idle = append(idle, c)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range idle {
+		if p := c.outer.Load(); p != nil {
+			outer := *p
+			outer.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(outer, "421 4.3.2 Service shutting down, try again later\r\n")
+		}
+		c.Close()
+	}
+}
 
 // Close stops the listener and closes every session at once.
 func (s *Server) Close() error { return s.srv.Close() }
 
 func (s *Server) newSession(c *smtp.Conn) (smtp.Session, error) {
-	return &session{s: s, conn: c}, nil
+	ss := &session{s: s, conn: c}
+	if cc := ss.raw(); cc != nil {
+		outer := c.Conn()
+		cc.outer.Store(&outer)
+	}
+	return ss, nil
+}
+
+// raw is the session's connection under TLS, if any.
+func (ss *session) raw() *coalescingConn {
+	c := ss.conn.Conn()
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	cc, _ := c.(*coalescingConn)
+	return cc
+}
+
+// setBusy marks the session inside a transaction or not, for Shutdown.
+func (ss *session) setBusy(busy bool) {
+	if cc := ss.raw(); cc != nil {
+		cc.busy.Store(busy)
+	}
 }
 
 type session struct {
@@ -301,6 +374,7 @@ func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 		return replyOr(err, 451, "4.3.0")
 	}
 	ss.from, ss.to, ss.utf8 = from, nil, opts != nil && opts.UTF8
+	ss.setBusy(true)
 	return nil
 }
 
@@ -338,5 +412,9 @@ func replyOr(err error, code int, enhanced string) error {
 	return (&Reply{Code: code, Enhanced: enhanced, Text: "temporary failure, try again later"}).smtp()
 }
 
-func (ss *session) Reset()        { ss.from, ss.to, ss.utf8 = "", nil, false }
+// Reset ends a transaction: RSET, or go-smtp after DATA.
+func (ss *session) Reset() {
+	ss.from, ss.to, ss.utf8 = "", nil, false
+	ss.setBusy(false)
+}
 func (ss *session) Logout() error { return nil }

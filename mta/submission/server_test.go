@@ -1,6 +1,7 @@
 package submission
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -218,5 +219,57 @@ func TestQuitReply(t *testing.T) {
 		if _, _, err := c.ReadResponse(code); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestShutdown: idle sessions are closed at once with 421; a transaction
+// in flight finishes (its 250 is sent) before its session is closed, and
+// Shutdown returns without waiting for its deadline.
+func TestShutdown(t *testing.T) {
+	b := &keyBackend{key: "k"}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(b, Options{Dev: true})
+	go s.Serve(ln)
+	login := func() *textproto.Conn {
+		c, err := textproto.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.ReadResponse(220)
+		c.PrintfLine("EHLO client.test")
+		c.ReadResponse(250)
+		c.PrintfLine("AUTH PLAIN %s", base64.StdEncoding.EncodeToString([]byte("\x00apikey\x00k")))
+		if _, _, err := c.ReadResponse(235); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	idle, busy := login(), login()
+	busy.PrintfLine("MAIL FROM:<a@b.test>")
+	busy.ReadResponse(250)
+	busy.PrintfLine("RCPT TO:<c@d.test>")
+	busy.ReadResponse(250)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	if _, _, err := idle.ReadResponse(421); err != nil {
+		t.Fatalf("the idle session: %v, want 421", err)
+	}
+	busy.PrintfLine("DATA")
+	if _, _, err := busy.ReadResponse(354); err != nil {
+		t.Fatal(err)
+	}
+	busy.PrintfLine("Subject: last\r\n\r\nbody\r\n.")
+	if _, msg, err := busy.ReadResponse(250); err != nil || !strings.Contains(msg, "id-1") {
+		t.Fatalf("the transaction in flight: %v %s", err, msg)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
 	}
 }
