@@ -47,8 +47,11 @@ type rawInput struct {
 	body      []byte
 	messageID string // the valid Message-ID it carries; "" for none
 	hasDate   bool
-	subject   string // decoded, for the record
-	data      []byte // the whole message as received, for its summary
+	// unsubscribe: the message carries its own List-Unsubscribe, so
+	// Mailbolt adds none.
+	unsubscribe bool
+	subject     string // decoded, for the record
+	data        []byte // the whole message as received, for its summary
 }
 
 func (r *rawInput) size() int {
@@ -115,6 +118,10 @@ func readSubmission(sub SMTPSubmission) (MessageInput, error) {
 			continue // never sent
 		case f.Is("Bcc"):
 			continue // the envelope carries Bcc recipients; the header must not
+		case f.Is("Return-Path"):
+			continue // added by the final delivery (RFC 5321 §4.4), never by the sender
+		case f.Is("List-Unsubscribe"):
+			raw.unsubscribe = true
 		case f.Is("From"):
 			from = append(from, v)
 		case f.Is("To"), f.Is("Cc"):
@@ -189,6 +196,9 @@ func validMessageID(v string) bool {
 // HTML parts rewritten for tracking. The rest of its bytes are kept.
 func (a *App) prepareRaw(m storage.Message, content storage.MessageContent, raw *rawInput) (prepared, error) {
 	fields := append([]message.Field(nil), raw.fields...)
+	if raw.unsubscribe {
+		m.ListUnsubscribe = false
+	}
 	if raw.messageID != "" {
 		m.HeaderID = raw.messageID
 	} else {

@@ -15,7 +15,7 @@ import (
 // Message-ID or Date is added at prepare, a bad Message-ID replaced.
 func TestReadSubmission(t *testing.T) {
 	data := "From: App <app@example.com>\nTo: Ann <ann@example.net>, bob@example.net\nCc: cat@example.net\n" +
-		"Bcc: dan@example.net\nSubject: =?utf-8?q?Gr=C3=BC=C3=9Fe?=\nMessage-ID: not valid\n" +
+		"Bcc: dan@example.net\nReturn-Path: <x@y>\nList-Unsubscribe: <mailto:u@example.com>\nSubject: =?utf-8?q?Gr=C3=BC=C3=9Fe?=\nMessage-ID: not valid\n" +
 		"X-Mailbolt-Tags: a, b ,,c\nX-Mailbolt-Campaign: spring\nX-Mailbolt-Stream: Broadcast\n" +
 		"X-Mailbolt-Metadata: {\"k\": \"v\"}\nX-Mailbolt-Ip-Pool: pool1\nX-Mailbolt-Other: dropped too\n\nbody\n"
 	in, err := readSubmission(SMTPSubmission{From: "x@y", To: []string{"ANN@example.net", "cat@example.net", "dan@example.net", "eve@example.net"},
@@ -31,11 +31,11 @@ func TestReadSubmission(t *testing.T) {
 		strings.Join(in.Bcc, ",") != "dan@example.net,eve@example.net" {
 		t.Errorf("to %v cc %v bcc %v", in.To, in.Cc, in.Bcc)
 	}
-	if in.raw.subject != "Grüße" || in.raw.messageID != "" || in.raw.hasDate {
+	if in.raw.subject != "Grüße" || in.raw.messageID != "" || in.raw.hasDate || !in.raw.unsubscribe {
 		t.Errorf("raw: %+v", in.raw)
 	}
 	for _, f := range in.raw.fields {
-		if strings.HasPrefix(strings.ToLower(f.Name), "x-mailbolt") || f.Is("Bcc") || f.Is("Message-ID") {
+		if strings.HasPrefix(strings.ToLower(f.Name), "x-mailbolt") || f.Is("Bcc") || f.Is("Message-ID") || f.Is("Return-Path") {
 			t.Errorf("field %s kept", f.Name)
 		}
 	}
