@@ -398,6 +398,9 @@ func To7Bit(fields []Field, body []byte) ([]Field, []byte, error) {
 		if !Has8Bit(e.body) {
 			return e, false, nil
 		}
+		// The top-level header is the caller's to judge (SMTPUTF8 carries
+		// it); a part's 8-bit header cannot be made 7-bit.
+		top := len(fields) > 0 && len(e.fields) > 0 && &e.fields[0] == &fields[0]
 		switch enc := e.encoding(); enc {
 		case "quoted-printable", "base64":
 			return e, false, nil // 8-bit bytes in an encoded body are the sender's error; kept
@@ -423,7 +426,7 @@ func To7Bit(fields []Field, body []byte) ([]Field, []byte, error) {
 			e.body = encodeBase64(e.body)
 			e.setEncoding("base64")
 		}
-		if HeaderHas8Bit(e.fields) {
+		if !top && HeaderHas8Bit(e.fields) {
 			return e, false, fmt.Errorf("%w: %s", ErrNotDowngradable, t)
 		}
 		return e, true, nil

@@ -103,6 +103,13 @@ func TestTo7Bit(t *testing.T) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
 	}
+	// A one-part message whose own header is UTF-8 (SMTPUTF8 carries
+	// that): only its body is converted.
+	fields, body, _ = SplitFields([]byte("Subject: Grüße\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nGrüße\r\n"))
+	nf, nb, err = To7Bit(fields, body)
+	if err != nil || Has8Bit(nb) || !bytes.Contains(JoinFields(nf, nb), []byte("Content-Transfer-Encoding: quoted-printable")) {
+		t.Errorf("a UTF-8 header over a one-part body: %v\n%s", err, JoinFields(nf, nb))
+	}
 	bad := "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain; name=\"é.txt\"\r\n\r\né\r\n--b--\r\n"
 	fields, body, _ = SplitFields([]byte(bad))
 	if _, _, err := To7Bit(fields, body); err == nil {
