@@ -63,7 +63,11 @@ func (s *service) listenSubmission(wc web.Config) error {
 		if s.tls != nil {
 			o.TLS = s.tls.Config()
 		}
-		ln = web.LimitConns(ln, wc.MaxConnsPerIP, wc.TrustedProxies, tooManySMTPConnections)
+		refusal := tooManySMTPConnections
+		if l.implicit {
+			refusal = nil // a client expecting TLS cannot read a plain 421: just close
+		}
+		ln = web.LimitConns(ln, wc.MaxConnsPerIP, wc.TrustedProxies, refusal)
 		s.submission = append(s.submission, &submissionListener{name: l.flag, ln: ln,
 			srv: submission.NewServer(s.app.SMTP(), o)})
 	}
