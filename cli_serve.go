@@ -210,7 +210,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", def.dkimGrace, "how long a replaced DKIM record must stay published before it is reported removable")
 	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", def.domainCheckTick, "how often the scheduler looks for domains due a check")
 
-	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks and MX hosts may be on loopback and private addresses, webhooks may use plain http")
+	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks and MX hosts may be on loopback and private addresses, webhooks may use plain http, SMTP submission may take loopback logins without TLS")
 	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", def.webhookBaseDelay, "delay before the first webhook retry; doubles per retry, capped at 1h")
 	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", def.webhookTimeout, "how long a webhook receiver has to answer")
 	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", def.webhookMaxRetries, "retries after the first webhook attempt (0: none)")
