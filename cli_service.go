@@ -50,6 +50,9 @@ type service struct {
 	metricsHS *http.Server
 	// boot is the account and keys a first start created; nil otherwise.
 	boot *app.Bootstrap
+
+	// submission are the SMTP submission listeners (cli_submission.go).
+	submission []*submissionListener
 }
 
 // startService validates cfg, opens the database, builds every component
@@ -148,6 +151,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if s.metricsLn, err = listenMetrics(cfg, log); err != nil {
 		return nil, err
 	}
+	if err := s.listenSubmission(wc); err != nil {
+		return nil, err
+	}
 	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
 		return nil, fmt.Errorf("create the default account: %w", err)
 	}
@@ -230,6 +236,7 @@ func (s *service) close() {
 	if s.smtpLn != nil {
 		s.smtpLn.Close()
 	}
+	s.closeSubmission()
 	if s.metricsLn != nil {
 		s.metricsLn.Close()
 	}
@@ -262,6 +269,7 @@ func (s *service) run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	workers.Go(func() { s.app.Run(workerCtx) })
 	go s.inbound.Serve(s.smtpLn)
+	s.serveSubmission()
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
 	httpsAddr := ""
@@ -277,6 +285,9 @@ func (s *service) run(ctx context.Context) error {
 	}
 	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "https_addr", httpsAddr, "smtp_addr", s.smtpLn.Addr().String(),
 		"metrics_addr", metricsAddr, "data_dir", s.cfg.dataDir, "version", version)
+	if len(s.submission) > 0 {
+		s.log.Info("smtp submission listening", s.submissionAddrs()...)
+	}
 
 	var err error
 	select {
@@ -309,6 +320,7 @@ func (s *service) run(ctx context.Context) error {
 	if serr := s.inbound.Shutdown(shutdownCtx); serr != nil {
 		s.inbound.Close()
 	}
+	s.shutdownSubmission(shutdownCtx)
 	if s.admin != nil {
 		if serr := s.admin.Shutdown(shutdownCtx); serr != nil {
 			s.log.Warn("management socket shutdown", "err", serr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"sync"
 	"time"
 
 	"mailbolt/mta"
@@ -96,6 +97,17 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			return fail(j.rcpts, err), nil
 		}
 	}
+	utf8, seven := wireNeeds(raw)
+	var sharedSeven func() ([]byte, error) // the 7-bit form of shared, signed once
+	if seven != nil && !perRecipient {
+		sharedSeven = sync.OnceValues(func() ([]byte, error) {
+			s, err := seven()
+			if err != nil {
+				return nil, err
+			}
+			return sign(s)
+		})
+	}
 	var out []mta.RecipientResult
 	for _, rcpt := range j.rcpts {
 		i := recipientIndex(j.msg, rcpt)
@@ -111,7 +123,17 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			}
 			sigs[rcpt] = signature(data, unsigned)
 		}
-		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname}
+		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname,
+			UTF8: utf8, SevenBit: sharedSeven}
+		if seven != nil && perRecipient {
+			env.SevenBit = func() ([]byte, error) {
+				s, err := seven()
+				if err != nil {
+					return nil, err
+				}
+				return sign(append(q.opts.UnsubscribeHeaders(j.msg, i), s...))
+			}
+		}
 		if j.src.Addr != "" {
 			env.SourceIP = net.ParseIP(j.src.Addr)
 		}
@@ -124,6 +146,29 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 		out = append(out, res...)
 	}
 	return out, sigs
+}
+
+// wireNeeds reads what a built message needs of the next hop: SMTPUTF8
+// for a header in UTF-8 (RFC 6532), and for an 8-bit body a conversion
+// to 7-bit (nil when the body is 7-bit, as every message the API builds
+// is) for a hop without 8BITMIME. The conversion runs at most once, and
+// only if such a hop is met; it comes before signing, which covers the
+// body as sent (RFC 6152 §3, RFC 6376 §5.3).
+func wireNeeds(raw []byte) (utf8 bool, seven func() ([]byte, error)) {
+	fields, body, err := message.SplitFields(raw)
+	if err != nil {
+		return message.Has8Bit(raw), nil
+	}
+	if !message.Has8Bit(body) {
+		return message.HeaderHas8Bit(fields), nil
+	}
+	return message.HeaderHas8Bit(fields), sync.OnceValues(func() ([]byte, error) {
+		f, b, err := message.To7Bit(fields, body)
+		if err != nil {
+			return nil, err
+		}
+		return message.JoinFields(f, b), nil
+	})
 }
 
 func recipientIndex(m storage.Message, email string) int {
