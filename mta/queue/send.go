@@ -116,7 +116,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			sigs[rcpt] = signature(shared, raw)
 		} else {
 			var err error
-			unsigned := append(q.opts.UnsubscribeHeaders(j.msg, i), raw...)
+			unsigned := Unsigned(j.msg, i, raw, q.opts.UnsubscribeHeaders)
 			if data, err = sign(unsigned); err != nil {
 				out = append(out, fail([]string{rcpt}, err)...)
 				continue
@@ -131,7 +131,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 				if err != nil {
 					return nil, err
 				}
-				return sign(append(q.opts.UnsubscribeHeaders(j.msg, i), s...))
+				return sign(Unsigned(j.msg, i, s, q.opts.UnsubscribeHeaders))
 			}
 		}
 		if j.src.Addr != "" {
@@ -146,6 +146,18 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 		out = append(out, res...)
 	}
 	return out, sigs
+}
+
+// Unsigned is the copy recipient i of m is sent, before its
+// DKIM-Signature field: the recipient's List-Unsubscribe fields, when the
+// message has them (unsubscribe makes them), then the built message.
+// Delivery and the raw source (GET /v1/messages/{id}/raw) both take it
+// from here, so the raw source is the bytes sent.
+func Unsigned(m storage.Message, i int, built []byte, unsubscribe func(storage.Message, int) []byte) []byte {
+	if !m.ListUnsubscribe || unsubscribe == nil {
+		return built
+	}
+	return append(unsubscribe(m, i), built...)
 }
 
 // wireNeeds reads what a built message needs of the next hop: SMTPUTF8
