@@ -210,8 +210,9 @@ func (in Inbound) Deliver(env inbound.Envelope, rcpts []string, data []byte) err
 		in.a.log.Info("inbound report processed", attrs...)
 	}
 	if len(received) > 0 {
-		// A refusal or a failure to store comes first: the sender must
-		// hear it, whatever the reports among the recipients gave.
+		// Accept keeps reports and inbound mail in separate
+		// transactions, so received is every recipient here, and a
+		// refusal or a failure to store is the transaction's answer.
 		if err := in.receive(env, received, data); err != nil {
 			return err
 		}
