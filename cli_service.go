@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -201,7 +202,28 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 func (s *service) httpServer(h http.Handler, wc web.Config) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, wc.ReadTimeout),
 		ReadTimeout: wc.ReadTimeout, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		ErrorLog: httpErrorLog(s.log)}
+}
+
+// httpErrorLog is what net/http logs (a panic in a handler, a failed
+// accept) at warn, except failed TLS handshakes: scanners and clients
+// that give up make them all day on a public port, so they go at debug.
+func httpErrorLog(l *slog.Logger) *stdlog.Logger {
+	return stdlog.New(logLineFunc(func(line string) {
+		level := slog.LevelWarn
+		if strings.HasPrefix(line, "http: TLS handshake error") {
+			level = slog.LevelDebug
+		}
+		l.Log(context.Background(), level, line)
+	}), "", 0)
+}
+
+// logLineFunc takes each line a log.Logger writes, without its newline.
+type logLineFunc func(string)
+
+func (f logLineFunc) Write(p []byte) (int, error) {
+	f(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // httpsURL is the base URL of the HTTPS API that the plain-HTTP address

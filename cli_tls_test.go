@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -481,5 +483,20 @@ func TestServeSIGHUPWithoutTLS(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("healthz after SIGHUP: %d", resp.StatusCode)
+	}
+}
+
+// TestHTTPErrorLogQuietsHandshakes: failed TLS handshakes, which a public
+// port sees all day, are logged at debug; the rest of what net/http says
+// stays at warn.
+func TestHTTPErrorLogQuietsHandshakes(t *testing.T) {
+	var buf bytes.Buffer
+	l := httpErrorLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l.Print("http: TLS handshake error from 203.0.113.9:4711: EOF")
+	l.Print("http: panic serving 203.0.113.9:4712: boom")
+	out := buf.String()
+	if !strings.Contains(out, `level=DEBUG msg="http: TLS handshake error from 203.0.113.9:4711: EOF"`) ||
+		!strings.Contains(out, `level=WARN msg="http: panic serving 203.0.113.9:4712: boom"`) {
+		t.Fatalf("logged:\n%s", out)
 	}
 }
