@@ -12,6 +12,9 @@ const (
 	kindEvent          byte = 3
 	kindMessage        byte = 4
 	kindInboundMessage byte = 5 // a received message and its raw bytes
+	kindPasswordLink   byte = 6
+	kindSession        byte = 7
+	kindAudit          byte = 8
 )
 
 // expirers remove one record of a kind if it is still due at now. A record
@@ -33,6 +36,9 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 	kindEvent:          expireEvent,
 	kindMessage:        expireMessage,
 	kindInboundMessage: expireInboundMessage,
+	kindPasswordLink:   expirePasswordLink,
+	kindSession:        expireSession,
+	kindAudit:          expireAudit,
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {
