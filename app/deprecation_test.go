@@ -23,7 +23,7 @@ func noticeEnv(t *testing.T, systemFrom string) (*sendEnv, []string) {
 		if ae != nil {
 			t.Fatal(ae)
 		}
-		if _, ae := e.app.AcceptInvitation(inv.Token); ae != nil {
+		if _, ae := e.app.AcceptInvitation(inv.Token, "", ""); ae != nil {
 			t.Fatal(ae)
 		}
 	}

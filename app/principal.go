@@ -19,6 +19,12 @@ const (
 	// or through the admin socket, and the server's own mail (invitations).
 	// It holds every scope and is never in test mode.
 	KindOperator PrincipalKind = "operator"
+	// KindSession is a person logged in to the dashboard; its scopes are
+	// its role's (RoleScopes).
+	KindSession PrincipalKind = "session"
+	// KindPerson is a person acting through a one-time link (accepting an
+	// invitation, setting a password): it appears in the audit log only.
+	KindPerson PrincipalKind = "person"
 )
 
 // noun names the kind in error messages.
@@ -28,6 +34,8 @@ func (k PrincipalKind) noun() string {
 		return "API key"
 	case KindOperator:
 		return "operator"
+	case KindSession:
+		return "dashboard session"
 	}
 	return "caller"
 }
@@ -52,6 +60,15 @@ type Principal struct {
 	// KeyID is the API key the caller authenticated with: rate limits and
 	// idempotency records are kept per key. Empty for the operator.
 	KeyID string
+	// Actor names who acts, for the audit log: the key's id, the person's
+	// email, "operator" for the CLI. A principal without one (the
+	// server's own work) writes no audit entries.
+	Actor string
+	// Role is a session's team role ("" for other kinds).
+	Role string
+	// Source is the client address the request came from, for the audit
+	// log; the web layer sets it.
+	Source string
 
 	// idem is the answer slot of the idempotent request this principal
 	// calls for (nil for none): the use case's write transaction stores the
@@ -62,10 +79,16 @@ type Principal struct {
 	idem *answerSlot
 }
 
+// WithSource is p acting from the client address source (audit log).
+func (p Principal) WithSource(source string) Principal {
+	p.Source = source
+	return p
+}
+
 // KeyPrincipal is the principal of an authenticated API key of acct.
 func KeyPrincipal(k storage.APIKey, acct storage.Account) Principal {
 	return Principal{Kind: KindAPIKey, Account: acct, Scopes: k.Scopes, Test: k.Test,
-		ExpiresAt: k.ExpiresAt, KeyID: k.ID}
+		ExpiresAt: k.ExpiresAt, KeyID: k.ID, Actor: k.ID}
 }
 
 // Operator is the server's operator acting across accounts (the CLI's
@@ -86,7 +109,9 @@ func (a *App) OperatorIn(accountID string) (Principal, error) {
 	if e := storageErr(err, "account"); e != nil {
 		return Principal{}, e
 	}
-	return operatorIn(acct), nil
+	p := operatorIn(acct)
+	p.Actor = string(KindOperator)
+	return p, nil
 }
 
 func operatorIn(acct storage.Account) Principal {
