@@ -3,8 +3,8 @@ package web
 import (
 	"errors"
 	"html/template"
-	"strings"
 	"net/http"
+	"strings"
 
 	"mailbolt/app"
 	"mailbolt/storage"
