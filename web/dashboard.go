@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"time"
 
 	"mailbolt/app"
 )
@@ -288,7 +287,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, app.Session{}, err)
 		return
 	}
-	s.setCookie(w, r, sessionCookie, id, int(time.Until(sess.ExpiresAt).Seconds()))
+	s.setCookie(w, r, sessionCookie, id, int(sess.ExpiresAt.Sub(s.app.Now()).Seconds()))
 	s.setCookie(w, r, formCookie, "", -1)
 	to := "/dashboard/"
 	if sess.Principal.Account.ID == "" {
