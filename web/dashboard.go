@@ -23,8 +23,10 @@ var dashboardFiles embed.FS
 // dashboardPages are the page templates, each parsed with the layout.
 var dashboardPages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"login", "accounts", "password", "overview", "team", "audit", "error"} {
-		out[name] = template.Must(template.New(name).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+	for _, name := range []string{"login", "accounts", "password", "overview", "messages", "team", "audit", "error"} {
+		out[name] = template.Must(template.New(name).Funcs(template.FuncMap{
+			"pct": func(r float64) float64 { return 100 * r },
+		}).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
 	}
 	return out
 }()
@@ -101,6 +103,7 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("GET /dashboard/accounts", s.authed(false, s.accountsPage))
 	mux.HandleFunc("POST /dashboard/accounts", s.authed(false, s.pickAccount))
 	mux.HandleFunc("GET /dashboard/{$}", s.authed(true, s.overview))
+	mux.HandleFunc("GET /dashboard/messages", s.authed(true, s.messagesPage))
 	mux.HandleFunc("GET /dashboard/team", s.authed(true, s.teamPage))
 	mux.HandleFunc("POST /dashboard/team/invite", s.authed(true, s.teamInvite))
 	mux.HandleFunc("POST /dashboard/team/remove", s.authed(true, s.teamRemove))
@@ -320,8 +323,4 @@ func (s *Server) pickAccount(w http.ResponseWriter, r *http.Request, sess app.Se
 		return
 	}
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
-}
-
-func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	s.render(w, http.StatusOK, "overview", s.pageOf(sess, "Overview", page{}))
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"encoding/base64"
 	"errors"
 	"net/http"
 
@@ -71,7 +70,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, sess app.Sess
 	}
 	d := auditData{Entries: list}
 	if res.HasMore {
-		d.Next = base64.RawURLEncoding.EncodeToString(res.Next)
+		d.Next = encodeCursor(res.Next)
 	}
 	s.render(w, http.StatusOK, "audit", s.pageOf(sess, "Audit log", page{Data: d}))
 }

@@ -512,3 +512,60 @@ func TestDashboardUnknownPagesAndMethods(t *testing.T) {
 		t.Errorf("GET /elsewhere: %d %s", r.StatusCode, r.body)
 	}
 }
+
+// The Overview draws the last 30 days' counters as SVG on the server, and
+// Messages lists the account's live messages with the API's filters.
+func TestDashboardOverviewAndMessages(t *testing.T) {
+	e := newEnv(t, dashConfig(nil))
+	e.verifiedDomain("acme.test")
+	for _, to := range []string{"ann@dest.test", "bob@dest.test", "bob@dest.test"} {
+		r := e.do("POST", "/v1/messages", e.key, map[string]any{"from": "hi@acme.test", "to": to, "subject": "Hello " + to,
+			"text": "hi", "tags": []string{"welcome"}})
+		if r.StatusCode != 202 {
+			t.Fatalf("send: %d %s", r.StatusCode, r.body)
+		}
+	}
+	e.person(e.acct, "vic@example.com", "viewer")
+	b := e.browser()
+	wantRedirect(t, "login", b.login("vic@example.com", goodPassword), "/dashboard/")
+	home := b.get("/dashboard/")
+	wantStatus(t, "the overview", home, 200)
+	if n := strings.Count(home.body, "<svg "); n != 6 {
+		t.Errorf("%d charts, want 6", n)
+	}
+	if n := strings.Count(home.body, "<rect "); n != 6*30 {
+		t.Errorf("%d bars, want 30 per chart", n)
+	}
+	if !strings.Contains(home.body, "Sent: <strong>3</strong>") || !strings.Contains(home.body, "2026-11-22: 3") {
+		t.Errorf("the Sent chart does not show today's 3: %s", home.body)
+	}
+
+	list := b.get("/dashboard/messages")
+	wantStatus(t, "messages", list, 200)
+	if n := strings.Count(list.body, "Hello "); n != 3 {
+		t.Errorf("%d messages listed, want 3", n)
+	}
+	bob := b.get("/dashboard/messages?recipient=BOB@dest.test&tag=welcome")
+	if n := strings.Count(bob.body, "Hello bob@dest.test"); n != 2 || strings.Contains(bob.body, "Hello ann@") {
+		t.Errorf("bob's messages: %d %s", n, bob.body)
+	}
+	first := b.get("/dashboard/messages?limit=2")
+	m := regexp.MustCompile(`href="/dashboard/messages\?([^"]+)"`).FindStringSubmatch(first.body)
+	if strings.Count(first.body, "Hello ") != 2 || m == nil {
+		t.Fatalf("the first page of 2: %s", first.body)
+	}
+	rest := b.get("/dashboard/messages?" + strings.ReplaceAll(m[1], "&amp;", "&"))
+	if strings.Count(rest.body, "Hello ") != 1 {
+		t.Errorf("the second page: %s", rest.body)
+	}
+	wantStatus(t, "an unknown status", b.get("/dashboard/messages?status=lost"), 400)
+
+	// Another account's person sees none of it.
+	other, _ := e.account("other", "enterprise", 1000)
+	e.person(other, "zed@example.com", "owner")
+	z := e.browser()
+	wantRedirect(t, "zed logs in", z.login("zed@example.com", goodPassword), "/dashboard/")
+	if p := z.get("/dashboard/messages"); strings.Contains(p.body, "Hello ") {
+		t.Errorf("another account lists acme's messages: %s", p.body)
+	}
+}
