@@ -14,7 +14,7 @@ import "slices"
 //   - viewer: every :read scope.
 var RoleScopes = map[string][]string{
 	"owner": {ScopeAll},
-	"admin": Scopes,
+	"admin": slices.Clone(Scopes),
 	"developer": {
 		ScopeMessagesRead, ScopeMessagesWrite, ScopeEventsRead,
 		ScopeDomainsRead, ScopeDomainsWrite,
