@@ -1,7 +1,8 @@
 // Package web is Mailbolt's HTTP API: routing, the middleware every request
 // passes (request id, access log, rate limits, versioning, authentication,
-// idempotency), the handlers, the OpenAPI document, and the management
-// socket the CLI talks to while the server runs.
+// idempotency), the handlers, the OpenAPI document, the management socket
+// the CLI talks to while the server runs, and the dashboard's pages
+// (dashboard*.go).
 package web
 
 import (
