@@ -79,12 +79,6 @@ type Principal struct {
 	idem *answerSlot
 }
 
-// WithSource is p acting from the client address source (audit log).
-func (p Principal) WithSource(source string) Principal {
-	p.Source = source
-	return p
-}
-
 // KeyPrincipal is the principal of an authenticated API key of acct.
 func KeyPrincipal(k storage.APIKey, acct storage.Account) Principal {
 	return Principal{Kind: KindAPIKey, Account: acct, Scopes: k.Scopes, Test: k.Test,

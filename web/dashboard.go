@@ -196,6 +196,7 @@ func (s *Server) authed(needAccount bool, h func(http.ResponseWriter, *http.Requ
 				return
 			}
 		}
+		sess.Principal.Source = clientIP(r) // for the audit log
 		if needAccount && sess.Principal.Account.ID == "" {
 			http.Redirect(w, r, "/dashboard/accounts", http.StatusSeeOther)
 			return

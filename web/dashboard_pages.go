@@ -30,7 +30,7 @@ func (s *Server) showTeam(w http.ResponseWriter, sess app.Session, status int, i
 }
 
 func (s *Server) teamInvite(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	inv, err := s.app.Invite(sess.Principal.WithSource(clientIP(r)), r.PostForm.Get("email"), r.PostForm.Get("role"))
+	inv, err := s.app.Invite(sess.Principal, r.PostForm.Get("email"), r.PostForm.Get("role"))
 	if err != nil {
 		var e *app.Error
 		if errors.As(err, &e) && (e.Code == app.CodeValidation || e.Code == app.CodeConflict) {
@@ -44,7 +44,7 @@ func (s *Server) teamInvite(w http.ResponseWriter, r *http.Request, sess app.Ses
 }
 
 func (s *Server) teamRemove(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	if _, err := s.app.RemoveMember(sess.Principal.WithSource(clientIP(r)), r.PostForm.Get("member")); err != nil {
+	if _, err := s.app.RemoveMember(sess.Principal, r.PostForm.Get("member")); err != nil {
 		s.fail(w, sess, err)
 		return
 	}
