@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"mailbolt/storage"
 )
@@ -149,4 +150,31 @@ func TestDashboardRecordsExpire(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// RFC 6238 Appendix B's SHA-1 vectors (seed "12345678901234567890"), cut
+// to 6 digits as RFC 4226 §5.3 does.
+func TestTOTPVectors(t *testing.T) {
+	seed := []byte("12345678901234567890")
+	for unix, want := range map[int64]string{59: "287082", 1111111109: "081804", 1111111111: "050471",
+		1234567890: "005924", 2000000000: "279037", 20000000000: "353130"} {
+		if got := TOTPCode(seed, time.Unix(unix, 0)); got != want {
+			t.Errorf("T=%d: %s, want %s", unix, got, want)
+		}
+	}
+	now := time.Unix(1111111111, 0)
+	step := now.Unix() / 30
+	for _, c := range []struct {
+		at   time.Time
+		last int64
+		ok   bool
+	}{
+		{now, 0, true}, {now.Add(-30 * time.Second), 0, true}, {now.Add(30 * time.Second), 0, true},
+		{now.Add(-60 * time.Second), 0, false}, {now.Add(90 * time.Second), 0, false},
+		{now, step, false}, // used already
+	} {
+		if _, ok := checkTOTP(seed, TOTPCode(seed, now), c.at, c.last); ok != c.ok {
+			t.Errorf("a code of %v checked at %v after step %d: %v", now, c.at, c.last, ok)
+		}
+	}
 }

@@ -79,6 +79,7 @@ func (a *App) Login(email, password, source string) (string, Session, error) {
 	if len(choices) == 1 {
 		s.AccountID = choices[0].ID
 	}
+	s.SecondFactorDue = len(person.TOTPSeed) > 0
 	err = a.db.Update(func(tx *storage.Tx) error {
 		cur, err := tx.Person(addr)
 		if err != nil || cur.PasswordHash != person.PasswordHash {
@@ -123,7 +124,8 @@ func errSessionEnded() error {
 // Session reads the session with id (the cookie's value): 401 when it is
 // unknown, idle longer than IdleTimeout, older than MaxAge, or its picked
 // account no longer has its person as an active member. Its principal holds
-// the role's scopes as they are now, so a role change applies at once.
+// the role's scopes as they are now, so a role change applies at once; it
+// is zero while the second factor is due.
 func (a *App) Session(id string) (Session, error) {
 	if id == "" || len(id) > 128 {
 		return Session{}, errSessionEnded()
@@ -178,7 +180,7 @@ func (a *App) Session(id string) (Session, error) {
 			return Session{}, Internal(err)
 		}
 	}
-	if s.AccountID != "" {
+	if s.AccountID != "" && !s.SecondFactorDue {
 		s.Principal = Principal{Kind: KindSession, Account: acct, Scopes: RoleScopes[member.Role],
 			Actor: s.Email, Role: member.Role}
 	}
@@ -210,7 +212,7 @@ func (a *App) PickAccount(s Session, accountID string) error {
 			return storage.ErrNotFound
 		}
 		cur, err := tx.Session(s.hash)
-		if err != nil {
+		if err != nil || cur.SecondFactorDue {
 			return errSessionEnded()
 		}
 		cur.AccountID = accountID

@@ -120,7 +120,7 @@
 //	inbound_counts/
 //	    <account_id>              -> u32 day · u64 received that day (the daily inbound quota)
 //	people/                                        (schema v15)
-//	    <email>                   -> Person (JSON; argon2id hash of the dashboard password)
+//	    <email>                   -> Person (JSON; argon2id hash of the dashboard password, sealed TOTP key, recovery code hashes)
 //	password_links/
 //	    <sha256(token)>           -> PasswordLink (JSON; one-time set-password link, 24 h)
 //	sessions/
@@ -133,7 +133,7 @@
 //	    <account_id>·<entry_id>   -> AuditEntry (JSON; entry ids are UUIDv7: time order)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
-// webhook secrets in webhooks, meta/server_secret. secretClasses
+// webhook secrets in webhooks, meta/server_secret, TOTP keys in people. secretClasses
 // (secrets.go) lists them.
 //
 // Secondary indexes and counts are written in the same transaction as the

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"fmt"
 	"time"
 )
 
@@ -14,7 +15,19 @@ type Person struct {
 	PasswordHash  string    `json:"password_hash,omitempty"`
 	PasswordSetAt time.Time `json:"password_set_at"`
 	CreatedAt     time.Time `json:"created_at"`
+	// TOTPSeed is the key of the person's TOTP second factor (RFC 6238),
+	// stored sealed; empty while the second factor is off. TOTPPending is
+	// a key being enrolled, until a code made with it confirms it.
+	TOTPSeed    []byte `json:"totp_seed,omitempty"`
+	TOTPPending []byte `json:"totp_pending,omitempty"`
+	// TOTPLastStep is the last time step a code was accepted for: each
+	// code works once.
+	TOTPLastStep int64 `json:"totp_last_step,omitempty"`
+	// RecoveryCodes are the SHA-256 hashes of the unused recovery codes.
+	RecoveryCodes [][]byte `json:"recovery_codes,omitempty"`
 }
+
+func personContext(email, field string) string { return "person/" + email + "/" + field }
 
 // PasswordLink is a one-time link where a person sets a password (the CLI's
 // `team add` and `team reset-password`, and the first start). Only the
@@ -36,22 +49,58 @@ type Session struct {
 	Email      string    `json:"email"`
 	AccountID  string    `json:"account_id,omitempty"`
 	CSRF       string    `json:"csrf"`
+	// SecondFactorDue: the password was right, the TOTP code is still
+	// to come; the session reaches nothing else until it does.
+	SecondFactorDue bool `json:"second_factor_due,omitempty"`
 	Source     string    `json:"source,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	LastSeenAt time.Time `json:"last_seen_at"`
 	ExpiresAt  time.Time `json:"expires_at"` // absolute expiry
 }
 
-// Person reads a person by (normalised) email.
+// Person reads a person by (normalised) email, its TOTP keys opened.
 func (tx *Tx) Person(email string) (Person, error) {
 	var p Person
-	err := getJSON(tx.bucket(bucketPeople), []byte(email), &p)
-	return p, err
+	if err := getJSON(tx.bucket(bucketPeople), []byte(email), &p); err != nil {
+		return p, err
+	}
+	for _, f := range p.totpFields() {
+		if len(*f.val) == 0 {
+			continue
+		}
+		clear, err := tx.openValue(personContext(p.Email, f.name), *f.val)
+		if err != nil {
+			return Person{}, fmt.Errorf("person %s: %w", p.Email, err)
+		}
+		*f.val = clear
+	}
+	return p, nil
 }
 
-// PutPerson writes a person.
+// PutPerson writes a person, its TOTP keys sealed.
 func (tx *Tx) PutPerson(p Person) error {
+	for _, f := range p.totpFields() {
+		if len(*f.val) == 0 {
+			continue
+		}
+		sealed, err := tx.sealValue(personContext(p.Email, f.name), *f.val)
+		if err != nil {
+			return err
+		}
+		*f.val = sealed
+	}
 	return putJSON(tx.bucket(bucketPeople), []byte(p.Email), p)
+}
+
+// totpFields are the person's sealed fields, by name.
+func (p *Person) totpFields() []struct {
+	name string
+	val  *[]byte
+} {
+	return []struct {
+		name string
+		val  *[]byte
+	}{{"totp_seed", &p.TOTPSeed}, {"totp_pending", &p.TOTPPending}}
 }
 
 // PutPasswordLink stores a link under the hash of its token; the sweeper

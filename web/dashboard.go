@@ -23,7 +23,7 @@ var dashboardFiles embed.FS
 // dashboardPages are the page templates, each parsed with the layout.
 var dashboardPages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"login", "accounts", "password", "overview", "messages", "team", "audit", "error"} {
+	for _, name := range []string{"login", "code", "accounts", "password", "overview", "messages", "team", "audit", "security", "error"} {
 		out[name] = template.Must(template.New(name).Funcs(template.FuncMap{
 			"pct": func(r float64) float64 { return 100 * r },
 		}).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
@@ -99,7 +99,13 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("POST /dashboard/login", s.login)
 	mux.HandleFunc("GET /dashboard/password/{token}", s.passwordForm)
 	mux.HandleFunc("POST /dashboard/password/{token}", s.setPassword)
-	mux.HandleFunc("POST /dashboard/logout", s.authed(false, s.logout))
+	mux.HandleFunc("GET /dashboard/login/code", s.secondFactorDue(s.codeForm))
+	mux.HandleFunc("POST /dashboard/login/code", s.secondFactorDue(s.code))
+	mux.HandleFunc("POST /dashboard/logout", s.anySession(s.logout))
+	mux.HandleFunc("GET /dashboard/security", s.authed(false, s.securityPage))
+	mux.HandleFunc("POST /dashboard/security/totp", s.authed(false, s.beginTOTP))
+	mux.HandleFunc("POST /dashboard/security/totp/confirm", s.authed(false, s.confirmTOTP))
+	mux.HandleFunc("POST /dashboard/security/totp/disable", s.authed(false, s.disableTOTP))
 	mux.HandleFunc("GET /dashboard/accounts", s.authed(false, s.accountsPage))
 	mux.HandleFunc("POST /dashboard/accounts", s.authed(false, s.pickAccount))
 	mux.HandleFunc("GET /dashboard/{$}", s.authed(true, s.overview))
@@ -173,8 +179,40 @@ func (s *Server) session(r *http.Request) (app.Session, error) {
 
 // authed wraps a page that needs a session (and, when needAccount, a
 // picked account). Without one, a GET goes to the login page and anything
-// else is 401; a POST without the session's CSRF token is 403.
+// else is 401; a POST without the session's CSRF token is 403. A session
+// whose second factor is due goes to the code page.
 func (s *Server) authed(needAccount bool, h func(http.ResponseWriter, *http.Request, app.Session)) http.HandlerFunc {
+	return s.withSession(func(sess app.Session) string {
+		switch {
+		case sess.SecondFactorDue:
+			return "/dashboard/login/code"
+		case needAccount && sess.Principal.Account.ID == "":
+			return "/dashboard/accounts"
+		}
+		return ""
+	}, h)
+}
+
+// secondFactorDue wraps the code page: only a session waiting for its
+// second factor reaches it.
+func (s *Server) secondFactorDue(h func(http.ResponseWriter, *http.Request, app.Session)) http.HandlerFunc {
+	return s.withSession(func(sess app.Session) string {
+		if !sess.SecondFactorDue {
+			return "/dashboard/"
+		}
+		return ""
+	}, h)
+}
+
+// anySession wraps what every session may do, a waiting one too (log out).
+func (s *Server) anySession(h func(http.ResponseWriter, *http.Request, app.Session)) http.HandlerFunc {
+	return s.withSession(func(app.Session) string { return "" }, h)
+}
+
+// withSession reads the session and checks a POST's CSRF token; elsewhere
+// names the page a session that may not see this one goes to (a GET is
+// redirected there, anything else is 401).
+func (s *Server) withSession(elsewhere func(app.Session) string, h func(http.ResponseWriter, *http.Request, app.Session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess, err := s.session(r)
 		if err != nil {
@@ -197,8 +235,12 @@ func (s *Server) authed(needAccount bool, h func(http.ResponseWriter, *http.Requ
 			}
 		}
 		sess.Principal.Source = clientIP(r) // for the audit log
-		if needAccount && sess.Principal.Account.ID == "" {
-			http.Redirect(w, r, "/dashboard/accounts", http.StatusSeeOther)
+		if to := elsewhere(sess); to != "" {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, to, http.StatusSeeOther)
+				return
+			}
+			s.fail(w, sess, app.NewError(app.CodeUnauthorized, "Not yet: "+to+" comes first."))
 			return
 		}
 		h(w, r, sess)
@@ -294,7 +336,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	s.setCookie(w, r, sessionCookie, id, int(sess.ExpiresAt.Sub(s.app.Now()).Seconds()))
 	s.setCookie(w, r, formCookie, "", -1)
 	to := "/dashboard/"
-	if sess.Principal.Account.ID == "" {
+	switch {
+	case sess.SecondFactorDue:
+		to = "/dashboard/login/code"
+	case sess.Principal.Account.ID == "":
 		to = "/dashboard/accounts"
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)

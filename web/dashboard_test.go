@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/base32"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -568,4 +569,72 @@ func TestDashboardOverviewAndMessages(t *testing.T) {
 	if p := z.get("/dashboard/messages"); strings.Contains(p.body, "Hello ") {
 		t.Errorf("another account lists acme's messages: %s", p.body)
 	}
+}
+
+// The optional second factor: set up with a code from the key, then every
+// login asks for a code (each works once) or a recovery code (each works
+// once); turning it off takes a code.
+func TestDashboardSecondFactor(t *testing.T) {
+	e := newEnv(t, dashConfig(nil))
+	e.person(e.acct, "ann@example.com", "owner")
+	b := e.browser()
+	wantRedirect(t, "login", b.login("ann@example.com", goodPassword), "/dashboard/")
+	setup := b.post("/dashboard/security", "/dashboard/security/totp", url.Values{})
+	m := regexp.MustCompile(`Key: <code>([A-Z2-7]+)</code>`).FindStringSubmatch(setup.body)
+	if m == nil || !strings.Contains(setup.body, `href="otpauth://totp/Mailbolt:ann@example.com?`) {
+		t.Fatalf("the setup page: %s", setup.body)
+	}
+	seed, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirm := func(code string) pageReply {
+		p := b.do("POST", "/dashboard/security/totp/confirm", url.Values{"csrf": {csrfField.FindStringSubmatch(setup.body)[1]}, "code": {code}})
+		return p
+	}
+	wantStatus(t, "a wrong code", confirm("000000"), 400)
+	on := confirm(app.TOTPCode(seed, e.app.Now()))
+	wantStatus(t, "the right code", on, 200)
+	recovery := regexp.MustCompile(`<li><code>([a-z2-7]{16})</code></li>`).FindAllStringSubmatch(on.body, -1)
+	if len(recovery) != 10 {
+		t.Fatalf("%d recovery codes shown: %s", len(recovery), on.body)
+	}
+	e.app.DB().View(func(tx *storage.Tx) error {
+		p, _ := tx.Person("ann@example.com")
+		if len(p.TOTPSeed) == 0 || len(p.RecoveryCodes) != 10 || strings.Contains(string(p.RecoveryCodes[0]), recovery[0][1]) {
+			t.Errorf("stored: %+v", p)
+		}
+		return nil
+	})
+
+	// A new login waits for its code and reaches nothing before it.
+	c := e.browser()
+	wantRedirect(t, "the password", c.login("ann@example.com", goodPassword), "/dashboard/login/code")
+	wantRedirect(t, "the overview before the code", c.get("/dashboard/"), "/dashboard/login/code")
+	wantRedirect(t, "the team before the code", c.get("/dashboard/team"), "/dashboard/login/code")
+	wantStatus(t, "an invitation before the code", c.post("/dashboard/login/code", "/dashboard/team/invite",
+		url.Values{"email": {"x@example.com"}, "role": {"viewer"}}), 401)
+	wantStatus(t, "a wrong code", c.post("/dashboard/login/code", "/dashboard/login/code", url.Values{"code": {"123456"}}), 401)
+	// The code that turned the factor on was used: the next step's works.
+	wantStatus(t, "a used code", c.post("/dashboard/login/code", "/dashboard/login/code",
+		url.Values{"code": {app.TOTPCode(seed, e.app.Now())}}), 401)
+	e.clock.Add(30 * time.Second)
+	wantRedirect(t, "the code", c.post("/dashboard/login/code", "/dashboard/login/code",
+		url.Values{"code": {app.TOTPCode(seed, e.app.Now())}}), "/dashboard/")
+	wantStatus(t, "the overview after the code", c.get("/dashboard/"), 200)
+
+	// A recovery code works once.
+	r := e.browser()
+	wantRedirect(t, "the password", r.login("ann@example.com", goodPassword), "/dashboard/login/code")
+	wantRedirect(t, "a recovery code", r.post("/dashboard/login/code", "/dashboard/login/code",
+		url.Values{"code": {recovery[0][1]}}), "/dashboard/")
+	r2 := e.browser()
+	wantRedirect(t, "the password", r2.login("ann@example.com", goodPassword), "/dashboard/login/code")
+	wantStatus(t, "the recovery code again", r2.post("/dashboard/login/code", "/dashboard/login/code",
+		url.Values{"code": {recovery[0][1]}}), 401)
+
+	// Off, with a code; then the password alone logs in.
+	wantStatus(t, "off without a code", c.post("/dashboard/security", "/dashboard/security/totp/disable", url.Values{"code": {"nope"}}), 400)
+	wantRedirect(t, "off", c.post("/dashboard/security", "/dashboard/security/totp/disable", url.Values{"code": {recovery[1][1]}}), "/dashboard/security")
+	wantRedirect(t, "login without a second factor", e.browser().login("ann@example.com", goodPassword), "/dashboard/")
 }
