@@ -46,16 +46,16 @@ type PasswordLink struct {
 // id (the cookie's value). AccountID is the account picked (empty until the
 // person picks one). CSRF is the token every form of the session carries.
 type Session struct {
-	Email      string    `json:"email"`
-	AccountID  string    `json:"account_id,omitempty"`
-	CSRF       string    `json:"csrf"`
+	Email     string `json:"email"`
+	AccountID string `json:"account_id,omitempty"`
+	CSRF      string `json:"csrf"`
 	// SecondFactorDue: the password was right, the TOTP code is still
 	// to come; the session reaches nothing else until it does.
-	SecondFactorDue bool `json:"second_factor_due,omitempty"`
-	Source     string    `json:"source,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
-	LastSeenAt time.Time `json:"last_seen_at"`
-	ExpiresAt  time.Time `json:"expires_at"` // absolute expiry
+	SecondFactorDue bool      `json:"second_factor_due,omitempty"`
+	Source          string    `json:"source,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	LastSeenAt      time.Time `json:"last_seen_at"`
+	ExpiresAt       time.Time `json:"expires_at"` // absolute expiry
 }
 
 // Person reads a person by (normalised) email, its TOTP keys opened.
