@@ -28,7 +28,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().String("data-dir", "./data", "directory holding mailbolt.db and the management socket")
 	root.PersistentFlags().String("secret-key-file", "", "file holding the key that seals the secrets in mailbolt.db (default <data-dir>/secret.key, created at first start)")
-	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(),
+	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(), newTeamCommand(),
 		newIPsCommand(), newPoolsCommand(), newSuppressionsCommand(), newBackupCommand(), newRestoreCommand(), newVersionCommand())
 	root.AddCommand(newSecretsCommand())
 	root.AddCommand(newBenchCommand(), newBenchClientCommand(), newHealthcheckCommand(), newDoctorCommand())

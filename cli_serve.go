@@ -422,6 +422,7 @@ func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
 	wc := web.DefaultConfig()
 	wc.MaxBodyBytes, wc.IPRateLimit, wc.Logger = cfg.maxBodySize, cfg.ipRateLimit, log
 	wc.ReadTimeout, wc.MaxConnsPerIP = cfg.readTimeout, cfg.maxConnsPerIP
+	wc.Dev = cfg.dev
 	var err error
 	if wc.TrustedProxies, err = cfg.proxies(); err != nil {
 		return wc, err
@@ -501,6 +502,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		fmt.Fprintln(stdout, "Store these API keys now; they are shown only once.")
 		fmt.Fprintln(stdout, "  live key:", b.LiveKey)
 		fmt.Fprintln(stdout, "  test key:", b.TestKey)
+		fmt.Fprintln(stdout, "Dashboard: the owner sets an email and password at this link (it works once, for 24 hours):")
+		fmt.Fprintln(stdout, "  "+s.app.PasswordURL(b.OwnerLink))
 	}
 	if s.httpsLn != nil {
 		fmt.Fprintf(stdout, "mailbolt %s listening on https://%s (data dir %s)\n", version, s.httpsLn.Addr(), cfg.dataDir)

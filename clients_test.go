@@ -129,7 +129,7 @@ func TestClientOperationsOfTheDocument(t *testing.T) {
 			t.Errorf("%s should be marked x-client: false", left)
 		}
 	}
-	if !slices.Contains(ops, "sendMessage") || len(ops) != 57 {
+	if !slices.Contains(ops, "sendMessage") || len(ops) != 58 {
 		t.Errorf("%d client operations: %v", len(ops), ops)
 	}
 }

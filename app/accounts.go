@@ -141,6 +141,9 @@ type Bootstrap struct {
 	Account storage.Account
 	LiveKey string
 	TestKey string
+	// OwnerLink is the token of a one-time link (24 h) whose page asks
+	// for the owner's email and password (PasswordURL makes its address).
+	OwnerLink string
 }
 
 // BootstrapIfEmpty creates the default account and its two keys when the
@@ -153,6 +156,7 @@ func (a *App) BootstrapIfEmpty() (*Bootstrap, error) {
 	now := a.Now()
 	live, test := newSecret(false), newSecret(true)
 	var created bool
+	var link PasswordLink
 	err := a.db.Update(func(tx *storage.Tx) error {
 		created = false
 		if tx.AccountCount() > 0 {
@@ -169,11 +173,15 @@ func (a *App) BootstrapIfEmpty() (*Bootstrap, error) {
 				return err
 			}
 		}
+		var err error
+		if link, err = a.newPasswordLink(tx, acct.ID, "", true); err != nil {
+			return err
+		}
 		created = true
 		return nil
 	})
 	if err != nil || !created {
 		return nil, err
 	}
-	return &Bootstrap{Account: acct, LiveKey: live, TestKey: test}, nil
+	return &Bootstrap{Account: acct, LiveKey: live, TestKey: test, OwnerLink: link.Token}, nil
 }

@@ -40,6 +40,26 @@ type Admin interface {
 	// before the first row; a failure after it is returned, and what was
 	// written is not the whole list.
 	ExportSuppressions(accountID, stream string, w io.Writer) error
+	// AddMember adds an active member to an account and returns the
+	// one-time link where the person sets a dashboard password.
+	AddMember(accountID, email, role string) (MemberLinkView, error)
+	// ResetPassword returns a new set-password link for an account's
+	// member.
+	ResetPassword(accountID, email string) (MemberLinkView, error)
+	// RemoveMember takes a member off an account and ends the person's
+	// sessions in it.
+	RemoveMember(accountID, email string) (MemberLinkView, error)
+}
+
+// MemberLinkView is a team member and, for `team add` and `team
+// reset-password`, the one-time link (24 h) where the person sets a
+// password.
+type MemberLinkView struct {
+	AccountID     string     `json:"account_id"`
+	Email         string     `json:"email"`
+	Role          string     `json:"role"`
+	URL           string     `json:"url,omitempty"`
+	LinkExpiresAt *time.Time `json:"link_expires_at,omitempty"`
 }
 
 // NoticesView is every deprecation announcement and notice recorded.

@@ -185,3 +185,49 @@ func (l LocalAdmin) ExportSuppressions(accountID, stream string, w io.Writer) er
 	}
 	return l.App.ExportSuppressions(p, stream, NewSuppressionCSVWriter(w).Write)
 }
+
+// AddMember adds an active member as the operator (any role).
+func (l LocalAdmin) AddMember(accountID, email, role string) (MemberLinkView, error) {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	m, link, err := l.App.AddMember(p, email, role)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	return MemberLinkView{AccountID: accountID, Email: m.Email, Role: m.Role, URL: link.URL, LinkExpiresAt: &link.ExpiresAt}, nil
+}
+
+// ResetPassword makes a new set-password link as the operator.
+func (l LocalAdmin) ResetPassword(accountID, email string) (MemberLinkView, error) {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	m, err := l.App.MemberByEmail(p, email)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	link, err := l.App.ResetPassword(p, email)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	return MemberLinkView{AccountID: accountID, Email: m.Email, Role: m.Role, URL: link.URL, LinkExpiresAt: &link.ExpiresAt}, nil
+}
+
+// RemoveMember removes a member as the operator (the last owner stays).
+func (l LocalAdmin) RemoveMember(accountID, email string) (MemberLinkView, error) {
+	p, err := l.App.OperatorIn(accountID)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	m, err := l.App.MemberByEmail(p, email)
+	if err != nil {
+		return MemberLinkView{}, err
+	}
+	if m, err = l.App.RemoveMember(p, m.ID); err != nil {
+		return MemberLinkView{}, err
+	}
+	return MemberLinkView{AccountID: accountID, Email: m.Email, Role: m.Role}, nil
+}

@@ -98,9 +98,16 @@ func (s *answerSlot) committed() {
 // use case commits its effect with update once, in its last write; fn
 // follows storage.DB.Update's rule (it may run more than once, no effects
 // outside tx). A use case whose answer has no body passes new(struct{}).
-func update[T any](a *App, p Principal, result *T, fn func(tx *storage.Tx) error) error {
+//
+// act names the change for the audit log: its entry is appended in the same
+// transaction, after fn, so a change that fails leaves none (noAudit for
+// what is not a change of the account's setup: sending mail, grading).
+func update[T any](a *App, p Principal, act action, result *T, fn func(tx *storage.Tx) error) error {
 	err := a.db.Update(func(tx *storage.Tx) error {
 		if err := fn(tx); err != nil {
+			return err
+		}
+		if err := a.audit(tx, p, act); err != nil {
 			return err
 		}
 		return p.idem.put(tx, *result, a.Now())

@@ -61,6 +61,8 @@ type Options struct {
 	// RenderSteps bounds the tag visits one render could make over its
 	// data (see RenderLimits).
 	RenderSteps int64
+	// Sessions bound dashboard sessions.
+	Sessions SessionOptions
 }
 
 // DefaultOptions are the documented defaults (docs/configuration.md):
@@ -71,7 +73,8 @@ type Options struct {
 // delivery queue on their own packages' defaults with secrets rotating out
 // over 24 h, grader checks cached 5 min, mapped pages handed back every
 // 2 s, messages of at most 10 MiB, template renders of at most 1 s and
-// 1,000,000 tag visits, the system clock and no log.
+// 1,000,000 tag visits, dashboard sessions ending after 12 h idle or 7
+// days, the system clock and no log.
 func DefaultOptions() Options {
 	return Options{
 		Now:            time.Now,
@@ -92,6 +95,7 @@ func DefaultOptions() Options {
 		MaxMessageSize:     10 << 20,
 		RenderTimeout:      time.Second,
 		RenderSteps:        1_000_000,
+		Sessions:           SessionOptions{IdleTimeout: 12 * time.Hour, MaxAge: 7 * 24 * time.Hour},
 	}
 }
 
@@ -101,7 +105,8 @@ func (o Options) check() error {
 		"message retention": o.MessageRetention, "mapped-page release interval": o.ReleaseMappedEvery,
 		"grader cache TTL": o.Grader.CacheTTL, "webhook secret rotation window": o.Webhooks.RotationWindow,
 		"domain recheck interval": o.Domains.RecheckInterval, "DKIM rotation grace": o.Domains.RotationGrace,
-		"domain check timeout": o.Domains.CheckTimeout, "render timeout": o.RenderTimeout} {
+		"domain check timeout": o.Domains.CheckTimeout, "render timeout": o.RenderTimeout,
+		"session idle timeout": o.Sessions.IdleTimeout, "session lifetime": o.Sessions.MaxAge} {
 		if d <= 0 {
 			return fmt.Errorf("app: the %s must be positive", name)
 		}
@@ -218,6 +223,10 @@ const minServerSecret = 32
 // SetPublicURL sets the base of tracking and unsubscribe links when it is
 // known only once the server listens. Call it before serving.
 func (a *App) SetPublicURL(u string) { a.opts.PublicURL = u }
+
+// PublicURL is the base of the links the server hands out (--public-url,
+// or the one derived from the HTTP address).
+func (a *App) PublicURL() string { return a.opts.PublicURL }
 
 // DB is the database the App works on.
 func (a *App) DB() *storage.DB { return a.db }

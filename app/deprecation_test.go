@@ -13,22 +13,23 @@ import (
 // noticeEnv is a live sending environment with a system sender on the
 // verified acme.test, and accounts of every kind: two active owners (and
 // an admin, who is not told), an invited owner only and a contact email,
-// and none at all (acme itself).
+// and none at all (acme itself). The invitations come from a key holding
+// "*": only such a caller grants owner and admin.
 func noticeEnv(t *testing.T, systemFrom string) (*sendEnv, []string) {
 	t.Helper()
 	e := newSendEnv(t, dkim.AlgEd25519, func(o *Options) { o.SystemFrom = "Mailbolt <team@acme.test>" })
 	owned, _ := e.app.CreateAccount(AccountInput{Name: "Owned Co", Email: "contact@dest.test"})
 	for _, m := range []struct{ email, role string }{{"ann@dest.test", "owner"}, {"bob@dest.test", "owner"}, {"cy@dest.test", "admin"}} {
-		inv, ae := e.app.Invite(keyIn(owned.ID, ScopeTeamWrite), m.email, m.role)
+		inv, ae := e.app.Invite(keyIn(owned.ID, ScopeAll), m.email, m.role)
 		if ae != nil {
 			t.Fatal(ae)
 		}
-		if _, ae := e.app.AcceptInvitation(inv.Token); ae != nil {
+		if _, ae := e.app.AcceptInvitation(inv.Token, "", ""); ae != nil {
 			t.Fatal(ae)
 		}
 	}
 	contact, _ := e.app.CreateAccount(AccountInput{Name: "Contact Co", Email: "desk@dest.test"})
-	if _, ae := e.app.Invite(keyIn(contact.ID, ScopeTeamWrite), "later@dest.test", "owner"); ae != nil {
+	if _, ae := e.app.Invite(keyIn(contact.ID, ScopeAll), "later@dest.test", "owner"); ae != nil {
 		t.Fatal(ae)
 	}
 	e.drain() // the invitations

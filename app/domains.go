@@ -98,7 +98,7 @@ func (a *App) CreateDomain(p Principal, name, alg string) (storage.Domain, error
 	next := now.Add(a.opts.Domains.RecheckInterval)
 	d := storage.Domain{ID: NewID(), AccountID: accountID, Name: name, Status: DomainPending,
 		DKIMKeys: []storage.DomainKey{key}, CreatedAt: now, NextCheckAt: &next}
-	err := update(a, p, &d, func(tx *storage.Tx) error { return tx.InsertDomain(d) })
+	err := update(a, p, action{"domain.create", d.ID}, &d, func(tx *storage.Tx) error { return tx.InsertDomain(d) })
 	if errors.Is(err, storage.ErrExists) {
 		return storage.Domain{}, Conflict("this account already has the domain " + name)
 	}
@@ -145,7 +145,7 @@ func (a *App) DeleteDomain(p Principal, id string) error {
 	if err := a.authorize(p, ScopeDomainsWrite); err != nil {
 		return err
 	}
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteDomain(p.Account.ID, id) })
+	err := update(a, p, action{"domain.delete", id}, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteDomain(p.Account.ID, id) })
 	return storageErr(err, "domain")
 }
 
@@ -168,7 +168,7 @@ func (a *App) RotateDKIM(p Principal, id, alg string) (storage.Domain, error) {
 	if e != nil {
 		return d, e
 	}
-	err := update(a, p, &d, func(tx *storage.Tx) error {
+	err := update(a, p, action{"domain.dkim_rotate", id}, &d, func(tx *storage.Tx) error {
 		var err error
 		if d, err = tx.Domain(accountID, id); err != nil {
 			return err
@@ -302,7 +302,7 @@ func (a *App) verify(ctx context.Context, p Principal, d storage.Domain) (storag
 
 	var result storage.Domain
 	var before string
-	err := update(a, p, &result, func(tx *storage.Tx) error {
+	err := update(a, p, action{"domain.verify", d.ID}, &result, func(tx *storage.Tx) error {
 		cur, err := tx.Domain(d.AccountID, d.ID)
 		if err != nil {
 			return err

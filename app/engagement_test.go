@@ -363,7 +363,7 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 	if _, err := e.app.Invitee(inv.Token[:len(inv.Token)-2] + "xx"); !HasCode(err, CodeNotFound) {
 		t.Fatalf("a tampered token: %v, want NOT_FOUND", err)
 	}
-	m, ae := e.app.AcceptInvitation(inv.Token)
+	m, ae := e.app.AcceptInvitation(inv.Token, "", "")
 	if ae != nil || m.Status != "active" || m.AcceptedAt == nil {
 		t.Fatalf("accept: %+v %v", m, ae)
 	}

@@ -167,7 +167,7 @@ func (a *App) GraderSubmit(ctx context.Context, p Principal, s grader.Submission
 	rec := storage.GraderResult{ID: NewID(), AccountID: p.Account.ID, CreatedAt: a.Now(), Domain: r.Domain,
 		Score: r.Score, Grade: r.Grade, Result: body}
 	stored := StoredResult{ID: rec.ID, CreatedAt: rec.CreatedAt, Result: body}
-	if err := update(a, p, &stored, func(tx *storage.Tx) error { return tx.InsertGraderResult(rec) }); err != nil {
+	if err := update(a, p, noAudit, &stored, func(tx *storage.Tx) error { return tx.InsertGraderResult(rec) }); err != nil {
 		return StoredResult{}, &Error{Code: CodePersistFailed,
 			Message: "the result could not be stored", Details: map[string]any{"cause": err.Error()}}
 	}

@@ -96,7 +96,7 @@ func (a *App) CreateInboundDomain(p Principal, name string) (storage.InboundDoma
 	}
 	d := storage.InboundDomain{ID: NewID(), AccountID: p.Account.ID, Name: name, Token: newInboundToken(),
 		Status: storage.InboundPending, CreatedAt: a.Now()}
-	err := update(a, p, &d, func(tx *storage.Tx) error {
+	err := update(a, p, action{"inbound_domain.create", d.ID}, &d, func(tx *storage.Tx) error {
 		if _, _, n, err := tx.InboundDomains(p.Account.ID, storage.ListOptions{Limit: 1}); err != nil {
 			return err
 		} else if n >= MaxInboundDomains {
@@ -145,7 +145,7 @@ func (a *App) DeleteInboundDomain(p Principal, id string) error {
 	if err := a.authorize(p, ScopeInboundWrite); err != nil {
 		return err
 	}
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error {
+	err := update(a, p, action{"inbound_domain.delete", id}, new(struct{}), func(tx *storage.Tx) error {
 		if p.Test {
 			routes, err := tx.InboundDomainRoutes(p.Account.ID, id)
 			if err != nil {
@@ -212,7 +212,7 @@ func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (
 			checkErr = err.Error()
 		}
 	}
-	err := update(a, p, &d, func(tx *storage.Tx) error {
+	err := update(a, p, action{"inbound_domain.verify", id}, &d, func(tx *storage.Tx) error {
 		var err error
 		if d, err = tx.InboundDomain(p.Account.ID, id); err != nil {
 			return err
@@ -299,7 +299,7 @@ func (a *App) CreateInboundRoute(p Principal, in InboundRouteInput) (storage.Inb
 	}
 	r := storage.InboundRoute{ID: NewID(), AccountID: p.Account.ID, DomainID: in.DomainID, Pattern: pattern,
 		WebhookID: in.WebhookID, CreatedAt: a.Now()}
-	err := update(a, p, &r, func(tx *storage.Tx) error {
+	err := update(a, p, action{"inbound_route.create", r.ID}, &r, func(tx *storage.Tx) error {
 		if _, err := tx.InboundDomain(p.Account.ID, in.DomainID); errors.Is(err, storage.ErrNotFound) {
 			return Validation("domain_id", "no inbound domain "+in.DomainID+" in this account")
 		} else if err != nil {
@@ -370,7 +370,7 @@ func (a *App) DeleteInboundRoute(p Principal, id string) error {
 	if err := a.authorize(p, ScopeInboundWrite); err != nil {
 		return err
 	}
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error {
+	err := update(a, p, action{"inbound_route.delete", id}, new(struct{}), func(tx *storage.Tx) error {
 		if _, err := routeOf(tx, p, id); err != nil {
 			return err
 		}

@@ -129,7 +129,7 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: expires,
 	}
 	created := CreatedKey{Key: k, Secret: secret}
-	err = update(a, p, &created, func(tx *storage.Tx) error {
+	err = update(a, p, action{"api_key.create", k.ID}, &created, func(tx *storage.Tx) error {
 		if _, err := tx.Account(accountID); err != nil {
 			return NotFound("account")
 		}
@@ -184,7 +184,7 @@ func (a *App) RevokeKey(p Principal, keyID string) (storage.APIKey, error) {
 		}
 	}
 	var k storage.APIKey
-	err := update(a, p, &k, func(tx *storage.Tx) error {
+	err := update(a, p, action{"api_key.revoke", keyID}, &k, func(tx *storage.Tx) error {
 		var err error
 		if anyAccount {
 			k, err = tx.APIKeyByID(keyID)

@@ -471,7 +471,7 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 		return nil, err
 	}
 	var out []storage.Message
-	err = update(a, p, &out, func(tx *storage.Tx) error {
+	err = update(a, p, noAudit, &out, func(tx *storage.Tx) error {
 		var err error
 		out, err = fileBatch(tx, list, sent)
 		return err

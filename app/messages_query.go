@@ -52,7 +52,7 @@ func (a *App) CancelMessage(p Principal, id string) (storage.Message, error) {
 	}
 	now := a.Now()
 	var m storage.Message
-	err := update(a, p, &m, func(tx *storage.Tx) error {
+	err := update(a, p, action{"message.cancel", id}, &m, func(tx *storage.Tx) error {
 		var err error
 		if m, err = tx.Message(p.Account.ID, id); err != nil {
 			return err

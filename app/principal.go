@@ -22,6 +22,12 @@ const (
 	// KindSMTP is an SMTP submission session logged in (AUTH) with an API
 	// key as its password: the key's account, scopes and mode.
 	KindSMTP PrincipalKind = "smtp_auth"
+	// KindSession is a person logged in to the dashboard; its scopes are
+	// its role's (RoleScopes).
+	KindSession PrincipalKind = "session"
+	// KindPerson is a person acting through a one-time link (accepting an
+	// invitation, setting a password): it appears in the audit log only.
+	KindPerson PrincipalKind = "person"
 )
 
 // noun names the kind in error messages.
@@ -33,6 +39,8 @@ func (k PrincipalKind) noun() string {
 		return "operator"
 	case KindSMTP:
 		return "SMTP login's API key"
+	case KindSession:
+		return "dashboard session"
 	}
 	return "caller"
 }
@@ -57,6 +65,15 @@ type Principal struct {
 	// KeyID is the API key the caller authenticated with: rate limits and
 	// idempotency records are kept per key. Empty for the operator.
 	KeyID string
+	// Actor names who acts, for the audit log: the key's id, the person's
+	// email, "operator" for the CLI. A principal without one (the
+	// server's own work) writes no audit entries.
+	Actor string
+	// Role is a session's team role ("" for other kinds).
+	Role string
+	// Source is the client address the request came from, for the audit
+	// log; the web layer sets it.
+	Source string
 
 	// idem is the answer slot of the idempotent request this principal
 	// calls for (nil for none): the use case's write transaction stores the
@@ -70,7 +87,7 @@ type Principal struct {
 // KeyPrincipal is the principal of an authenticated API key of acct.
 func KeyPrincipal(k storage.APIKey, acct storage.Account) Principal {
 	return Principal{Kind: KindAPIKey, Account: acct, Scopes: k.Scopes, Test: k.Test,
-		ExpiresAt: k.ExpiresAt, KeyID: k.ID}
+		ExpiresAt: k.ExpiresAt, KeyID: k.ID, Actor: k.ID}
 }
 
 // Operator is the server's operator acting across accounts (the CLI's
@@ -91,7 +108,9 @@ func (a *App) OperatorIn(accountID string) (Principal, error) {
 	if e := storageErr(err, "account"); e != nil {
 		return Principal{}, e
 	}
-	return operatorIn(acct), nil
+	p := operatorIn(acct)
+	p.Actor = string(KindOperator)
+	return p, nil
 }
 
 func operatorIn(acct storage.Account) Principal {

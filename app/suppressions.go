@@ -78,7 +78,7 @@ func (a *App) AddSuppression(p Principal, recipient, reason, stream string) (s s
 		return s, false, e
 	}
 	var added AddedSuppression
-	err := update(a, p, &added, func(tx *storage.Tx) error {
+	err := update(a, p, action{"suppression.add", in.Recipient}, &added, func(tx *storage.Tx) error {
 		var err error
 		added.Suppression, added.Created, err = tx.PutSuppression(in)
 		return err
@@ -112,6 +112,6 @@ func (a *App) DeleteSuppression(p Principal, recipient, stream string) error {
 	}
 	accountID := p.Account.ID
 	addr := strings.ToLower(strings.TrimSpace(recipient))
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr, stream) })
+	err := update(a, p, action{"suppression.delete", addr}, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr, stream) })
 	return storageErr(err, "suppression")
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strconv"
 
 	"mailbolt/storage"
 )
@@ -70,7 +71,7 @@ func (a *App) ImportSuppressions(p Principal, rows []SuppressionInput) (ImportRe
 		}
 		list[i] = s
 	}
-	err := update(a, p, &res, func(tx *storage.Tx) error {
+	err := update(a, p, action{"suppression.import", strconv.Itoa(len(rows)) + " rows"}, &res, func(tx *storage.Tx) error {
 		added, err := tx.PutSuppressions(list)
 		res = ImportResult{Added: added, AlreadyPresent: len(list) - added}
 		return err

@@ -47,6 +47,9 @@ func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 	if !slices.Contains(Roles, role) {
 		return Invitation{}, Validation("role", "must be one of "+strings.Join(Roles, ", "))
 	}
+	if e := mayGrant(p, role); e != nil {
+		return Invitation{}, e
+	}
 	m := storage.TeamMember{ID: NewID(), AccountID: accountID, Email: addr, Role: role,
 		Status: "invited", InvitedAt: a.Now()}
 	token, err := inviteToken(accountID, m.ID)
@@ -68,7 +71,7 @@ func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 			inv.EmailStatus, mail = "failed", nil
 		}
 	}
-	err = update(a, p, &inv, func(tx *storage.Tx) error {
+	err = update(a, p, action{"team.invite", m.Email + " as " + m.Role}, &inv, func(tx *storage.Tx) error {
 		if _, err := tx.Account(accountID); err != nil {
 			return err
 		}
@@ -142,9 +145,18 @@ func (a *App) Invitee(token string) (m storage.TeamMember, err error) {
 	return m, nil
 }
 
-// AcceptInvitation makes an invited member active. Accepting twice is
-// not an error.
-func (a *App) AcceptInvitation(token string) (storage.TeamMember, error) {
+// AcceptInvitation makes an invited member active and, when password is
+// not empty, sets the person's dashboard password (ending the person's
+// sessions, as every password change does). Accepting twice is not an
+// error. source is the client address, for the audit log.
+func (a *App) AcceptInvitation(token, password, source string) (storage.TeamMember, error) {
+	var hash string
+	if password != "" {
+		if e := checkPasswordRules("password", password); e != nil {
+			return storage.TeamMember{}, e
+		}
+		hash = hashPassword(password)
+	}
 	var m storage.TeamMember
 	now := a.Now()
 	err := a.db.Update(func(tx *storage.Tx) error {
@@ -152,11 +164,24 @@ func (a *App) AcceptInvitation(token string) (storage.TeamMember, error) {
 		if m, ok = invitee(tx, token); !ok {
 			return storage.ErrNotFound
 		}
+		if hash != "" {
+			if err := a.putPassword(tx, m.Email, hash, now.UTC()); err != nil {
+				return err
+			}
+		}
 		if m.Status == "active" {
 			return nil
 		}
 		m.Status, m.AcceptedAt = "active", &now
-		return tx.UpdateTeamMember(m)
+		if err := tx.UpdateTeamMember(m); err != nil {
+			return err
+		}
+		acct, err := tx.Account(m.AccountID)
+		if err != nil {
+			return err
+		}
+		p := Principal{Kind: KindPerson, Account: acct, Actor: m.Email, Source: source}
+		return a.audit(tx, p, action{"team.accept", m.Email})
 	})
 	return m, storageErr(err, "invitation")
 }

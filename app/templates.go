@@ -137,7 +137,7 @@ func (a *App) CreateTemplate(p Principal, in TemplateInput) (storage.Template, s
 	now := a.Now()
 	t := storage.Template{ID: NewID(), AccountID: accountID, Name: v.Name, Alias: alias, Version: 1, Strict: v.Strict, CreatedAt: now, UpdatedAt: now}
 	v.TemplateID, v.CreatedAt = t.ID, now
-	err := update(a, p, &SavedTemplate{Template: t, Version: v}, func(tx *storage.Tx) error { return tx.PutTemplate(t, v) })
+	err := update(a, p, action{"template.create", t.ID}, &SavedTemplate{Template: t, Version: v}, func(tx *storage.Tx) error { return tx.PutTemplate(t, v) })
 	return t, v, templateErr(err, alias)
 }
 
@@ -180,7 +180,7 @@ func (a *App) UpdateTemplate(p Principal, id string, in TemplateInput) (storage.
 	var t storage.Template
 	var v storage.TemplateVersion
 	var saved SavedTemplate
-	err := update(a, p, &saved, func(tx *storage.Tx) error {
+	err := update(a, p, action{"template.update", id}, &saved, func(tx *storage.Tx) error {
 		var err error
 		if t, err = resolveTemplate(tx, accountID, id); err != nil {
 			return err

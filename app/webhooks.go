@@ -56,7 +56,7 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	w := storage.Webhook{ID: NewID(), AccountID: p.Account.ID, URL: in.URL, Events: events,
 		Description: strings.TrimSpace(in.Description), Test: p.Test, Secret: secret, CreatedAt: a.Now()}
 	created := CreatedWebhook{Webhook: w, Secret: secret}
-	err := update(a, p, &created, func(tx *storage.Tx) error {
+	err := update(a, p, action{"webhook.create", w.ID}, &created, func(tx *storage.Tx) error {
 		if tx.WebhookCount(p.Account.ID) >= MaxWebhooks {
 			return &Error{Code: CodeQuotaExceeded,
 				Message: "an account can have at most 100 webhooks; delete one first"}
@@ -177,7 +177,7 @@ func (a *App) DeleteWebhook(p Principal, id string) error {
 	if err := a.authorize(p, ScopeWebhooksWrite); err != nil {
 		return err
 	}
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error {
+	err := update(a, p, action{"webhook.delete", id}, new(struct{}), func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, id); err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (a *App) RotateWebhookSecret(p Principal, id string) (CreatedWebhook, error
 		return CreatedWebhook{}, err
 	}
 	var out CreatedWebhook
-	err := update(a, p, &out, func(tx *storage.Tx) error {
+	err := update(a, p, action{"webhook.rotate_secret", id}, &out, func(tx *storage.Tx) error {
 		w, err := webhookOf(tx, p, id)
 		if err != nil {
 			return err
@@ -236,7 +236,7 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 		return storage.Delivery{}, err
 	}
 	var d storage.Delivery
-	err := update(a, p, &d, func(tx *storage.Tx) error {
+	err := update(a, p, action{"webhook.replay", webhookID + "/" + eventID}, &d, func(tx *storage.Tx) error {
 		if _, err := webhookOf(tx, p, webhookID); err != nil {
 			return NotFound("webhook")
 		}

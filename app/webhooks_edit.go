@@ -47,7 +47,7 @@ func (a *App) UpdateWebhook(ctx context.Context, p Principal, id string, in Webh
 		return storage.Webhook{}, Validation("description", "must be at most 500 characters")
 	}
 	var w storage.Webhook
-	err := update(a, p, &w, func(tx *storage.Tx) error {
+	err := update(a, p, action{"webhook.update", id}, &w, func(tx *storage.Tx) error {
 		var err error
 		if w, err = webhookOf(tx, p, id); err != nil {
 			return err

@@ -122,9 +122,21 @@
 //	inbound_counts/
 //	    <account_id>              -> u32 day · u64 messages · u64 raw bytes received that day
 //	                                                (the daily inbound quotas)
+//	people/                                        (schema v15)
+//	    <email>                   -> Person (JSON; argon2id hash of the dashboard password, sealed TOTP key, recovery code hashes)
+//	password_links/
+//	    <sha256(token)>           -> PasswordLink (JSON; one-time set-password link, 24 h)
+//	sessions/
+//	    <sha256(session id)>      -> Session (JSON; email, picked account, CSRF token, expiry)
+//	sessions_by_email/
+//	    <email>·<sha256(session id)> -> ""       (ended together on a password change)
+//	team_by_email/
+//	    <email>·<account_id>      -> <member_id>   (the accounts a person belongs to)
+//	audit/
+//	    <account_id>·<entry_id>   -> AuditEntry (JSON; entry ids are UUIDv7: time order)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
-// webhook secrets in webhooks, meta/server_secret. secretClasses
+// webhook secrets in webhooks, meta/server_secret, TOTP keys in people. secretClasses
 // (secrets.go) lists them.
 //
 // Secondary indexes and counts are written in the same transaction as the

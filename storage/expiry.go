@@ -13,6 +13,9 @@ const (
 	kindMessage        byte = 4
 	kindInboundMessage byte = 5 // one copy of a received message
 	kindInboundRaw     byte = 6 // the raw bytes all copies of a received message share
+	kindPasswordLink   byte = 7
+	kindSession        byte = 8
+	kindAudit          byte = 9
 )
 
 // expirers remove one record of a kind if it is still due at now. A record
@@ -35,6 +38,9 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 	kindMessage:        expireMessage,
 	kindInboundMessage: expireInboundMessage,
 	kindInboundRaw:     expireInboundRaw,
+	kindPasswordLink:   expirePasswordLink,
+	kindSession:        expireSession,
+	kindAudit:          expireAudit,
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {

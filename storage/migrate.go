@@ -42,6 +42,7 @@ var migrations = []migration{
 	{11, "template aliases", plain(migrateTemplateAliases), false},
 	{12, "unsubscribe suppressions for the broadcast stream only", plain(migrateSuppressionStreams), false},
 	{13, "inbound domains, routes and received messages", plain(migrateInbound), false},
+	{15, "dashboard people, password links, sessions, memberships by email, the audit log", plain(migrateDashboard), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {
@@ -327,4 +328,23 @@ func migrateInbound(tx *bolt.Tx) error {
 		}
 	}
 	return nil
+}
+
+// migrateDashboard creates the dashboard's buckets and indexes every team
+// member by email, so a person's accounts are found without a scan.
+func migrateDashboard(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketPeople, bucketPasswordLinks, bucketSessions, bucketSessionsByEmail,
+		bucketTeamByEmail, bucketAudit} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	byEmail := tx.Bucket(bucketTeamByEmail)
+	return tx.Bucket(bucketTeam).ForEach(func(k, v []byte) error {
+		var m TeamMember
+		if err := decodeJSON(k, v, &m); err != nil {
+			return err
+		}
+		return byEmail.Put(join(m.Email, m.AccountID), []byte(m.ID))
+	})
 }

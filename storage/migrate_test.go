@@ -529,3 +529,33 @@ func TestMigration12GivesUnsubscribesTheBroadcastStream(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMigration15IndexesMembersByEmail: a member stored before v15 is found
+// by its email afterwards, and the dashboard's buckets exist.
+func TestMigration15IndexesMembersByEmail(t *testing.T) {
+	b, path := openAt(t, 13)
+	b.Update(func(tx *bolt.Tx) error {
+		tx.Bucket(bucketTeam).Put(join("a1", "m1"), []byte(`{"id":"m1","account_id":"a1","email":"ann@example.com","role":"owner","status":"active"}`))
+		return tx.Bucket(bucketTeamEmails).Put(join("a1", "ann@example.com"), []byte("m1"))
+	})
+	b.Close()
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *Tx) error {
+		ms, err := tx.Memberships("ann@example.com")
+		if err != nil || len(ms) != 1 || ms[0] != (Membership{AccountID: "a1", MemberID: "m1"}) {
+			t.Errorf("memberships after v15: %+v %v", ms, err)
+		}
+		if _, err := tx.Person("ann@example.com"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a person before any password: %v", err)
+		}
+		if list, _, err := tx.AuditLog("a1", ListOptions{Limit: 10}); err != nil || len(list) != 0 {
+			t.Errorf("audit log after v15: %v %v", list, err)
+		}
+		return nil
+	})
+}

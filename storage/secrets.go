@@ -28,6 +28,7 @@ var secretClasses = []secretClass{
 	{"DKIM private keys", eachDKIMKey},
 	{"webhook signing secrets", eachWebhookSecret},
 	{"the server secret", eachServerSecret},
+	{"dashboard TOTP keys", eachTOTPSeed},
 }
 
 func dkimContext(domainID, selector string) string  { return "dkim/" + domainID + "/" + selector }
@@ -100,6 +101,43 @@ func eachWebhookSecret(tx *bolt.Tx, fn resealFunc) error {
 	}
 	for k, w := range changed {
 		if err := putJSON(b, []byte(k), w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eachTOTPSeed(tx *bolt.Tx, fn resealFunc) error {
+	b := tx.Bucket(bucketPeople)
+	if b == nil {
+		return nil // before schema v15
+	}
+	changed := map[string]Person{}
+	err := b.ForEach(func(k, v []byte) error {
+		var p Person
+		if err := decodeJSON(k, v, &p); err != nil {
+			return err
+		}
+		for _, f := range p.totpFields() {
+			if len(*f.val) == 0 {
+				continue
+			}
+			nv, err := fn(personContext(p.Email, f.name), *f.val)
+			if err != nil {
+				return fmt.Errorf("person %s: %w", p.Email, err)
+			}
+			if nv != nil {
+				*f.val = nv
+				changed[string(k)] = p
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k, p := range changed {
+		if err := putJSON(b, []byte(k), p); err != nil {
 			return err
 		}
 	}

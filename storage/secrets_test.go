@@ -32,6 +32,7 @@ type secretFixture struct {
 	dkim []byte
 	hook string
 	prev string
+	totp []byte // a dashboard person's TOTP key
 }
 
 func newSecretFixture() secretFixture {
@@ -41,7 +42,25 @@ func newSecretFixture() secretFixture {
 	rand.Read(w)
 	p := make([]byte, 24)
 	rand.Read(p)
-	return secretFixture{dkim: dkim, hook: "whsec_" + hex.EncodeToString(w), prev: "whsec_" + hex.EncodeToString(p)}
+	totp := make([]byte, 20)
+	rand.Read(totp)
+	return secretFixture{dkim: dkim, hook: "whsec_" + hex.EncodeToString(w), prev: "whsec_" + hex.EncodeToString(p), totp: totp}
+}
+
+func (f secretFixture) person() Person {
+	return Person{Email: "ann@example.com", PasswordHash: "$argon2id$x", TOTPSeed: f.totp}
+}
+
+// checkPerson checks the person's TOTP key reads back.
+func (f secretFixture) checkPerson(t *testing.T, db *DB) {
+	t.Helper()
+	db.View(func(tx *Tx) error {
+		p, err := tx.Person("ann@example.com")
+		if err != nil || !bytes.Equal(p.TOTPSeed, f.totp) {
+			t.Errorf("the TOTP key reads back as %x, %v", p.TOTPSeed, err)
+		}
+		return nil
+	})
 }
 
 func (f secretFixture) domain() Domain {
@@ -131,12 +150,16 @@ func TestSecretsAreSealedInTheFileAndItsBackups(t *testing.T) {
 		if err := tx.InsertDomain(f.domain()); err != nil {
 			return err
 		}
+		if err := tx.PutPerson(f.person()); err != nil {
+			return err
+		}
 		return tx.PutWebhook(f.webhook())
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.check(t, db)
+	f.checkPerson(t, db)
 	server := serverSecret(t, db)
 	backup := filepath.Join(t.TempDir(), "backup.db")
 	if _, err := db.Backup(backup); err != nil {
@@ -148,7 +171,7 @@ func TestSecretsAreSealedInTheFileAndItsBackups(t *testing.T) {
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v, %v", fi, err)
 	}
-	secrets := [][]byte{f.dkim, []byte(f.hook), []byte(f.prev), server}
+	secrets := [][]byte{f.dkim, []byte(f.hook), []byte(f.prev), server, f.totp}
 	assertNoClear(t, filepath.Join(dir, FileName), secrets...)
 	assertNoClear(t, backup, secrets...)
 
@@ -158,6 +181,7 @@ func TestSecretsAreSealedInTheFileAndItsBackups(t *testing.T) {
 	}
 	defer again.Close()
 	f.check(t, again)
+	f.checkPerson(t, again)
 	if !bytes.Equal(serverSecret(t, again), server) {
 		t.Error("server secret changed across a restart")
 	}
@@ -251,7 +275,7 @@ func TestMigration9SealsExistingSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
-	secrets := [][]byte{f.dkim, []byte(f.hook), []byte(f.prev), server}
+	secrets := [][]byte{f.dkim, []byte(f.hook), []byte(f.prev), server, f.totp}
 	raw, _ := os.ReadFile(path)
 	if !bytes.Contains(raw, []byte(f.hook)) {
 		t.Fatal("fixture: the version-8 file should hold the webhook secret in clear")
@@ -331,6 +355,9 @@ func TestRotateSecretKey(t *testing.T) {
 		if err := tx.InsertDomain(f.domain()); err != nil {
 			return err
 		}
+		if err := tx.PutPerson(f.person()); err != nil {
+			return err
+		}
 		return tx.PutWebhook(f.webhook())
 	})
 	server := serverSecret(t, db)
@@ -369,6 +396,7 @@ func TestRotateSecretKey(t *testing.T) {
 		t.Fatalf("open after rotation: %v", err)
 	}
 	f.check(t, db)
+	f.checkPerson(t, db)
 	if !bytes.Equal(serverSecret(t, db), server) {
 		t.Error("rotation changed the server secret: links already sent would stop verifying")
 	}

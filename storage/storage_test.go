@@ -342,3 +342,49 @@ func TestReleaseMappedKeepsData(t *testing.T) {
 		return nil
 	})
 }
+
+// Sessions are indexed by person: ending one account's sessions of a
+// person leaves the others, and ending all of them empties the index.
+func TestSessionsByPerson(t *testing.T) {
+	db, err := Open(t.TempDir(), DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	err = db.Update(func(tx *Tx) error {
+		for i, acct := range []string{"a1", "a1", "a2", ""} {
+			s := Session{Email: "ann@example.com", AccountID: acct, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour)}
+			if err := tx.PutSession([]byte{byte(i), 0, 1}, s); err != nil {
+				return err
+			}
+		}
+		return tx.PutSession([]byte("bob"), Session{Email: "bob@example.com", AccountID: "a1", ExpiresAt: now.Add(time.Hour)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *Tx) error {
+		if n, err := tx.DeleteSessions("ann@example.com", "a1"); n != 2 || err != nil {
+			t.Errorf("ann's sessions in a1: %d %v", n, err)
+		}
+		if _, err := tx.Session([]byte{2, 0, 1}); err != nil {
+			t.Errorf("ann's session in a2 ended too: %v", err)
+		}
+		if n, _ := tx.DeleteSessions("ann@example.com", ""); n != 2 {
+			t.Errorf("ann's other sessions: %d, want 2", n)
+		}
+		if _, err := tx.Session([]byte("bob")); err != nil {
+			t.Errorf("bob's session ended with ann's: %v", err)
+		}
+		return nil
+	})
+	// The sweeper removes a session at its absolute expiry.
+	db.Update(func(tx *Tx) error {
+		_, err := tx.SweepExpired(now.Add(time.Hour), 100)
+		if _, err := tx.Session([]byte("bob")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("an expired session is kept: %v", err)
+		}
+		return err
+	})
+}

@@ -31,7 +31,28 @@ func (tx *Tx) InsertTeamMember(m TeamMember) error {
 	if err := emails.Put(ek, []byte(m.ID)); err != nil {
 		return err
 	}
+	if err := tx.bucket(bucketTeamByEmail).Put(join(m.Email, m.AccountID), []byte(m.ID)); err != nil {
+		return err
+	}
 	return tx.addCount(collectionTeam, m.AccountID, 1)
+}
+
+// DeleteTeamMember removes a member and its index entries.
+func (tx *Tx) DeleteTeamMember(accountID, id string) error {
+	m, err := tx.TeamMember(accountID, id)
+	if err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketTeam).Delete(join(accountID, id)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketTeamEmails).Delete(join(accountID, m.Email)); err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketTeamByEmail).Delete(join(m.Email, accountID)); err != nil {
+		return err
+	}
+	return tx.addCount(collectionTeam, accountID, -1)
 }
 
 // TeamMembers lists an account's members, oldest first.

@@ -81,6 +81,13 @@ var (
 	bucketInboundMessages       = []byte("inbound_messages")
 	bucketInboundRaw            = []byte("inbound_raw")
 	bucketInboundCounts         = []byte("inbound_counts")
+
+	bucketPeople          = []byte("people")
+	bucketPasswordLinks   = []byte("password_links")
+	bucketSessions        = []byte("sessions")
+	bucketSessionsByEmail = []byte("sessions_by_email")
+	bucketTeamByEmail     = []byte("team_by_email")
+	bucketAudit           = []byte("audit")
 )
 
 var (
@@ -113,6 +120,7 @@ var appendMostly = map[string]bool{
 	string(bucketMessages): true, string(bucketMessageContent): true, string(bucketMessageRaw): true,
 	string(bucketMessageOwner): true, string(bucketEvents): true, string(bucketEventBodies): true,
 	string(bucketEventOutbox): true, string(bucketExpiry): true, string(bucketEventsByMessage): true,
+	string(bucketAudit): true,
 }
 
 // join builds a composite key: parts separated by 0x00.

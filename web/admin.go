@@ -113,6 +113,13 @@ type adminIP struct {
 	AccountID string `json:"account_id"`
 }
 
+// adminMember is the body of the socket's team operations.
+type adminMember struct {
+	AccountID string `json:"account_id"`
+	Email     string `json:"email"`
+	Role      string `json:"role,omitempty"`
+}
+
 func adminHandler(admin app.Admin) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any, err error) {
@@ -224,6 +231,25 @@ func adminHandler(admin app.Admin) http.Handler {
 		default:
 			panic(http.ErrAbortHandler) // begun: break it off, never a short list that looks whole
 		}
+	})
+	mux.HandleFunc("POST /team/{op}", func(w http.ResponseWriter, r *http.Request) {
+		var in adminMember
+		if !decode(w, r, &in) {
+			return
+		}
+		var v app.MemberLinkView
+		var err error
+		switch r.PathValue("op") {
+		case "add":
+			v, err = admin.AddMember(in.AccountID, in.Email, in.Role)
+		case "reset-password":
+			v, err = admin.ResetPassword(in.AccountID, in.Email)
+		case "remove":
+			v, err = admin.RemoveMember(in.AccountID, in.Email)
+		default:
+			err = app.NotFound("team operation")
+		}
+		reply(w, v, err)
 	})
 	mux.HandleFunc("POST /backup", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {

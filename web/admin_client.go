@@ -165,3 +165,18 @@ func (c *AdminClient) ExportSuppressions(accountID, stream string, w io.Writer) 
 	}
 	return nil
 }
+
+func (c *AdminClient) AddMember(accountID, email, role string) (v app.MemberLinkView, err error) {
+	err = c.do("POST", "/team/add", adminMember{AccountID: accountID, Email: email, Role: role}, &v)
+	return v, err
+}
+
+func (c *AdminClient) ResetPassword(accountID, email string) (v app.MemberLinkView, err error) {
+	err = c.do("POST", "/team/reset-password", adminMember{AccountID: accountID, Email: email}, &v)
+	return v, err
+}
+
+func (c *AdminClient) RemoveMember(accountID, email string) (v app.MemberLinkView, err error) {
+	err = c.do("POST", "/team/remove", adminMember{AccountID: accountID, Email: email}, &v)
+	return v, err
+}

@@ -14,7 +14,9 @@ import (
 
 func TestUnversionedPathsAreRejected(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	for _, p := range []string{"/", "/account", "/v2/account", "/api/v1/account"} {
+	// "/" is the dashboard's redirect (dashboard_test.go), the one
+	// unversioned path besides /dashboard/, /healthz and /readyz.
+	for _, p := range []string{"/account", "/v2/account", "/api/v1/account", "/dashboardx", "/index.html"} {
 		r := e.do("GET", p, e.key, nil).want(t, 404, "NOT_FOUND")
 		if !strings.Contains(r.json(t)["error"].(map[string]any)["message"].(string), "/v1") {
 			t.Errorf("%s: message does not name /v1: %s", p, r.body)

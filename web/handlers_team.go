@@ -1,8 +1,10 @@
 package web
 
 import (
+	"errors"
 	"html/template"
 	"net/http"
+	"strings"
 
 	"mailbolt/app"
 	"mailbolt/storage"
@@ -17,6 +19,14 @@ func (s *Server) listTeam(w http.ResponseWriter, r *http.Request, c *call) {
 type inviteRequest struct {
 	Email string `json:"email"`
 	Role  string `json:"role"`
+}
+
+// listAuditLog answers GET /v1/audit-log: the account's changes, newest
+// first.
+func (s *Server) listAuditLog(w http.ResponseWriter, r *http.Request, c *call) {
+	serveList(s, w, r, func(o storage.ListOptions) ([]storage.AuditEntry, storage.ListResult, int, error) {
+		return s.app.AuditLog(c.Principal, o)
+	}, viewAudit)
 }
 
 func (s *Server) invite(w http.ResponseWriter, r *http.Request, c *call) {
@@ -50,42 +60,72 @@ type invitationView struct {
 var acceptPage = template.Must(template.New("a").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex"><title>Team invitation</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
-button{font-size:1rem;padding:.6rem 1.2rem;border-radius:.4rem;border:1px solid #444;background:#fff;cursor:pointer}</style>
-</head><body>
+<link rel="stylesheet" href="/dashboard/assets/style.css">
+</head><body><main class="narrow">
 {{if .Done}}<h1>Welcome</h1><p>{{.Email}} is now on the team as {{.Role}}.</p>
+<p><a href="/dashboard/login">Log in to the dashboard</a></p>
 {{else}}<h1>Team invitation</h1><p>{{.Email}} is invited to join the team as {{.Role}}.</p>
-<form method="post"><button type="submit">Accept the invitation</button></form>{{end}}
-</body></html>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+<form method="post">
+{{if not .HasPassword}}<p>Choose the password you will log in to the dashboard with (at least {{.MinLen}} characters).</p>
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="new-password" minlength="{{.MinLen}}" required>
+{{end}}<button type="submit">Accept the invitation</button></form>{{end}}
+</main></body></html>
 `))
 
-func (s *Server) acceptPage(w http.ResponseWriter, m storage.TeamMember, done bool) {
-	noCache(w.Header())
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
-	w.WriteHeader(http.StatusOK)
-	acceptPage.Execute(w, struct {
-		Email, Role string
-		Done        bool
-	}{m.Email, m.Role, done || m.Status == "active"})
+// acceptData is what the accept page shows.
+type acceptData struct {
+	Email, Role, Error string
+	Done, HasPassword  bool
+	MinLen             int
 }
 
-// acceptForm shows an invitation with an accept button; GET never accepts
-// (link scanners follow links).
+func (s *Server) acceptPage(w http.ResponseWriter, status int, d acceptData) {
+	noCache(w.Header())
+	dashboardHeaders(w.Header())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	d.MinLen = app.MinPasswordLen
+	acceptPage.Execute(w, d)
+}
+
+// acceptForm shows an invitation with an accept button, and a password
+// field when the person has no dashboard password yet; GET never accepts
+// (link scanners follow links). The token in the path is the credential,
+// so the form needs no CSRF token: a page that does not know it cannot
+// post it.
 func (s *Server) acceptForm(w http.ResponseWriter, r *http.Request, c *call) {
 	m, err := s.app.Invitee(c.params.ByName("token"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.acceptPage(w, m, false)
+	s.acceptPage(w, http.StatusOK, acceptData{Email: m.Email, Role: m.Role, Done: m.Status == "active",
+		HasPassword: s.app.HasPassword(m.Email)})
 }
 
+// acceptInvitation accepts, setting the password when the form has one.
+// It takes an empty body too (the API's clients accept without one).
 func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request, c *call) {
-	m, e := s.app.AcceptInvitation(c.params.ByName("token"))
+	password := ""
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
+		if err := r.ParseForm(); err != nil {
+			s.writeError(w, r, app.Validation("body", "is not a form"))
+			return
+		}
+		password = r.PostForm.Get("password")
+	}
+	token := c.params.ByName("token")
+	m, e := s.app.AcceptInvitation(token, password, clientIP(r))
 	if e != nil {
+		var ae *app.Error
+		if m, err := s.app.Invitee(token); err == nil && errors.As(e, &ae) && ae.Code == app.CodeValidation {
+			s.acceptPage(w, http.StatusBadRequest, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message})
+			return
+		}
 		s.writeError(w, r, e)
 		return
 	}
-	s.acceptPage(w, m, true)
+	s.acceptPage(w, http.StatusOK, acceptData{Email: m.Email, Role: m.Role, Done: true})
 }

@@ -135,3 +135,6 @@ func serveList[T, V any](s *Server, w http.ResponseWriter, r *http.Request, list
 	}
 	writeList(w, r, pq, mapSlice(items, view), res, total)
 }
+
+// encodeCursor is the text of a list cursor, as the API answers it.
+func encodeCursor(next []byte) string { return base64.RawURLEncoding.EncodeToString(next) }

@@ -73,6 +73,7 @@ func (s *Server) routes() []route {
 		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", h: s.rotateWebhookSecret},
 		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", h: s.listDeliveries},
 		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", h: s.replay},
+		{Method: "GET", Path: "/v1/audit-log", h: s.listAuditLog},
 		{Method: "GET", Path: "/v1/team", h: s.listTeam},
 		{Method: "POST", Path: "/v1/team/invite", h: s.invite},
 		{Method: "GET", Path: "/v1/team/accept/:token", Public: true, h: s.acceptForm},
@@ -211,6 +212,7 @@ func (s *Server) guard(rt route) httprouter.Handle {
 			return
 		}
 		c.Principal = id.principal
+		c.Principal.Source = clientIP(r)
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || r.Method == http.MethodGet {
 			rt.h(w, r, c)

@@ -1,7 +1,8 @@
 // Package web is Mailbolt's HTTP API: routing, the middleware every request
 // passes (request id, access log, rate limits, versioning, authentication,
-// idempotency), the handlers, the OpenAPI document, and the management
-// socket the CLI talks to while the server runs.
+// idempotency), the handlers, the OpenAPI document, the management socket
+// the CLI talks to while the server runs, and the dashboard's pages
+// (dashboard*.go).
 package web
 
 import (
@@ -57,6 +58,14 @@ type Config struct {
 	// TrustForwardedFor (GRADER_TRUST_FORWARDED_FOR), when TrustedProxies
 	// is empty, trusts loopback peers (LoopbackProxies) as proxies.
 	TrustForwardedFor bool
+	// Dev (--dev) lets the dashboard take passwords over plain HTTP from
+	// peers that are not loopback.
+	Dev bool
+	// LoginIPLimit and LoginEmailLimit are how many dashboard login
+	// attempts one source address and one email may make per LoginWindow.
+	LoginIPLimit    int
+	LoginEmailLimit int
+	LoginWindow     time.Duration
 	// Observe, when set, is told of every request once answered: its
 	// route pattern (the access log's route, never the path), method,
 	// status and duration. serve feeds the request metric with it.
@@ -73,25 +82,30 @@ type Server struct {
 	keys      *limiter
 	ips       *limiter
 	graderIPs *limiter       // public grader checks per source IP
+	logins    *limiter       // dashboard login attempts per source IP and per email
+	dash      *http.ServeMux // the dashboard's pages
 	proxies   []netip.Prefix // peers whose forwarding headers count
 }
 
 // DefaultConfig is the documented configuration (docs/configuration.md,
 // docs/grader.md): request bodies up to 10 MiB read within 30 s, 256
 // connections and 20 requests per second per source IP without a key, 10
-// public grader checks per source IP per hour with bodies up to 256 KB, no
+// public grader checks per source IP per hour with bodies up to 256 KB, 20
+// dashboard login attempts per source IP and 5 per email per minute, no
 // access log, v1 not deprecated.
 func DefaultConfig() Config {
 	return Config{MaxBodyBytes: 10 << 20, IPRateLimit: 20, Logger: slog.New(slog.DiscardHandler),
 		GraderRateLimit: 10, GraderRateWindow: time.Hour, GraderMaxBody: 256 << 10,
-		ReadTimeout: 30 * time.Second, MaxConnsPerIP: 256}
+		ReadTimeout: 30 * time.Second, MaxConnsPerIP: 256,
+		LoginIPLimit: 20, LoginEmailLimit: 5, LoginWindow: time.Minute}
 }
 
 func (cfg Config) check() error {
 	switch {
 	case cfg.MaxBodyBytes < 1 || cfg.GraderMaxBody < 1:
 		return errors.New("web: body limits must be positive")
-	case cfg.IPRateLimit < 1 || cfg.GraderRateLimit < 1 || cfg.GraderRateWindow <= 0:
+	case cfg.IPRateLimit < 1 || cfg.GraderRateLimit < 1 || cfg.GraderRateWindow <= 0 ||
+		cfg.LoginIPLimit < 1 || cfg.LoginEmailLimit < 1 || cfg.LoginWindow <= 0:
 		return errors.New("web: rate limits must be positive")
 	case cfg.ReadTimeout <= 0 || cfg.MaxConnsPerIP < 1:
 		return errors.New("web: the read timeout and the connections per IP must be positive")
@@ -112,8 +126,9 @@ func New(a *app.App, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter(),
-		proxies: cfg.trustedProxies()}
+		logins: newLimiter(), proxies: cfg.trustedProxies()}
 	s.router = s.buildRouter()
+	s.dash = s.dashboardMux()
 	return s, nil
 }
 
@@ -199,6 +214,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !q.allowed {
 		s.overLimit(rw, r, q)
+		return
+	}
+	if s.dashboard(rw, r) {
 		return
 	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/") {

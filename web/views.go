@@ -92,6 +92,22 @@ func viewMember(m storage.TeamMember) memberView {
 		InvitedAt: m.InvitedAt.UTC(), AcceptedAt: utc(m.AcceptedAt)}
 }
 
+// auditView is one entry of the audit log.
+type auditView struct {
+	ID        string    `json:"id"`
+	Actor     string    `json:"actor"`
+	ActorKind string    `json:"actor_kind"`
+	Action    string    `json:"action"`
+	Target    string    `json:"target"`
+	Source    string    `json:"source"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func viewAudit(e storage.AuditEntry) auditView {
+	return auditView{ID: e.ID, Actor: e.Actor, ActorKind: e.ActorKind, Action: e.Action, Target: e.Target,
+		Source: e.Source, CreatedAt: e.At.UTC()}
+}
+
 // mapSlice converts records to views, never returning nil.
 func mapSlice[T, V any](in []T, f func(T) V) []V {
 	out := make([]V, 0, len(in))

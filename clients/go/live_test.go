@@ -437,8 +437,15 @@ func TestLiveResources(t *testing.T) {
 	if _, err := c.Team.List(cx, nil); err != nil {
 		t.Fatalf("team %v", err)
 	}
-	if inv, err := c.Team.Invite(cx, &InviteRequest{Email: fmt.Sprintf("m%d@example.com", time.Now().UnixNano()), Role: "viewer"}); err != nil || inv.ID == "" {
+	inv, err := c.Team.Invite(cx, &InviteRequest{Email: fmt.Sprintf("m%d@example.com", time.Now().UnixNano()), Role: "viewer"})
+	if err != nil || inv.ID == "" {
 		t.Fatalf("invite %+v %v", inv, err)
+	}
+	audit, err := c.Account.AuditLog(cx, &ListParams{Limit: 50})
+	if err != nil || !slices.ContainsFunc(audit.Data, func(e AuditEntry) bool {
+		return e.Action == "team.invite" && e.ActorKind == "api_key" && e.Target == inv.Email+" as viewer"
+	}) {
+		t.Fatalf("audit log after an invitation: %+v %v", audit, err)
 	}
 	if _, err := c.Events.List(cx, &ListEventsParams{ListParams: ListParams{Limit: 5}}); err != nil {
 		t.Fatalf("events %v", err)

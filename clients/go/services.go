@@ -102,6 +102,17 @@ func (s *AccountService) Get(ctx context.Context) (*Account, error) {
 	return ret(out, err)
 }
 
+// AuditLog returns one page of the account's audit log, newest first
+// (listAuditLog; scope account:read).
+func (s *AccountService) AuditLog(ctx context.Context, p *ListParams) (*Page[AuditEntry], error) {
+	return listPage[AuditEntry](ctx, s.c, "/v1/audit-log", p.values())
+}
+
+// AuditLogPages walks the pages of the audit log.
+func (s *AccountService) AuditLogPages(ctx context.Context, p *ListParams) iter.Seq2[*Page[AuditEntry], error] {
+	return pages[AuditEntry](ctx, s.c, "/v1/audit-log", p.values())
+}
+
 // MessagesService: /v1/messages.
 type MessagesService struct{ c *Client }
 

@@ -406,6 +406,19 @@ type TeamMember struct {
 	AcceptedAt *time.Time `json:"accepted_at"`
 }
 
+// AuditEntry is one change in the account's audit log: who made it
+// (Actor, of kind ActorKind: session, person, api_key or operator), what
+// (Action, on Target), from which client address (Source) and when.
+type AuditEntry struct {
+	ID        string    `json:"id"`
+	Actor     string    `json:"actor"`
+	ActorKind string    `json:"actor_kind"`
+	Action    string    `json:"action"`
+	Target    string    `json:"target"`
+	Source    string    `json:"source"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 // Invitation is the answer to an invite.
 type Invitation struct {
 	Response `json:"-"`

@@ -7,6 +7,17 @@ export const VERSION: string;
 export const USER_AGENT: string;
 export const TRANSIENT_CODES: readonly ['RATE_LIMIT_EXCEEDED', 'SERVICE_UNAVAILABLE', 'GATEWAY_TIMEOUT'];
 
+/** One change in the account's audit log. */
+export interface AuditEntry {
+  id: string;
+  actor: string;
+  actor_kind: 'session' | 'person' | 'api_key' | 'operator';
+  action: string;
+  target: string;
+  source: string;
+  created_at: string;
+}
+
 export interface RateLimit {
   /** X-RateLimit-Limit: requests per second allowed. */
   limit: number | null;
@@ -185,6 +196,10 @@ export class Mailbolt {
 
   account: {
     get(options?: RequestOptions): Promise<WithResponse<Json>>;
+    /** One page of the audit log, newest first: { id, actor, actor_kind, action, target, source, created_at }. */
+    auditLog(params?: PageParams, options?: RequestOptions): Promise<WithResponse<Page<AuditEntry>>>;
+    /** Every page of the audit log from params on. */
+    auditLogPages(params?: PageParams, options?: RequestOptions): AsyncGenerator<WithResponse<Page<AuditEntry>>, void, undefined>;
   };
   messages: Listing<Message> & {
     send(message: SendMessageRequest, options?: RequestOptions): Promise<WithResponse<AcceptedMessage>>;

@@ -205,6 +205,9 @@ export class Mailbolt {
     const c = this;
     this.account = {
       get: (o) => c.request('GET', '/v1/account', { ...o }),
+      // The account's changes, newest first (GET /v1/audit-log).
+      auditLog: (params, o) => c._list('/v1/audit-log', params, o),
+      auditLogPages: (params, o) => c._pages('/v1/audit-log', params, o),
     };
     this.messages = {
       send: (msg, o) => c.request('POST', '/v1/messages', { body: msg, idempotent: true, ...o }),

@@ -196,6 +196,9 @@ test('other operations answer: account, events, domains, templates, webhooks, ke
   const k = await live.apiKeys.create({ name: `k-${run}`, scopes: ['account:read'] });
   assert.equal((await live.apiKeys.get(k.id)).id, k.id);
   await live.apiKeys.revoke(k.id);
+  const audit = await live.account.auditLog({ limit: 50 });
+  assert.deepEqual(audit.data.filter((e) => e.target === k.id).map((e) => [e.action, e.actor_kind]),
+    [['api_key.revoke', 'api_key'], ['api_key.create', 'api_key']]);
   assert.ok(Array.isArray((await live.team.list()).data));
   assert.ok((await live.analytics.summary()).$response.status === 200);
   assert.ok((await live.ips.list()).$response.status === 200);

@@ -298,6 +298,13 @@ final class LiveTest extends LiveTestCase
         $this->assertSame($k['id'], $c->apiKeys->get($k['id'])['id']);
         $this->assertContains($k['id'], array_column(iterator_to_array($c->apiKeys->all(['limit' => 2, 'page' => 1])), 'id'));
         $c->apiKeys->revoke($k['id']);
+        $done = [];
+        foreach ($c->account->auditLog(['limit' => 50])->items() as $e) {
+            if ($e['target'] === $k['id']) {
+                $done[] = [$e['action'], $e['actor_kind']];
+            }
+        }
+        $this->assertSame([['api_key.revoke', 'api_key'], ['api_key.create', 'api_key']], $done);
 
         $t = $c->templates->create(['name' => 'v ' . self::unique(), 'subject' => 'S', 'text' => 'one']);
         $c->templates->update($t['id'], ['name' => $t['name'], 'subject' => 'S', 'text' => 'two']);

@@ -13,7 +13,7 @@ final class OfflineTest extends TestCase
     public function testOperationsMapNamesRealMethods(): void
     {
         $map = json_decode((string) file_get_contents(__DIR__ . '/../operations.json'), true, 512, JSON_THROW_ON_ERROR);
-        $this->assertCount(57, $map);
+        $this->assertCount(58, $map);
         $client = new Client(['api_key' => 'svc_test_x', 'base_url' => 'http://127.0.0.1:1']);
         foreach ($map as $op => $method) {
             $this->assertMatchesRegularExpression('/^\$client->(\w+)->(\w+)$/', $method, $op);

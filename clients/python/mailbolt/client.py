@@ -283,6 +283,11 @@ class Account(_Resource):
         """GET /v1/account."""
         return self._get("/v1/account")
 
+    def audit_log(self, **query: Any) -> Page:
+        """GET /v1/audit-log: the account's changes, newest first (``limit``, ``page`` or
+        ``cursor``). Walk every page with ``client.paginate(client.account.audit_log)``."""
+        return self._list("/v1/audit-log", **query)
+
 
 class Messages(_Listable):
     def send(self, message: Optional[Mapping[str, Any]] = None, *, idempotency_key: Optional[str] = None, **fields: Any) -> Result:

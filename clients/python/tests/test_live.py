@@ -286,6 +286,9 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(self.live.api_keys.get(k["id"])["name"], "tour")
         self.assertIn(k["id"], [x["id"] for x in self.live.api_keys.items(mode="page")])
         self.live.api_keys.revoke(k["id"])
+        audit = self.live.account.audit_log(limit=50)
+        done = [(e["action"], e["actor_kind"]) for e in audit["data"] if e["target"] == k["id"]]
+        self.assertEqual(done, [("api_key.revoke", "api_key"), ("api_key.create", "api_key")])
 
         d = self.live.domains.create("tour-%s.example.com" % uuid.uuid4().hex[:6])
         self.assertEqual(self.live.domains.get(d["id"])["name"], d["name"])

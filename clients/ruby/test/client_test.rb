@@ -146,7 +146,7 @@ class ClientTest < Minitest::Test
 
   def test_operations_map_names_existing_methods
     map = JSON.parse(File.read(File.expand_path("../operations.json", __dir__)))
-    assert_equal 57, map.size
+    assert_equal 58, map.size
     c = Mailbolt::Client.new(base_url: "http://127.0.0.1:1")
     map.each do |op, name|
       _, resource, method = name.split(".")

@@ -201,6 +201,8 @@ class LiveTest < Minitest::Test
     assert key["key"]
     assert_equal key["id"], live.api_keys.get(key["id"])["id"]
     live.api_keys.revoke(key["id"])
+    done = live.account.audit_log(limit: 50)["data"].select { |e| e["target"] == key["id"] }.map { |e| [e["action"], e["actor_kind"]] }
+    assert_equal [%w[api_key.revoke api_key], %w[api_key.create api_key]], done
     assert_kind_of Array, live.ips.list["data"]
     assert_kind_of Array, live.ips.list_pools["data"]
     assert live.analytics.summary.data

@@ -305,6 +305,14 @@ module Mailbolt
 
     class Account < Base
       def get = super("/v1/account")
+
+      # GET /v1/audit-log: one page of the account's changes, newest first.
+      def audit_log(limit: nil, cursor: nil, page: nil)
+        fetch_page("/v1/audit-log", { limit: limit, cursor: cursor, page: page })
+      end
+
+      # Every page of the audit log (mode: :cursor or :page).
+      def audit_log_pages(mode: :cursor, limit: nil) = page_enum("/v1/audit-log", { limit: limit }, mode)
     end
 
     class Grader < Base

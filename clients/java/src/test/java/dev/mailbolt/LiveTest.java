@@ -296,6 +296,13 @@ class LiveTest {
         ApiResponse key = live.apiKeys().create(Map.of("name", "java-suite", "scopes", List.of("account:read")));
         assertEquals(200, live.apiKeys().get(key.getString("id")).status());
         live.apiKeys().revoke(key.getString("id"));
+        List<List<Object>> done = new java.util.ArrayList<>();
+        for (Map<String, Object> entry : live.account().auditLog(Map.of("limit", 50)).items()) {
+            if (key.getString("id").equals(entry.get("target"))) {
+                done.add(List.of(entry.get("action"), entry.get("actor_kind")));
+            }
+        }
+        assertEquals(List.of(List.of("api_key.revoke", "api_key"), List.of("api_key.create", "api_key")), done);
     }
 
     @Test

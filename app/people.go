@@ -1,0 +1,285 @@
+package app
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"mailbolt/storage"
+)
+
+// PasswordPath is the dashboard page where a one-time link sets a
+// password, on the public URL.
+const PasswordPath = "/dashboard/password/"
+
+// PasswordLinkTTL is how long a set-password link works.
+const PasswordLinkTTL = 24 * time.Hour
+
+// PasswordLink is a new one-time link where a person sets a dashboard
+// password; the token is shown once and only its hash is stored.
+type PasswordLink struct {
+	Token     string
+	URL       string
+	Email     string // empty for the first start's owner link
+	AccountID string
+	ExpiresAt time.Time
+}
+
+// newPasswordLink stores a link for email in accountID (owner: the first
+// start's, which asks for the email) and returns its token.
+func (a *App) newPasswordLink(tx *storage.Tx, accountID, email string, owner bool) (PasswordLink, error) {
+	now := a.Now().UTC()
+	token := randomToken()
+	l := storage.PasswordLink{AccountID: accountID, Email: email, Owner: owner, CreatedAt: now, ExpiresAt: now.Add(PasswordLinkTTL)}
+	if err := tx.PutPasswordLink(HashSecret(token), l); err != nil {
+		return PasswordLink{}, err
+	}
+	return PasswordLink{Token: token, URL: a.PasswordURL(token), Email: email, AccountID: accountID, ExpiresAt: l.ExpiresAt}, nil
+}
+
+// PasswordURL is the page of a set-password link's token, on the public
+// URL (the first start prints it once the URL is known).
+func (a *App) PasswordURL(token string) string { return a.publicURL(PasswordPath + token) }
+
+// AddMember adds email to p's account as an active member with role and
+// returns a link where that person sets a password (the CLI's `team add`).
+// The person may already have a password from another account; the link
+// then replaces it only if used. Adding a member twice is a conflict.
+func (a *App) AddMember(p Principal, email, role string) (storage.TeamMember, PasswordLink, error) {
+	if err := a.authorize(p, ScopeTeamWrite); err != nil {
+		return storage.TeamMember{}, PasswordLink{}, err
+	}
+	addr, e := NormalizeAddress("email", email)
+	if e != nil {
+		return storage.TeamMember{}, PasswordLink{}, e
+	}
+	if !slices.Contains(Roles, role) {
+		return storage.TeamMember{}, PasswordLink{}, Validation("role", "must be one of "+strings.Join(Roles, ", "))
+	}
+	if e := mayGrant(p, role); e != nil {
+		return storage.TeamMember{}, PasswordLink{}, e
+	}
+	now := a.Now()
+	m := storage.TeamMember{ID: NewID(), AccountID: p.Account.ID, Email: addr, Role: role, Status: "active",
+		InvitedAt: now, AcceptedAt: &now}
+	var link PasswordLink
+	err := update(a, p, action{"team.add", addr + " as " + role}, &link, func(tx *storage.Tx) error {
+		if err := tx.InsertTeamMember(m); err != nil {
+			return err
+		}
+		var err error
+		link, err = a.newPasswordLink(tx, m.AccountID, addr, false)
+		return err
+	})
+	if e := storageErr(err, "team member with this email"); e != nil {
+		return storage.TeamMember{}, PasswordLink{}, e
+	}
+	return m, link, nil
+}
+
+// ResetPassword makes a new set-password link for the member of p's
+// account with that email (the CLI's `team reset-password`). The old
+// password keeps working until the link is used.
+func (a *App) ResetPassword(p Principal, email string) (PasswordLink, error) {
+	if err := a.authorize(p, ScopeTeamWrite); err != nil {
+		return PasswordLink{}, err
+	}
+	addr, e := NormalizeAddress("email", email)
+	if e != nil {
+		return PasswordLink{}, e
+	}
+	var link PasswordLink
+	err := update(a, p, action{"team.reset_password", addr}, &link, func(tx *storage.Tx) error {
+		m, err := tx.TeamMemberByEmail(p.Account.ID, addr)
+		if err != nil {
+			return err
+		}
+		if mayGrant(p, m.Role) != nil {
+			return NewError(CodeForbidden, "only an owner resets the password of an "+m.Role)
+		}
+		link, err = a.newPasswordLink(tx, p.Account.ID, addr, false)
+		return err
+	})
+	if e := storageErr(err, "team member with this email"); e != nil {
+		return PasswordLink{}, e
+	}
+	return link, nil
+}
+
+// LinkInfo reads what a set-password link is for (404 NOT_FOUND when it
+// is unknown, used or expired).
+func (a *App) LinkInfo(token string) (storage.PasswordLink, error) {
+	var l storage.PasswordLink
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		l, err = tx.PasswordLink(HashSecret(token))
+		return err
+	})
+	if err == nil && !a.Now().Before(l.ExpiresAt) {
+		err = storage.ErrNotFound
+	}
+	return l, storageErr(err, "password link")
+}
+
+// LinkInfoWithAccount is LinkInfo and the name of the link's account.
+func (a *App) LinkInfoWithAccount(token string) (storage.PasswordLink, string, error) {
+	l, err := a.LinkInfo(token)
+	if err != nil {
+		return l, "", err
+	}
+	var acct storage.Account
+	err = a.db.View(func(tx *storage.Tx) error {
+		var err error
+		acct, err = tx.Account(l.AccountID)
+		return err
+	})
+	return l, acct.Name, storageErr(err, "password link")
+}
+
+// SetPassword uses a one-time link: it sets the person's password, ends
+// every session the person had (a password change signs out everywhere),
+// and spends the link. An owner link (the first start's) takes the email
+// from the form and makes that person an owner of the link's account;
+// other links name their person, whose email must be given back or left
+// empty. source is the client address, for the audit log.
+func (a *App) SetPassword(token, email, password, source string) (string, error) {
+	if e := checkPasswordRules("password", password); e != nil {
+		return "", e
+	}
+	l, err := a.LinkInfo(token)
+	if err != nil {
+		return "", err
+	}
+	addr := l.Email
+	if l.Owner {
+		if addr, err = NormalizeAddress("email", email); err != nil {
+			return "", err
+		}
+	}
+	hash := hashPassword(password) // slow: outside the transaction, which may run again
+	now := a.Now().UTC()
+	err = a.db.Update(func(tx *storage.Tx) error {
+		cur, err := tx.PasswordLink(HashSecret(token))
+		if err != nil || !now.Before(cur.ExpiresAt) {
+			return storage.ErrNotFound
+		}
+		acct, err := tx.Account(cur.AccountID)
+		if err != nil {
+			return storage.ErrNotFound
+		}
+		if cur.Owner {
+			if _, err := tx.TeamMemberByEmail(acct.ID, addr); errors.Is(err, storage.ErrNotFound) {
+				m := storage.TeamMember{ID: NewID(), AccountID: acct.ID, Email: addr, Role: "owner", Status: "active",
+					InvitedAt: now, AcceptedAt: &now}
+				if err := tx.InsertTeamMember(m); err != nil {
+					return err
+				}
+			}
+		} else if _, err := tx.TeamMemberByEmail(acct.ID, addr); err != nil {
+			return storage.ErrNotFound // removed since the link was made
+		}
+		if err := a.putPassword(tx, addr, hash, now); err != nil {
+			return err
+		}
+		if err := tx.DeletePasswordLink(HashSecret(token)); err != nil {
+			return err
+		}
+		p := Principal{Kind: KindPerson, Account: acct, Actor: addr, Source: source}
+		return a.audit(tx, p, action{"person.set_password", addr})
+	})
+	if e := storageErr(err, "password link"); e != nil {
+		return "", e
+	}
+	return addr, nil
+}
+
+// putPassword stores a person's new password hash and ends the person's
+// sessions.
+func (a *App) putPassword(tx *storage.Tx, email, hash string, now time.Time) error {
+	person, err := tx.Person(email)
+	if errors.Is(err, storage.ErrNotFound) {
+		person = storage.Person{Email: email, CreatedAt: now}
+	} else if err != nil {
+		return err
+	}
+	person.PasswordHash, person.PasswordSetAt = hash, now
+	if err := tx.PutPerson(person); err != nil {
+		return err
+	}
+	_, err = tx.DeleteSessions(email, "")
+	return err
+}
+
+// HasPassword reports whether the person with this email has set a
+// dashboard password (the accept page asks for one when not).
+func (a *App) HasPassword(email string) bool {
+	has := false
+	a.db.View(func(tx *storage.Tx) error {
+		p, err := tx.Person(email)
+		has = err == nil && p.PasswordHash != ""
+		return nil
+	})
+	return has
+}
+
+// RemoveMember takes a member off p's account and ends the sessions that
+// person had in it. Removing an owner or admin needs "*" (mayGrant); the
+// last owner cannot be removed (409 CONFLICT).
+func (a *App) RemoveMember(p Principal, memberID string) (storage.TeamMember, error) {
+	if err := a.authorize(p, ScopeTeamWrite); err != nil {
+		return storage.TeamMember{}, err
+	}
+	var m storage.TeamMember
+	err := update(a, p, action{"team.remove", memberID}, &m, func(tx *storage.Tx) error {
+		var err error
+		if m, err = tx.TeamMember(p.Account.ID, memberID); err != nil {
+			return err
+		}
+		if e := mayGrant(p, m.Role); e != nil {
+			return e
+		}
+		if m.Role == "owner" {
+			owners := 0
+			list, _, err := tx.TeamMembers(p.Account.ID, storage.ListOptions{Limit: -1})
+			if err != nil {
+				return err
+			}
+			for _, o := range list {
+				if o.Role == "owner" && o.Status == "active" {
+					owners++
+				}
+			}
+			if owners <= 1 {
+				return Conflict("the account's last owner cannot be removed")
+			}
+		}
+		if err := tx.DeleteTeamMember(p.Account.ID, memberID); err != nil {
+			return err
+		}
+		_, err = tx.DeleteSessions(m.Email, p.Account.ID)
+		return err
+	})
+	if e := storageErr(err, "team member"); e != nil {
+		return storage.TeamMember{}, e
+	}
+	return m, nil
+}
+
+// MemberByEmail reads the member of p's account with that email.
+func (a *App) MemberByEmail(p Principal, email string) (storage.TeamMember, error) {
+	if err := a.authorize(p, ScopeTeamRead); err != nil {
+		return storage.TeamMember{}, err
+	}
+	addr, e := NormalizeAddress("email", email)
+	if e != nil {
+		return storage.TeamMember{}, e
+	}
+	var m storage.TeamMember
+	err := a.db.View(func(tx *storage.Tx) error {
+		var err error
+		m, err = tx.TeamMemberByEmail(p.Account.ID, addr)
+		return err
+	})
+	return m, storageErr(err, "team member with this email")
+}
