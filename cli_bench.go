@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +35,7 @@ import (
 	"mailbolt/mta/queue"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
+	"mailbolt/tlsconf/tlstest"
 )
 
 // benchConfig is everything `mailbolt bench` can be told.
@@ -390,11 +390,14 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	if cfg.via == "smtp" {
 		sc.submissionAddr = "127.0.0.1:0"
 		if cfg.starttls {
-			var pool *x509.CertPool
-			if sc.tlsCert, sc.tlsKey, pool, err = benchCertificate(dir); err != nil {
+			ca, err := tlstest.NewCA()
+			if err == nil {
+				sc.tlsCert, sc.tlsKey, err = ca.WriteLeaf(dir, 1)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("make the bench certificate: %w", err)
 			}
-			clientTLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+			clientTLS = &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"}
 		} else {
 			sc.dev = true // AUTH without TLS from loopback
 		}

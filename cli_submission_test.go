@@ -3,19 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/smtp"
@@ -34,38 +29,17 @@ import (
 	"mailbolt/storage"
 )
 
-// testCertificate writes a self-signed certificate for 127.0.0.1 and
-// localhost into dir and returns the two PEM files and a pool that trusts it.
-func testCertificate(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
+// testCertificate writes a certificate for 127.0.0.1 and its key into
+// dir, and its CA's certificate for clients that read one from a file;
+// pool trusts that CA.
+func testCertificate(t *testing.T, dir string) (certFile, keyFile, caFile string, pool *x509.CertPool) {
+	ca := newTLSTestCA(t)
+	certFile, keyFile = writeTestLeaf(t, ca, dir, 1)
+	caFile = filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "submission test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	return certFile, keyFile, caFile, ca.Pool
 }
 
 // submissionEnv is a running service with both submission listeners, a
@@ -92,13 +66,13 @@ func startSubmission(t *testing.T, sinkOpts smtptest.Options) *submissionEnv {
 	t.Cleanup(func() { env.sink.Close() })
 	zone := dnstest.Start(t)
 	dir := t.TempDir()
-	var keyFile string
-	env.caFile, keyFile, env.pool = testCertificate(t, t.TempDir())
+	certFile, keyFile, caFile, pool := testCertificate(t, t.TempDir())
+	env.caFile, env.pool = caFile, pool
 
 	cfg := defaultServeConfig()
 	cfg.dataDir, cfg.httpAddr, cfg.smtpAddr = dir, "127.0.0.1:0", "127.0.0.1:0"
 	cfg.submissionAddr, cfg.submissionsAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.tlsCert, cfg.tlsKey = env.caFile, keyFile
+	cfg.tlsCert, cfg.tlsKey = certFile, keyFile
 	cfg.hostname, cfg.relay, cfg.dnsServer = "mx.mailbolt.test", env.sink.Addr, zone.Addr
 	cfg.metricsAddr = ""
 	cfg.smtpRetryBase = time.Hour // a deferral stays deferred: nothing here expects one

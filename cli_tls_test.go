@@ -3,18 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
-	"net"
+	"mailbolt/tlsconf/tlstest"
 	"net/http"
 	"net/smtp"
 	"os"
@@ -26,68 +19,6 @@ import (
 	"testing"
 	"time"
 )
-
-// tlsTestCA signs the test's server certificates; clients trust it alone.
-type tlsTestCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTLSTestCA(t *testing.T) *tlsTestCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mailbolt test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tlsTestCA{cert: cert, key: key, pool: pool}
-}
-
-// writeLeaf writes cert.pem and key.pem for 127.0.0.1 and localhost with
-// the given serial number into dir, replacing what was there.
-func (ca *tlsTestCA) writeLeaf(t *testing.T, dir string, serial int64) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	// Written beside and renamed, as an operator's renewal tool would.
-	for file, data := range map[string][]byte{
-		certFile: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyFile:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-	} {
-		if err := os.WriteFile(file+".new", data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(file+".new", file); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return certFile, keyFile
-}
 
 var (
 	httpsListenRe = regexp.MustCompile(`listening on https://(\S+)`)
@@ -210,9 +141,9 @@ func TestServeHTTPSWithCertificateFiles(t *testing.T) {
 	}
 	ca := newTLSTestCA(t)
 	certDir := t.TempDir()
-	certFile, keyFile := ca.writeLeaf(t, certDir, 1001)
+	certFile, keyFile := writeTestLeaf(t, ca, certDir, 1001)
 	s := startTLSServer(t, nil, "--tls-cert", certFile, "--tls-key", keyFile)
-	tc := &tls.Config{RootCAs: ca.pool}
+	tc := &tls.Config{RootCAs: ca.Pool}
 	secure := noRedirects(tc)
 	httpsURL := "https://" + s.https
 
@@ -306,7 +237,7 @@ func TestServeHTTPSWithCertificateFiles(t *testing.T) {
 	if got := serial(t, s.https, tc); got != 1001 {
 		t.Fatalf("serial %d, want 1001", got)
 	}
-	ca.writeLeaf(t, certDir, 2002)
+	writeTestLeaf(t, ca, certDir, 2002)
 	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +283,7 @@ func TestServeHTTPSWithCertificateFiles(t *testing.T) {
 	if ok, _ := c.Extension("STARTTLS"); !ok {
 		t.Fatal("inbound SMTP does not offer STARTTLS")
 	}
-	if err := c.StartTLS(&tls.Config{RootCAs: ca.pool, ServerName: "127.0.0.1"}); err != nil {
+	if err := c.StartTLS(&tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1"}); err != nil {
 		t.Fatalf("STARTTLS: %v", err)
 	}
 	st, _ := c.TLSConnectionState()
@@ -369,7 +300,7 @@ func TestServeHTTPSWithCertificateFiles(t *testing.T) {
 // serve before anything is written, with the flag named.
 func TestServeTLSFlagsRefused(t *testing.T) {
 	ca := newTLSTestCA(t)
-	certFile, keyFile := ca.writeLeaf(t, t.TempDir(), 1)
+	certFile, keyFile := writeTestLeaf(t, ca, t.TempDir(), 1)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -499,4 +430,25 @@ func TestHTTPErrorLogQuietsHandshakes(t *testing.T) {
 		!strings.Contains(out, `level=WARN msg="http: panic serving 203.0.113.9:4712: boom"`) {
 		t.Fatalf("logged:\n%s", out)
 	}
+}
+
+// newTLSTestCA signs the test's server certificates; clients trust it alone.
+func newTLSTestCA(t *testing.T) *tlstest.CA {
+	t.Helper()
+	ca, err := tlstest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// writeTestLeaf writes cert.pem and key.pem for 127.0.0.1 and localhost
+// with the given serial number into dir, replacing what was there.
+func writeTestLeaf(t *testing.T, ca *tlstest.CA, dir string, serial int64) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile, err := ca.WriteLeaf(dir, serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }

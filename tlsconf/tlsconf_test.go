@@ -2,78 +2,12 @@ package tlsconf
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
+	"mailbolt/tlsconf/tlstest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// testCA is a certificate authority made for one test: it signs leaf
-// certificates for 127.0.0.1 and localhost, and clients trust it alone.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tlsconf test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-// writeLeaf writes a certificate with the given serial and its key as PEM
-// files in dir, replacing what was there.
-func (ca *testCA) writeLeaf(t *testing.T, dir string, serial int64) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "localhost"},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
 
 // echoServer accepts TLS connections with cfg and echoes lines back.
 func echoServer(t *testing.T, cfg *tls.Config) string {
@@ -124,15 +58,15 @@ func echo(t *testing.T, c *tls.Conn, r *bufio.Reader, line string) {
 }
 
 func TestFilesServedAndReloaded(t *testing.T) {
-	ca := newTestCA(t)
+	ca := newCA(t)
 	dir := t.TempDir()
-	certFile, keyFile := ca.writeLeaf(t, dir, 100)
+	certFile, keyFile := writeLeaf(t, ca, dir, 100)
 	src, err := New(Options{CertFile: certFile, KeyFile: keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := echoServer(t, src.Config())
-	client := &tls.Config{RootCAs: ca.pool, ServerName: "localhost"}
+	client := &tls.Config{RootCAs: ca.Pool, ServerName: "localhost"}
 
 	old, err := dial(addr, client)
 	if err != nil {
@@ -147,7 +81,7 @@ func TestFilesServedAndReloaded(t *testing.T) {
 
 	// New files, then Reload: new connections get the new certificate,
 	// the open one keeps working.
-	ca.writeLeaf(t, dir, 200)
+	writeLeaf(t, ca, dir, 200)
 	if err := src.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,14 +116,14 @@ func TestFilesServedAndReloaded(t *testing.T) {
 }
 
 func TestVersionsAndSuites(t *testing.T) {
-	ca := newTestCA(t)
-	certFile, keyFile := ca.writeLeaf(t, t.TempDir(), 7)
+	ca := newCA(t)
+	certFile, keyFile := writeLeaf(t, ca, t.TempDir(), 7)
 	src, err := New(Options{CertFile: certFile, KeyFile: keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := echoServer(t, src.Config())
-	base := &tls.Config{RootCAs: ca.pool, ServerName: "localhost"}
+	base := &tls.Config{RootCAs: ca.Pool, ServerName: "localhost"}
 
 	for _, v := range []uint16{tls.VersionTLS10, tls.VersionTLS11} {
 		c := base.Clone()
@@ -240,8 +174,8 @@ func TestVersionsAndSuites(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
-	ca := newTestCA(t)
-	certFile, keyFile := ca.writeLeaf(t, t.TempDir(), 1)
+	ca := newCA(t)
+	certFile, keyFile := writeLeaf(t, ca, t.TempDir(), 1)
 	for name, o := range map[string]Options{
 		"files and ACME":    {CertFile: certFile, KeyFile: keyFile, ACMEDomains: []string{"mail.example.com"}, CacheDir: t.TempDir()},
 		"cert without key":  {CertFile: certFile},
@@ -261,4 +195,22 @@ func TestOptionsRefused(t *testing.T) {
 		!strings.Contains(err.Error(), "mutually exclusive") {
 		t.Errorf("files and ACME: %v", err)
 	}
+}
+
+func newCA(t *testing.T) *tlstest.CA {
+	t.Helper()
+	ca, err := tlstest.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+func writeLeaf(t *testing.T, ca *tlstest.CA, dir string, serial int64) (certFile, keyFile string) {
+	t.Helper()
+	certFile, keyFile, err := ca.WriteLeaf(dir, serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
 }

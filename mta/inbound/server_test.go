@@ -1,20 +1,15 @@
 package inbound
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
-	"math/big"
+	"mailbolt/tlsconf/tlstest"
 	"net"
 	"net/smtp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // recorder is a Handler that takes mail for one address and keeps it.
@@ -37,26 +32,19 @@ func (r *recorder) Deliver(_ Envelope, _ []string, data []byte) error {
 	return nil
 }
 
-// selfSigned is a certificate for 127.0.0.1 made in the test, and a pool
-// that trusts it.
+// selfSigned is a certificate for 127.0.0.1 and mta.example.net, and a
+// pool that trusts its CA.
 func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := tlstest.NewCA()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mta.example.net"},
-		DNSNames: []string{"mta.example.net"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, err := ca.Leaf(1, "mta.example.net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaf, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
+	return cert, ca.Pool
 }
 
 func listen(t *testing.T, h Handler, opts Options) string {
