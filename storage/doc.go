@@ -119,6 +119,10 @@
 //	    <account_id>·<message_id> -> the message exactly as received
 //	inbound_counts/
 //	    <account_id>              -> u32 day · u64 received that day (the daily inbound quota)
+//	mta_sts_policies/                              (schema v14)
+//	    <domain>                  -> STSPolicy (JSON; the policy file, its id, fetched and expiry times)
+//	tls_report_counts/
+//	    <u32 day>·<domain>·<policy> -> TLSCount (JSON; successes and failures by type, until reported)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret. secretClasses

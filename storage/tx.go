@@ -81,6 +81,9 @@ var (
 	bucketInboundMessages       = []byte("inbound_messages")
 	bucketInboundRaw            = []byte("inbound_raw")
 	bucketInboundCounts         = []byte("inbound_counts")
+
+	bucketSTSPolicies = []byte("mta_sts_policies")
+	bucketTLSCounts   = []byte("tls_report_counts")
 )
 
 var (
