@@ -29,6 +29,9 @@ type Policy struct {
 	Mode   string        // enforce, testing or none
 	MX     []string      // host patterns: "mx.example.com" or "*.example.com", lower case
 	MaxAge time.Duration // how long the policy may be cached
+	// ID is the id of the MTA-STS record the policy was fetched under;
+	// set by whoever fetched it, not part of the file.
+	ID string
 }
 
 // ParsePolicy parses a policy file: "key: value" lines separated by CRLF
