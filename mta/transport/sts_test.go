@@ -180,18 +180,23 @@ func TestPolicyFetchRefusals(t *testing.T) {
 		want   string
 	}{
 		"redirect": {func(f *fixture) {
-			f.ps.set(func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "https://elsewhere.test/", http.StatusFound) })
+			f.ps.set(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, "https://elsewhere.test/", http.StatusFound)
+			})
 		}, "HTTP 302"},
 		"content type": {func(f *fixture) {
-			f.ps.set(func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Content-Type", "text/html"); w.Write([]byte(enforce)) })
+			f.ps.set(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html")
+				w.Write([]byte(enforce))
+			})
 		}, "not text/plain"},
 		"too large": {func(f *fixture) {
 			f.ps.set(servePolicy(enforce + strings.Repeat("x: y\r\n", 12000)))
 		}, "larger than"},
-		"invalid": {func(f *fixture) { f.ps.set(servePolicy("version: STSv1\r\n")) }, "no mode"},
+		"invalid":               {func(f *fixture) { f.ps.set(servePolicy("version: STSv1\r\n")) }, "no mode"},
 		"untrusted certificate": {func(f *fixture) { f.ca = newCA(t) }, "certificate signed by unknown authority"},
-		"guarded address": {func(f *fixture) {}, "loopback"},
-		"no record":       {func(f *fixture) { f.zone.Remove("_mta-sts.example.test") }, ""},
+		"guarded address":       {func(f *fixture) {}, "loopback"},
+		"no record":             {func(f *fixture) { f.zone.Remove("_mta-sts.example.test") }, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := setup(t)
