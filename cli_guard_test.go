@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"mailbolt/mta"
+	"mailbolt/storage"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
@@ -63,7 +64,12 @@ func TestServeMXGuard(t *testing.T) {
 			cfg := defaultServeConfig()
 			cfg.mxPort, cfg.hostname = sink.Port, "mx.mailbolt.test"
 			c.set(&cfg)
-			d, err := cfg.deliverer(resolver, slog.New(slog.DiscardHandler))
+			db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			d, _, err := cfg.deliverer(db, resolver, slog.New(slog.DiscardHandler), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

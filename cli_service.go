@@ -18,6 +18,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/metrics"
 	"mailbolt/mta"
+	"mailbolt/mta/transport"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
@@ -36,6 +37,8 @@ type service struct {
 	db        *storage.DB
 	geo       *app.GeoDB
 	deliverer *mta.Deliverer
+	sts       *transport.STS     // nil with --relay
+	tlsCounts *transport.Counter // TLS report counts
 	app       *app.App
 	httpLn    net.Listener
 	smtpLn    net.Listener
@@ -117,7 +120,19 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			return nil, fmt.Errorf("--geoip-db: %w", err)
 		}
 	}
-	if s.deliverer, err = cfg.deliverer(resolver, log); err != nil {
+	s.tlsCounts = transport.NewCounter(s.db, nil)
+	onTLS := func(o mta.TLSOutcome) {
+		result := o.Failure
+		if result == "" {
+			result = "success"
+		}
+		s.metrics.TLSSession(o.Policy, result)
+		s.tlsCounts.Add(o.Domain, o.Policy, o.Failure)
+		if o.Failure != "" {
+			log.Info("TLS failure", "domain", o.Domain, "mx", o.MX, "policy", o.Policy, "policy_id", o.PolicyID, "result", o.Failure, "detail", o.Detail)
+		}
+	}
+	if s.deliverer, s.sts, err = cfg.deliverer(s.db, resolver, log, onTLS); err != nil {
 		return nil, err
 	}
 	var sender queue.Sender = s.deliverer
@@ -265,6 +280,10 @@ func (s *service) run(ctx context.Context) error {
 	workerCtx, stopWorkers := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	workers.Go(func() { s.app.Run(workerCtx) })
+	workers.Go(func() { s.transportLoop(workerCtx) })
+	if s.sts != nil {
+		workers.Go(func() { s.sts.Run(workerCtx, time.Hour) })
+	}
 	go s.inbound.Serve(s.smtpLn)
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
@@ -322,6 +341,9 @@ func (s *service) run(ctx context.Context) error {
 	}
 	workers.Wait()
 	s.deliverer.Close()
+	if ferr := s.tlsCounts.Flush(); ferr != nil {
+		s.log.Warn("TLS report counts not saved", "err", ferr)
+	}
 	if s.geo != nil {
 		s.geo.Close()
 	}
@@ -333,4 +355,21 @@ func (s *service) run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// transportLoop writes the TLS report counts every minute (the cached
+// MTA-STS policies are refreshed every hour by STS.Run beside it).
+func (s *service) transportLoop(ctx context.Context) {
+	flush := time.NewTicker(time.Minute)
+	defer flush.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			if err := s.tlsCounts.Flush(); err != nil {
+				s.log.Warn("TLS report counts not saved", "err", err)
+			}
+		}
+	}
 }

@@ -111,7 +111,8 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			}
 			sigs[rcpt] = signature(data, unsigned)
 		}
-		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname}
+		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname,
+			RequireTLS: j.msg.RequireTLS}
 		if j.src.Addr != "" {
 			env.SourceIP = net.ParseIP(j.src.Addr)
 		}
