@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"mailbolt/mta"
-	"mailbolt/storage"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
+	"mailbolt/storage"
 )
 
 // TestWebhooksResolveThroughTheDNSServer: serve gives the webhook worker
