@@ -55,7 +55,8 @@ type STSOptions struct {
 // STS finds recipient domains' MTA-STS policies; it is mta's STSSource.
 type STS struct {
 	o      STSOptions
-	client *http.Client
+	client *http.Client // policy fetches: every host at o.Port
+	upload *http.Client // TLS report uploads: the URL's port
 }
 
 // NewSTS returns an STS that fetches with o.
@@ -73,8 +74,19 @@ func NewSTS(o STSOptions) *STS {
 		o.Now = time.Now
 	}
 	s := &STS{o: o}
+	s.client = s.httpClient(o.Port)
+	s.upload = s.httpClient(0)
+	return s
+}
+
+// httpClient is a client whose connections go through the guard, to port
+// (or, when 0, the port of the URL).
+func (s *STS) httpClient(port int) *http.Client {
+	o := s.o
 	tr := &http.Transport{
-		DialContext:           s.dial,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return s.dial(ctx, network, addr, port)
+		},
 		TLSClientConfig:       &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   o.Timeout,
 		ResponseHeaderTimeout: o.Timeout,
@@ -83,18 +95,22 @@ func NewSTS(o STSOptions) *STS {
 		DisableCompression:    true,
 		Proxy:                 nil,
 	}
-	s.client = &http.Client{Transport: tr, Timeout: o.Timeout,
-		// RFC 8461 §3.3: HTTP redirects are not followed.
+	return &http.Client{Transport: tr, Timeout: o.Timeout,
+		// RFC 8461 §3.3: HTTP redirects are not followed (nor for uploads).
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return s
 }
 
-// dial connects to a policy host through the DNS server, to addresses the
-// guard allows only, at the configured port.
-func (s *STS) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(addr)
+// dial connects to a host through the DNS server, to addresses the guard
+// allows only, at port (addr's own when 0).
+func (s *STS) dial(ctx context.Context, network, addr string, port int) (net.Conn, error) {
+	host, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
+	}
+	if port == 0 {
+		if port, err = strconv.Atoi(p); err != nil {
+			return nil, err
+		}
 	}
 	addrs, err := s.o.Resolver.LookupIPAddr(ctx, host)
 	if err != nil {
@@ -111,7 +127,7 @@ func (s *STS) dial(ctx context.Context, network, addr string) (net.Conn, error) 
 			refused = err
 			continue
 		}
-		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), strconv.Itoa(s.o.Port)))
+		c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.Unmap().String(), strconv.Itoa(port)))
 		if err == nil {
 			return c, nil
 		}
