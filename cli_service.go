@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"os"
 	"strings"
@@ -39,6 +40,7 @@ type service struct {
 	deliverer *mta.Deliverer
 	sts       *transport.STS     // nil with --relay
 	tlsCounts *transport.Counter // TLS report counts
+	reporter  *transport.Reporter
 	app       *app.App
 	httpLn    net.Listener
 	smtpLn    net.Listener
@@ -145,6 +147,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err != nil {
 		return nil, err
 	}
+	s.reporter = cfg.tlsReporter(s.db, resolver, s.sts, s.app, log)
 	if err := announceDeprecation(s.app, cfg, wc, log); err != nil {
 		return nil, err
 	}
@@ -284,6 +287,7 @@ func (s *service) run(ctx context.Context) error {
 	if s.sts != nil {
 		workers.Go(func() { s.sts.Run(workerCtx, time.Hour) })
 	}
+	workers.Go(func() { s.reporter.Run(workerCtx, time.Hour) })
 	go s.inbound.Serve(s.smtpLn)
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
@@ -372,4 +376,27 @@ func (s *service) transportLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// tlsReporter sends the daily TLS reports: by mail from --system-from
+// through the queue, or uploaded through the guard.
+func (cfg serveConfig) tlsReporter(db *storage.DB, resolver *dns.Resolver, sts *transport.STS, a *app.App, log *slog.Logger) *transport.Reporter {
+	contact := ""
+	if cfg.systemFrom != "" {
+		if addr, err := mail.ParseAddress(cfg.systemFrom); err == nil {
+			contact = "mailto:" + addr.Address
+		}
+	}
+	o := transport.ReporterOptions{DB: db, Resolver: resolver, Uploads: sts, Org: cfg.hostname, Contact: contact, Logger: log}
+	if cfg.systemFrom != "" {
+		o.Mail = func(to string, r transport.Report) error {
+			subject := fmt.Sprintf("Report Domain: %s Submitter: %s Report-ID: <%s>", r.Domain(), r.OrganizationName, r.ReportID)
+			_, err := a.SendSystemRaw(to, subject, "TLS report (RFC 8460), attached as application/tlsrpt+gzip.", []string{"tls-report"},
+				func(from, messageID string, date time.Time) ([]byte, error) {
+					return r.Message(from, to, messageID, date)
+				})
+			return err
+		}
+	}
+	return transport.NewReporter(o)
 }
