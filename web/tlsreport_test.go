@@ -53,7 +53,9 @@ func TestTLSReportReachesTheRuaThroughTheQueue(t *testing.T) {
 		Failures: map[string]uint64{"starttls-not-supported": 3}}}, "mx.mailbolt.test", "mailto:tls-reports@acme.test", nil)
 	r := reports[0]
 	id, err := e.app.SendSystemRaw("tls@dest.test", "TLS report", "attached", []string{"tls-report"},
-		func(from, messageID string, date time.Time) ([]byte, error) { return r.Message(from, "tls@dest.test", messageID, date) })
+		func(from, messageID string, date time.Time) ([]byte, error) {
+			return r.Message(from, "tls@dest.test", messageID, date)
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
