@@ -209,6 +209,9 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 		}
 		return nil
 	}
+	if sec.requireTLS && !c.tls {
+		return securityError(hop.Host, sec, "the relay %s offers no STARTTLS", hop.Host)
+	}
 	if sec.requireTLS && !c.has("REQUIRETLS") {
 		return securityError(hop.Host, sec, "the relay %s does not offer REQUIRETLS", hop.Host)
 	}

@@ -291,3 +291,26 @@ func TestRequireTLS(t *testing.T) {
 		}
 	})
 }
+
+// With --relay, a REQUIRETLS message needs a relay that advertises
+// REQUIRETLS; recipient domains' policies are not looked up.
+func TestRequireTLSThroughRelay(t *testing.T) {
+	for _, offers := range []bool{false, true} {
+		mx, roots := startRelay(t, withServer(func(s *smtp.Server) { s.EnableREQUIRETLS = offers }))
+		d := newDeliverer(t, nil, 0)
+		d.opts.Relay = &Relay{Addr: mx.Addr, Username: "mailbolt", Password: "s3cret", TLSConfig: roots}
+		d.opts.STS = staticSTS{"one.test": enforcePolicy("enforce", "nowhere.test")}
+		env := envelope("a@one.test")
+		env.RequireTLS = true
+		r := only(t, d.Send(context.Background(), env))
+		if !offers {
+			if r.Status != StatusPermanent || r.Enhanced != "5.7.30" || !strings.Contains(r.Text, "relay") {
+				t.Fatalf("relay without REQUIRETLS: %+v", r)
+			}
+			continue
+		}
+		if r.Status != StatusDelivered || r.TLSPolicy != "" || len(mx.Messages()) != 1 || !mx.Messages()[0].RequireTLS {
+			t.Fatalf("relay with REQUIRETLS: %+v", r)
+		}
+	}
+}

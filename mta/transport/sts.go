@@ -20,6 +20,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"mailbolt/mta/dns"
@@ -55,6 +56,8 @@ type STSOptions struct {
 // STS finds recipient domains' MTA-STS policies; it is mta's STSSource.
 type STS struct {
 	o      STSOptions
+	mu     sync.Mutex
+	memo   map[string]memoEntry // STSPolicy answers of the last minute
 	client *http.Client // policy fetches: every host at o.Port
 	upload *http.Client // TLS report uploads: the URL's port
 }
@@ -73,7 +76,7 @@ func NewSTS(o STSOptions) *STS {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &STS{o: o}
+	s := &STS{o: o, memo: map[string]memoEntry{}}
 	s.client = s.httpClient(o.Port)
 	s.upload = s.httpClient(0)
 	return s
@@ -210,12 +213,47 @@ func (s *STS) cached(domain string) (*tlspolicy.Policy, storage.STSPolicy, bool)
 	return p, sp, true
 }
 
+// memoEntry is one STSPolicy answer, kept for memoTTL so that a burst of
+// mail to a domain asks DNS and the database once.
+type memoEntry struct {
+	p     *tlspolicy.Policy
+	err   error
+	until time.Time
+}
+
+const (
+	memoTTL  = time.Minute
+	memoSize = 10000 // entries before the memo is emptied
+)
+
 // STSPolicy returns the policy that applies to mail for domain, or nil
+// (RFC 8461 §5.1), remembering the answer for a minute.
+func (s *STS) STSPolicy(ctx context.Context, domain string) (*tlspolicy.Policy, error) {
+	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+	now := s.o.Now()
+	s.mu.Lock()
+	e, ok := s.memo[domain]
+	s.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.p, e.err
+	}
+	p, err := s.lookup(ctx, domain)
+	if ctx.Err() == nil {
+		s.mu.Lock()
+		if len(s.memo) >= memoSize {
+			clear(s.memo)
+		}
+		s.memo[domain] = memoEntry{p, err, now.Add(memoTTL)}
+		s.mu.Unlock()
+	}
+	return p, err
+}
+
+// lookup finds the policy that applies to mail for domain, or nil
 // (RFC 8461 §5.1): a cached policy whose id is still the published one (or
 // while the record cannot be read, or after a failed refetch, until it
 // expires); otherwise the policy fetched now, then stored.
-func (s *STS) STSPolicy(ctx context.Context, domain string) (*tlspolicy.Policy, error) {
-	domain = strings.ToLower(strings.TrimSuffix(domain, "."))
+func (s *STS) lookup(ctx context.Context, domain string) (*tlspolicy.Policy, error) {
 	cached, _, valid := s.cached(domain)
 	id, err := s.record(ctx, domain)
 	switch {

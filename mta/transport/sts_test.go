@@ -278,3 +278,27 @@ func TestCounter(t *testing.T) {
 		return nil
 	})
 }
+
+// An answer is remembered for a minute: a burst of mail to a domain asks
+// DNS (and the database) once.
+func TestPolicyAnswersRememberedForAMinute(t *testing.T) {
+	f := setup(t)
+	s := f.sts()
+	ctx := context.Background()
+	for range 3 {
+		if p, err := s.STSPolicy(ctx, "example.test"); err != nil || p == nil {
+			t.Fatal(p, err)
+		}
+	}
+	q := f.zone.Queries()
+	f.clock = f.clock.Add(2 * time.Minute)
+	if _, err := s.STSPolicy(ctx, "example.test"); err != nil || f.zone.Queries() == q {
+		t.Fatalf("no lookup after the memo ended: %v", err)
+	}
+	if f.ps.count() != 1 {
+		t.Fatalf("%d fetches", f.ps.count())
+	}
+	if _, err := s.STSPolicy(ctx, "example.test"); err != nil || f.zone.Queries() != q+1 {
+		t.Fatalf("%d queries, want %d", f.zone.Queries(), q+1)
+	}
+}
