@@ -58,8 +58,8 @@ type STS struct {
 	o      STSOptions
 	mu     sync.Mutex
 	memo   map[string]memoEntry // STSPolicy answers of the last minute
-	client *http.Client // policy fetches: every host at o.Port
-	upload *http.Client // TLS report uploads: the URL's port
+	client *http.Client         // policy fetches: every host at o.Port
+	upload *http.Client         // TLS report uploads: the URL's port
 }
 
 // NewSTS returns an STS that fetches with o.
