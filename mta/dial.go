@@ -204,7 +204,7 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 	c.client, c.conn = cl, conn
 	c.text = newText(c)
 	if !hop.Relay {
-		if err := c.checkSecurity(hop, sec, offered, failure); err != nil {
+		if err := c.checkSecurity(hop, sec, tryTLS, failure); err != nil {
 			return err
 		}
 		return nil

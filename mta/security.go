@@ -336,16 +336,17 @@ func securityError(host string, sec security, format string, args ...any) *Deliv
 // policy it must run over TLS (a certificate that failed has already failed
 // the handshake); a REQUIRETLS message needs verified TLS and the
 // REQUIRETLS extension. It reports the session for TLS reports.
-func (c *smtpConn) checkSecurity(hop Hop, sec security, offered bool, failure string) error {
+func (c *smtpConn) checkSecurity(hop Hop, sec security, tryTLS bool, failure string) error {
 	d := c.d
 	switch {
 	case !c.tls && (sec.enforce || sec.requireTLS):
 		d.reportSession(hop, sec, "starttls-not-supported", "no STARTTLS offered")
 		return securityError(hop.Host, sec, "MX host %s offers no STARTTLS", hop.Host)
-	case !c.tls && offered:
-		d.reportSession(hop, sec, "validation-failure", "TLS failed; delivered in cleartext")
-	case !c.tls && sec.policy != PolicyNone:
-		d.reportSession(hop, sec, "starttls-not-supported", "no STARTTLS offered; delivered in cleartext")
+	case !tryTLS:
+		// The cleartext retry of a failed handshake: the failure was
+		// reported with the handshake.
+	case !c.tls:
+		d.reportSession(hop, sec, "starttls-not-supported", "no STARTTLS; delivered in cleartext")
 	case c.tls && !c.verified && sec.policy != PolicyNone:
 		d.reportSession(hop, sec, failure, "certificate not verified")
 	default:
