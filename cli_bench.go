@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +53,9 @@ type benchConfig struct {
 	cpuProfile      string
 	memProfile      string
 	dataDir         string // "" for a temp dir removed afterwards
+	via             string // http or smtp (cli_bench_smtp.go)
+	starttls        bool   // with --via smtp: STARTTLS on each session
+	clientProcess   bool   // with --via smtp: the clients in a process of their own
 }
 
 func newBenchCommand() *cobra.Command {
@@ -108,6 +113,9 @@ and is kept.`,
 	f.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (with --phased: of the delivery phase) to this file, for go tool pprof")
 	f.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file")
+	f.StringVar(&cfg.via, "via", "http", "how messages are submitted: http (POST /v1/messages) or smtp (the submission listener, one session per client)")
+	f.BoolVar(&cfg.starttls, "starttls", false, "with --via smtp: STARTTLS on each session (a self-signed certificate made for the run)")
+	f.BoolVar(&cfg.clientProcess, "client-process", false, "with --via smtp: run the SMTP clients in a process of their own, so CPU per message is the server's alone")
 	return cmd
 }
 
@@ -126,6 +134,12 @@ func (cfg benchConfig) validate() error {
 	}
 	if cfg.queueOnly && cfg.phased {
 		return errors.New("--queue-only and --phased exclude each other")
+	}
+	if cfg.via != "http" && cfg.via != "smtp" {
+		return fmt.Errorf("--via: %q is not http or smtp", cfg.via)
+	}
+	if (cfg.starttls || cfg.clientProcess) && cfg.via != "smtp" {
+		return errors.New("--starttls and --client-process need --via smtp")
 	}
 	return nil
 }
@@ -158,6 +172,9 @@ type benchReport struct {
 	DeliveryWorkers int    `json:"delivery_workers"`
 	SMTPConnections int    `json:"smtp_connections"`
 	Mode            string `json:"mode"` // concurrent, phased or queue-only
+	Via             string `json:"via"`  // http or smtp
+	TLS             bool   `json:"tls"`  // smtp over STARTTLS
+	ClientProcess   bool   `json:"client_process"`
 	DataDir         string `json:"data_dir"`
 	DataDirRemoved  bool   `json:"data_dir_removed"`
 	CPUs            int    `json:"cpus"`
@@ -172,6 +189,7 @@ type benchReport struct {
 	AcceptP99      float64  `json:"accept_p99_ms"`
 	AcceptMax      float64  `json:"accept_max_ms"`
 	AcceptCPU      float64  `json:"accept_cpu_seconds"` // process CPU time while accepting
+	ClientCPU      float64  `json:"client_cpu_seconds"` // --client-process: the client process's CPU time
 	Commits        int64    `json:"commits"`
 	Queued         int      `json:"queued,omitempty"` // queue-only: queue entries at the end
 
@@ -322,7 +340,8 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	alg, _ := cfg.alg()
 	tuneGC() // as serve does
 	rep = &benchReport{Messages: cfg.messages, Size: cfg.size, Concurrency: cfg.concurrency, DKIM: alg,
-		DeliveryWorkers: cfg.deliveryWorkers, SMTPConnections: cfg.smtpConns, Mode: "concurrent", CPUs: runtime.GOMAXPROCS(0)}
+		DeliveryWorkers: cfg.deliveryWorkers, SMTPConnections: cfg.smtpConns, Mode: "concurrent", CPUs: runtime.GOMAXPROCS(0),
+		Via: cfg.via, TLS: cfg.starttls, ClientProcess: cfg.clientProcess}
 	switch {
 	case cfg.queueOnly:
 		rep.Mode = "queue-only"
@@ -367,6 +386,19 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	sc.deliveryWorkers, sc.smtpHostConns = cfg.deliveryWorkers, cfg.smtpConns
 	// Every bench client is on 127.0.0.1: the per-IP cap must hold them all.
 	sc.maxConnsPerIP = max(sc.maxConnsPerIP, 2*cfg.concurrency)
+	var clientTLS *tls.Config
+	if cfg.via == "smtp" {
+		sc.submissionAddr = "127.0.0.1:0"
+		if cfg.starttls {
+			var pool *x509.CertPool
+			if sc.tlsCert, sc.tlsKey, pool, err = benchCertificate(dir); err != nil {
+				return nil, fmt.Errorf("make the bench certificate: %w", err)
+			}
+			clientTLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+		} else {
+			sc.dev = true // AUTH without TLS from loopback
+		}
+	}
 	// No log lines: the bench measures sending, not writing its access log.
 	s, err := startService(sc, slog.New(slog.DiscardHandler), func(next queue.Sender) queue.Sender {
 		g.next = next
@@ -426,7 +458,19 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 	commits0 := db.Commits()
 	cpu0 := cpuTime()
 	start := time.Now()
-	lat, acceptedN, failedN, failures := sendAll(runCtx, cfg, "http://"+s.httpLn.Addr().String(), key, alg, tr)
+	var lat []time.Duration
+	var acceptedN, failedN int
+	var failures []string
+	switch {
+	case cfg.via == "smtp" && cfg.clientProcess:
+		var clientCPU time.Duration
+		lat, acceptedN, failedN, failures, clientCPU = sendViaClientProcess(runCtx, cfg, s.submission[0].ln.Addr().String(), key, alg, sc.tlsCert, tr)
+		rep.ClientCPU = clientCPU.Seconds()
+	case cfg.via == "smtp":
+		lat, acceptedN, failedN, failures = sendAllSMTP(runCtx, cfg, s.submission[0].ln.Addr().String(), key, alg, clientTLS, tr)
+	default:
+		lat, acceptedN, failedN, failures = sendAll(runCtx, cfg, "http://"+s.httpLn.Addr().String(), key, alg, tr)
+	}
 	acceptEnd := time.Now()
 	cpu1 := cpuTime()
 	rep.AcceptCPU = (cpu1 - cpu0).Seconds()
@@ -779,8 +823,15 @@ func writeHeapProfile(path string) error {
 }
 
 func (r *benchReport) print(w io.Writer) {
-	fmt.Fprintf(w, "mailbolt bench: %d messages, about %d bytes each, %d HTTP clients, %s DKIM\n",
-		r.Messages, r.Size, r.Concurrency, r.DKIM)
+	clients := "HTTP clients"
+	if r.Via == "smtp" {
+		clients = "SMTP sessions"
+		if r.TLS {
+			clients += " (STARTTLS)"
+		}
+	}
+	fmt.Fprintf(w, "mailbolt bench: %d messages, about %d bytes each, %d %s, %s DKIM\n",
+		r.Messages, r.Size, r.Concurrency, clients, r.DKIM)
 	fmt.Fprintf(w, "  mode %s, %d delivery workers, %d SMTP connections, %d CPUs\n", r.Mode, r.DeliveryWorkers, r.SMTPConnections, r.CPUs)
 	kept := "kept"
 	if r.DataDirRemoved {
@@ -794,6 +845,10 @@ func (r *benchReport) print(w io.Writer) {
 		fmt.Fprintf(w, "           %d commits (%.1f messages each); %.2f of %d cores busy, %.2f ms of CPU per message\n",
 			r.Commits, float64(r.Accepted)/float64(max(r.Commits, 1)), r.AcceptCPU/r.AcceptSeconds, r.CPUs,
 			1000*r.AcceptCPU/float64(max(r.Accepted, 1)))
+		if r.ClientProcess {
+			fmt.Fprintf(w, "           (the server alone; the client process used %.2f cores, %.2f ms of CPU per message)\n",
+				r.ClientCPU/r.AcceptSeconds, 1000*r.ClientCPU/float64(max(r.Accepted, 1)))
+		}
 	}
 	if r.NotSent > 0 {
 		fmt.Fprintf(w, "not sent   %8d (the run timed out)\n", r.NotSent)

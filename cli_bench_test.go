@@ -131,3 +131,18 @@ func TestBenchFlagsValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchViaSMTP: --via smtp submits through the submission listener
+// (with --starttls over TLS) and every message is accepted and delivered
+// once, signed.
+func TestBenchViaSMTP(t *testing.T) {
+	for _, extra := range [][]string{nil, {"--starttls"}} {
+		rep := benchJSON(t, append([]string{"--via", "smtp", "--messages", "200", "--concurrency", "8", "--dkim", "ed25519", "--timeout", "2m"}, extra...)...)
+		if !rep.Complete || rep.Via != "smtp" || rep.TLS != (extra != nil) || rep.Accepted != 200 || rep.Delivered != 200 || !rep.DKIMVerified {
+			t.Fatalf("%v: %+v", extra, rep)
+		}
+	}
+	if _, err := benchCmd(t, "--starttls"); err == nil || !strings.Contains(err.Error(), "--via smtp") {
+		t.Errorf("--starttls without --via smtp: %v", err)
+	}
+}

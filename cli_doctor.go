@@ -494,7 +494,7 @@ func (d *doctor) checkOutbound(ctx context.Context) {
 func (d *doctor) checkPublicURL(ctx context.Context) {
 	base := d.cfg.publicURL
 	if base == "" {
-		base = d.cfg.defaultPublicURLFlags()
+		base = d.cfg.defaultPublicURL(d.cfg.httpsAddr, d.cfg.httpAddr)
 	}
 	url := strings.TrimSuffix(base, "/") + "/healthz"
 	ctx, cancel := context.WithTimeout(ctx, d.opts.probeTimeout)

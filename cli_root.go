@@ -31,7 +31,7 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(),
 		newIPsCommand(), newPoolsCommand(), newSuppressionsCommand(), newBackupCommand(), newRestoreCommand(), newVersionCommand())
 	root.AddCommand(newSecretsCommand())
-	root.AddCommand(newBenchCommand(), newHealthcheckCommand(), newDoctorCommand())
+	root.AddCommand(newBenchCommand(), newBenchClientCommand(), newHealthcheckCommand(), newDoctorCommand())
 	return root
 }
 

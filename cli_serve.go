@@ -103,6 +103,11 @@ type serveConfig struct {
 	geoIPDB    string
 	systemFrom string
 
+	// submissionAddr and submissionsAddr are the SMTP submission
+	// listeners (STARTTLS and implicit TLS); empty: off.
+	submissionAddr  string
+	submissionsAddr string
+
 	// metricsAddr is where /metrics is served; empty: nowhere.
 	metricsAddr    string
 	metricsAddrSet bool // given by flag or environment: failing to bind it stops serve
@@ -218,7 +223,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.dkimGrace, "dkim-rotation-grace", def.dkimGrace, "how long a replaced DKIM record must stay published before it is reported removable")
 	f.DurationVar(&cfg.domainCheckTick, "domain-check-tick", def.domainCheckTick, "how often the scheduler looks for domains due a check")
 
-	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks and MX hosts may be on loopback and private addresses, webhooks may use plain http")
+	f.BoolVar(&cfg.dev, "dev", def.dev, "development mode: webhooks and MX hosts may be on loopback and private addresses, webhooks may use plain http, SMTP submission may take loopback logins without TLS")
 	f.DurationVar(&cfg.webhookBaseDelay, "webhook-base-delay", def.webhookBaseDelay, "delay before the first webhook retry; doubles per retry, capped at 1h")
 	f.DurationVar(&cfg.webhookTimeout, "webhook-timeout", def.webhookTimeout, "how long a webhook receiver has to answer")
 	f.IntVar(&cfg.webhookMaxRetries, "webhook-max-retries", def.webhookMaxRetries, "retries after the first webhook attempt (0: none)")
@@ -248,6 +253,8 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 
 	f.StringVar(&cfg.publicURL, "public-url", def.publicURL, "base URL of tracking and unsubscribe links, as recipients reach this server (default: http://<--http-addr>)")
 	f.StringVar(&cfg.smtpAddr, "smtp-addr", def.smtpAddr, "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
+	f.StringVar(&cfg.submissionAddr, "submission-addr", def.submissionAddr, "address of the SMTP submission listener with STARTTLS (conventionally :587), where apps send with an API key as the password; empty: off")
+	f.StringVar(&cfg.submissionsAddr, "submissions-addr", def.submissionsAddr, "address of the SMTP submission listener with TLS from the first byte (conventionally :465); empty: off")
 	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
@@ -346,6 +353,9 @@ func (cfg serveConfig) validate() error {
 		}
 	}
 	if err := cfg.validateTLS(); err != nil {
+		return err
+	}
+	if err := cfg.validateSubmission(); err != nil {
 		return err
 	}
 	if err := validNotesURL(cfg.deprecationNotesURL); err != nil {
@@ -542,6 +552,10 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	// SIGHUP is taken before anything says the server listens: its default
+	// action would stop the process.
+	stopReload := s.reloadOnHangup()
+	defer stopReload()
 	if c := s.db.PreMigrationCopy(); c != "" {
 		fmt.Fprintf(stdout, "The database schema was migrated; the file as it was before is kept at %s (restore it with the previous mailbolt to roll back).\n", c)
 	}
@@ -561,6 +575,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "mailbolt %s listening on http://%s (data dir %s)\n", version, s.httpLn.Addr(), cfg.dataDir)
 	}
 	fmt.Fprintf(stdout, "inbound SMTP (bounces, complaints, unsubscribes, inbound domains) on %s\n", s.smtpLn.Addr())
+	for _, l := range s.submission {
+		fmt.Fprintf(stdout, "SMTP submission (%s) on %s\n", l.name[2:], l.ln.Addr())
+	}
 	if s.metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", s.metricsLn.Addr())
 	}

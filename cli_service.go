@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -55,6 +56,9 @@ type service struct {
 	metricsHS *http.Server
 	// boot is the account and keys a first start created; nil otherwise.
 	boot *app.Bootstrap
+
+	// submission are the SMTP submission listeners (cli_submission.go).
+	submission []*submissionListener
 }
 
 // startService validates cfg, opens the database, builds every component
@@ -166,15 +170,14 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if s.metricsLn, err = listenMetrics(cfg, log); err != nil {
 		return nil, err
 	}
+	if err := s.listenSubmission(wc); err != nil {
+		return nil, err
+	}
 	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
 		return nil, fmt.Errorf("create the default account: %w", err)
 	}
 	if cfg.publicURL == "" {
-		var httpsAddr net.Addr
-		if s.httpsLn != nil {
-			httpsAddr = s.httpsLn.Addr()
-		}
-		s.app.SetPublicURL(cfg.defaultPublicURL(httpsAddr, s.httpLn.Addr()))
+		s.app.SetPublicURL(cfg.defaultPublicURL(s.httpsAddr(), s.httpLn.Addr().String()))
 	}
 	ib := inbound.Options{Domain: cfg.hostname, MaxMessageSize: cfg.inboundMaxSize,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
@@ -217,24 +220,45 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 func (s *service) httpServer(h http.Handler, wc web.Config) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, wc.ReadTimeout),
 		ReadTimeout: wc.ReadTimeout, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
-		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+		ErrorLog: httpErrorLog(s.log)}
+}
+
+// httpErrorLog is what net/http logs (a panic in a handler, a failed
+// accept) at warn, except failed TLS handshakes: scanners and clients
+// that give up make them all day on a public port, so they go at debug.
+func httpErrorLog(l *slog.Logger) *stdlog.Logger {
+	return stdlog.New(logLineFunc(func(line string) {
+		level := slog.LevelWarn
+		if strings.HasPrefix(line, "http: TLS handshake error") {
+			level = slog.LevelDebug
+		}
+		l.Log(context.Background(), level, line)
+	}), "", 0)
+}
+
+// logLineFunc takes each line a log.Logger writes, without its newline.
+type logLineFunc func(string)
+
+func (f logLineFunc) Write(p []byte) (int, error) {
+	f(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // httpsURL is the base URL of the HTTPS API that the plain-HTTP address
-// points to: --public-url when it is https, else the first ACME domain,
-// else the HTTPS listener's address.
+// points to: --public-url when it is https, else its default.
 func (s *service) httpsURL() string {
 	if u, err := url.Parse(s.cfg.publicURL); err == nil && u.Scheme == "https" {
 		return strings.TrimSuffix(s.cfg.publicURL, "/")
 	}
-	if len(s.cfg.acmeDomains) > 0 {
-		h := "https://" + s.cfg.acmeDomains[0]
-		if p := port(s.httpsLn.Addr().String()); p != "443" {
-			h = "https://" + net.JoinHostPort(s.cfg.acmeDomains[0], p)
-		}
-		return h
+	return s.cfg.defaultPublicURL(s.httpsAddr(), "")
+}
+
+// httpsAddr is the bound HTTPS address, "" when HTTPS is off.
+func (s *service) httpsAddr() string {
+	if s.httpsLn == nil {
+		return ""
 	}
-	return "https://" + s.httpsLn.Addr().String()
+	return s.httpsLn.Addr().String()
 }
 
 // tooManySMTPConnections answers an inbound SMTP connection over the
@@ -252,6 +276,7 @@ func (s *service) close() {
 	if s.smtpLn != nil {
 		s.smtpLn.Close()
 	}
+	s.closeSubmission()
 	if s.metricsLn != nil {
 		s.metricsLn.Close()
 	}
@@ -289,6 +314,7 @@ func (s *service) run(ctx context.Context) error {
 	}
 	workers.Go(func() { s.reporter.Run(workerCtx, time.Hour) })
 	go s.inbound.Serve(s.smtpLn)
+	s.serveSubmission()
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- s.http.Serve(s.httpLn) }()
 	httpsAddr := ""
@@ -296,8 +322,6 @@ func (s *service) run(ctx context.Context) error {
 		go func() { serveErr <- s.https.ServeTLS(s.httpsLn, "", "") }()
 		httpsAddr = s.httpsLn.Addr().String()
 	}
-	stopReload := s.reloadOnHangup()
-	defer stopReload()
 	metricsAddr := ""
 	if s.metricsLn != nil {
 		s.metricsHS = metricsServer(s.metrics, s.log)
@@ -306,6 +330,9 @@ func (s *service) run(ctx context.Context) error {
 	}
 	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "https_addr", httpsAddr, "smtp_addr", s.smtpLn.Addr().String(),
 		"metrics_addr", metricsAddr, "data_dir", s.cfg.dataDir, "version", version)
+	if len(s.submission) > 0 {
+		s.log.Info("smtp submission listening", s.submissionAddrs()...)
+	}
 
 	var err error
 	select {
@@ -338,6 +365,7 @@ func (s *service) run(ctx context.Context) error {
 	if serr := s.inbound.Shutdown(shutdownCtx); serr != nil {
 		s.inbound.Close()
 	}
+	s.shutdownSubmission(shutdownCtx)
 	if s.admin != nil {
 		if serr := s.admin.Shutdown(shutdownCtx); serr != nil {
 			s.log.Warn("management socket shutdown", "err", serr)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"mailbolt/tlsconf"
@@ -29,13 +30,10 @@ func (cfg serveConfig) tlsOptions() tlsconf.Options {
 
 // validateTLS checks the TLS flags together, before anything is opened.
 func (cfg serveConfig) validateTLS() error {
-	files := cfg.tlsCert != "" || cfg.tlsKey != ""
-	switch {
-	case files && len(cfg.acmeDomains) > 0:
-		return errors.New("--tls-cert/--tls-key and --acme-domains are mutually exclusive: give either certificate files or the domains to obtain certificates for")
-	case files && (cfg.tlsCert == "" || cfg.tlsKey == ""):
-		return errors.New("--tls-cert and --tls-key go together: give both files")
-	case cfg.httpsAddr != "" && !cfg.tlsEnabled():
+	if err := cfg.tlsOptions().Check(); err != nil {
+		return err
+	}
+	if cfg.httpsAddr != "" && !cfg.tlsEnabled() {
 		return errors.New("--https-addr needs a certificate: --tls-cert and --tls-key, or --acme-domains")
 	}
 	if cfg.httpsAddr != "" {
@@ -55,29 +53,26 @@ func (cfg serveConfig) validateTLS() error {
 	return nil
 }
 
-// defaultPublicURL is the base of links in sent mail when --public-url is
-// not given: the first ACME domain over https, else the HTTPS address,
-// else the plain HTTP one.
-func (cfg serveConfig) defaultPublicURL(httpsAddr, httpAddr net.Addr) string {
+// defaultPublicURL is the base of links in sent mail, and the HTTPS URL
+// plain HTTP names, when --public-url is not given: the first ACME domain
+// over https (with the HTTPS port unless it is 443), else the HTTPS
+// address, else the plain HTTP one. The addresses are the bound ones when
+// serving, the flags for doctor (which binds nothing).
+func (cfg serveConfig) defaultPublicURL(httpsAddr, httpAddr string) string {
 	switch {
 	case len(cfg.acmeDomains) > 0:
-		return "https://" + cfg.acmeDomains[0]
-	case httpsAddr != nil:
-		return "https://" + httpsAddr.String()
+		host := strings.TrimSuffix(strings.TrimSpace(cfg.acmeDomains[0]), ".")
+		if hosts, err := tlsconf.Hosts(cfg.acmeDomains[:1]); err == nil {
+			host = hosts[0]
+		}
+		if p := port(httpsAddr); p != "" && p != "443" {
+			host = net.JoinHostPort(host, p)
+		}
+		return "https://" + host
+	case httpsAddr != "":
+		return "https://" + httpsAddr
 	}
-	return "http://" + httpAddr.String()
-}
-
-// defaultPublicURLFlags is defaultPublicURL from the flags alone, for
-// doctor, which binds nothing.
-func (cfg serveConfig) defaultPublicURLFlags() string {
-	switch {
-	case len(cfg.acmeDomains) > 0:
-		return "https://" + cfg.acmeDomains[0]
-	case cfg.httpsAddr != "":
-		return "https://" + cfg.httpsAddr
-	}
-	return "http://" + cfg.httpAddr
+	return "http://" + httpAddr
 }
 
 // linkAddr is the listen address links in sent mail are derived from
@@ -118,9 +113,6 @@ func port(addr string) string {
 // stop is called; a failed reload keeps the certificate in use and says
 // why.
 func (s *service) reloadOnHangup() (stop func()) {
-	if s.tls == nil {
-		return func() {}
-	}
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -130,6 +122,10 @@ func (s *service) reloadOnHangup() (stop func()) {
 			case <-done:
 				return
 			case <-ch:
+				if s.tls == nil {
+					s.log.Info("SIGHUP: nothing to reload; no TLS certificate is configured")
+					continue
+				}
 				if s.tls.ACME() {
 					s.log.Info("SIGHUP: nothing to reload; ACME certificates are renewed on their own")
 					continue

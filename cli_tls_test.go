@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -398,7 +400,11 @@ func TestTLSDefaultsAndWarnings(t *testing.T) {
 	cfg := defaultServeConfig()
 	cfg.acmeDomains = []string{"mail.example.com", "mta.example.com"}
 	cfg.httpsAddr = "127.0.0.1:8443"
-	if got := cfg.defaultPublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443}, nil); got != "https://mail.example.com" {
+	if got := cfg.defaultPublicURL("127.0.0.1:8443", ""); got != "https://mail.example.com:8443" {
+		t.Errorf("public URL with ACME on 8443: %q", got)
+	}
+	cfg.acmeDomains[0] = "Mail.Example.COM."
+	if got := cfg.defaultPublicURL("[::]:443", ""); got != "https://mail.example.com" {
 		t.Errorf("public URL with ACME: %q", got)
 	}
 	if _, warned := cfg.acmePortsFinding(); !warned {
@@ -415,8 +421,7 @@ func TestTLSDefaultsAndWarnings(t *testing.T) {
 	if _, warned := files.acmePortsFinding(); warned {
 		t.Error("certificate files: ACME warning")
 	}
-	if got := files.defaultPublicURL(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443},
-		&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}); got != "https://127.0.0.1:8443" {
+	if got := files.defaultPublicURL("127.0.0.1:8443", "127.0.0.1:8080"); got != "https://127.0.0.1:8443" {
 		t.Errorf("public URL with files: %q", got)
 	}
 	// Listening on every address with files and no --public-url: refused,
@@ -428,5 +433,70 @@ func TestTLSDefaultsAndWarnings(t *testing.T) {
 	}
 	if !refused {
 		t.Error("--https-addr 0.0.0.0 without --public-url not refused")
+	}
+}
+
+// TestServeSIGHUPWithoutTLS: with no certificate configured, SIGHUP (the
+// unit's ExecReload) is logged and changes nothing; it used to stop the
+// process.
+func TestServeSIGHUPWithoutTLS(t *testing.T) {
+	bin := tlsTestBinary(t)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	cmd := exec.Command(bin, "serve", "--data-dir", filepath.Join(t.TempDir(), "data"), "--http-addr", "127.0.0.1:0",
+		"--smtp-addr", "127.0.0.1:0", "--metrics-addr=", "--hostname", "mta.example.net")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		<-exited
+	})
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	wait := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !done() {
+			select {
+			case <-exited:
+				t.Fatalf("serve exited waiting for %s\nstdout:\n%s\nstderr:\n%s", what, stdout, stderr)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s\nstdout:\n%s\nstderr:\n%s", what, stdout, stderr)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("start", func() bool { return listening.MatchString(stdout.String()) })
+	base := listening.FindStringSubmatch(stdout.String())[1]
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	wait("log of the SIGHUP", func() bool { return strings.Contains(stderr.String(), "nothing to reload") })
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("after SIGHUP: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("healthz after SIGHUP: %d", resp.StatusCode)
+	}
+}
+
+// TestHTTPErrorLogQuietsHandshakes: failed TLS handshakes, which a public
+// port sees all day, are logged at debug; the rest of what net/http says
+// stays at warn.
+func TestHTTPErrorLogQuietsHandshakes(t *testing.T) {
+	var buf bytes.Buffer
+	l := httpErrorLog(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l.Print("http: TLS handshake error from 203.0.113.9:4711: EOF")
+	l.Print("http: panic serving 203.0.113.9:4712: boom")
+	out := buf.String()
+	if !strings.Contains(out, `level=DEBUG msg="http: TLS handshake error from 203.0.113.9:4711: EOF"`) ||
+		!strings.Contains(out, `level=WARN msg="http: panic serving 203.0.113.9:4712: boom"`) {
+		t.Fatalf("logged:\n%s", out)
 	}
 }

@@ -157,6 +157,8 @@ type App struct {
 	returnPathKey   []byte
 	returnPathSince time.Time
 	graderCache     graderCache
+	// smtpRate counts SMTP-submitted messages per key (submission_smtp.go).
+	smtpRate rateWindows
 }
 
 // New builds an App over db. It fails when the database cannot be read or

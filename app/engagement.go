@@ -32,6 +32,13 @@ const maxTrackedLinks = 1 << 16
 // through signed redirect URLs (their targets are returned, by index, to be
 // stored), and a signed 1×1 image is added for opens.
 func (a *App) track(m storage.Message, html string) (string, []string) {
+	return a.trackFrom(m, html, 0, true)
+}
+
+// trackFrom is track for one of several HTML parts of a message (a
+// submitted message may have more than one): its links are numbered from
+// first, and the pixel goes in only with pixel set (the first part).
+func (a *App) trackFrom(m storage.Message, html string, first int, pixel bool) (string, []string) {
 	if html == "" {
 		return html, nil
 	}
@@ -39,17 +46,17 @@ func (a *App) track(m storage.Message, html string) (string, []string) {
 	if m.Tracking.Clicks {
 		var rewritten []message.Link
 		html, rewritten = message.RewriteLinks(html, func(_ string, i int) (string, bool) {
-			if i >= maxTrackedLinks {
+			if first+i >= maxTrackedLinks {
 				return "", false
 			}
-			return a.publicURL(ClickPath + a.signToken(linkToken{tokenClick, m.AccountID, m.ID, i})), true
+			return a.publicURL(ClickPath + a.signToken(linkToken{tokenClick, m.AccountID, m.ID, first + i})), true
 		})
 		links = make([]string, len(rewritten))
 		for _, l := range rewritten {
 			links[l.Index] = l.URL
 		}
 	}
-	if m.Tracking.Opens {
+	if m.Tracking.Opens && pixel {
 		html = message.InsertPixel(html, a.publicURL(OpenPath+a.signToken(linkToken{tokenOpen, m.AccountID, m.ID, 0})))
 	}
 	return html, links

@@ -54,6 +54,14 @@ func Fingerprint(method, path string, body []byte) []byte {
 // answer lost (see update). An answer that no such transaction stored (the
 // request failed before writing anything) is stored after run returns.
 func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func(Principal) Response) (resp Response, replayed bool, e error) {
+	return a.idempotent(ctx, p, secret, key, fingerprint, run, storable)
+}
+
+// idempotent is Idempotent with the rule for which answers that no
+// transaction stored are kept afterwards: keep(status). SMTP submission
+// keeps none (only an accepted message's answer, stored with it).
+func (a *App) idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func(Principal) Response,
+	keep func(status int) bool) (resp Response, replayed bool, e error) {
 	apiKeyID := p.KeyID
 	if apiKeyID == "" {
 		// Records are kept per key; callers without one would share a slot.
@@ -112,7 +120,7 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 		// Committed with the effect: that is the answer every retry gets.
 		return *slot.stored, false, nil
 	}
-	if !storable(resp.Status) {
+	if !keep(resp.Status) {
 		return resp, false, nil
 	}
 	sealed, err := seal(secret, resp)

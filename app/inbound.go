@@ -129,7 +129,9 @@ func (in Inbound) legacyTaken(id string) error {
 
 // Accept takes mail only for our own addresses (see inboundAddress) and
 // for the routed addresses of verified inbound domains (acceptInbound).
-func (in Inbound) Accept(_ inbound.Envelope, rcpt string) error {
+// One transaction holds one kind or the other, never both (see
+// separateTransactions).
+func (in Inbound) Accept(env inbound.Envelope, rcpt string) error {
 	_, err := in.inboundAddress(rcpt)
 	if err != nil && !errors.Is(err, inbound.ErrRetryLater) {
 		ierr := in.acceptInbound(rcpt)
@@ -137,11 +139,36 @@ func (in Inbound) Accept(_ inbound.Envelope, rcpt string) error {
 			if ierr != nil && !errors.Is(ierr, inbound.ErrRetryLater) {
 				in.a.log.Info("inbound recipient refused", "rcpt", rcpt, "err", ierr)
 			}
+			if ierr == nil && len(env.Rcpts) > 0 && in.ownAddress(env.Rcpts[0]) {
+				return separateTransactions(rcpt)
+			}
 			return ierr
 		}
 		in.a.log.Info("inbound recipient refused", "rcpt", rcpt, "err", err)
 	}
+	if err == nil && len(env.Rcpts) > 0 && !in.ownAddress(env.Rcpts[0]) {
+		return separateTransactions(rcpt)
+	}
 	return err
+}
+
+// ownAddress reports whether rcpt, a recipient taken at RCPT, is one of the
+// listener's own addresses (a report or unsubscribe address) rather than
+// an address of an inbound domain: the classification Deliver makes.
+func (in Inbound) ownAddress(rcpt string) bool {
+	_, err := in.inboundAddress(rcpt)
+	return err == nil || errors.Is(err, inbound.ErrRetryLater)
+}
+
+// separateTransactions refuses a recipient whose kind differs from the
+// transaction's first one: reports and mail for inbound domains are
+// recorded in separate transactions, so that a 452 or 451 for the inbound
+// mail cannot make the sender retry reports already recorded. 452 4.5.3
+// tells the sender to send this recipient again in another transaction
+// (RFC 5321 §4.5.3.1.10).
+func separateTransactions(rcpt string) error {
+	return &inbound.Reply{Code: 452, Enhanced: [3]int{4, 5, 3},
+		Message: "<" + rcpt + ">: mail for inbound domains and mail for bounce addresses go in separate transactions; send this recipient in another one"}
 }
 
 // Deliver processes one received message for each of its recipients:
@@ -183,8 +210,9 @@ func (in Inbound) Deliver(env inbound.Envelope, rcpts []string, data []byte) err
 		in.a.log.Info("inbound report processed", attrs...)
 	}
 	if len(received) > 0 {
-		// A refusal or a failure to store comes first: the sender must
-		// hear it, whatever the reports among the recipients gave.
+		// Accept keeps reports and inbound mail in separate
+		// transactions, so received is every recipient here, and a
+		// refusal or a failure to store is the transaction's answer.
 		if err := in.receive(env, received, data); err != nil {
 			return err
 		}

@@ -138,12 +138,27 @@ func (a *App) ListInboundDomains(p Principal, opts storage.ListOptions) (list []
 }
 
 // DeleteInboundDomain removes an inbound domain and its routes; mail for
-// it is refused from then on.
+// it is refused from then on. Domains are the account's, whatever the
+// key's mode (as sending domains are), but a test key cannot delete a
+// domain that has routes to live webhooks: that would stop live mail.
 func (a *App) DeleteInboundDomain(p Principal, id string) error {
 	if err := a.authorize(p, ScopeInboundWrite); err != nil {
 		return err
 	}
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteInboundDomain(p.Account.ID, id) })
+	err := update(a, p, new(struct{}), func(tx *storage.Tx) error {
+		if p.Test {
+			routes, err := tx.InboundDomainRoutes(p.Account.ID, id)
+			if err != nil {
+				return err
+			}
+			for _, r := range routes {
+				if !r.Test {
+					return NewError(CodeForbidden, "a test key cannot delete an inbound domain that has routes to live webhooks; use a live key")
+				}
+			}
+		}
+		return tx.DeleteInboundDomain(p.Account.ID, id)
+	})
 	return storageErr(err, "inbound domain")
 }
 
@@ -156,7 +171,9 @@ type mxResolver interface {
 // VerifyInboundDomain looks up the domain's MX and ownership records now.
 // Both must be in place: the MX pointing at this server's host name and
 // the TXT record carrying this account's token. A name is a verified
-// inbound domain of one account only (409 CONFLICT). A lookup that fails
+// inbound domain of one account only (409 CONFLICT) while that account's
+// token is still published; once it is not, the name moves to the account
+// that verifies now. A lookup that fails
 // (not one that finds nothing) keeps the domain's status and is reported
 // in check_error.
 func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (storage.InboundDomain, error) {
@@ -206,12 +223,7 @@ func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (
 			for _, mx := range mxs {
 				d.MXFound = append(d.MXFound, strings.ToLower(strings.TrimSuffix(mx.Host, ".")))
 			}
-			d.TXTFound = false
-			for _, t := range txts {
-				if strings.TrimSpace(t) == InboundTokenPrefix+d.Token {
-					d.TXTFound = true
-				}
-			}
+			d.TXTFound = tokenPublished(txts, d.Token)
 			switch {
 			case d.TXTFound && mxPointsHere(d.MXFound, o.Hostname):
 				if d.Status != storage.InboundVerified {
@@ -224,11 +236,39 @@ func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (
 		}
 		err = tx.UpdateInboundDomain(d)
 		if errors.Is(err, storage.ErrExists) {
-			return Conflict("the domain " + d.Name + " is already a verified inbound domain of another account")
+			// Another account holds the name. Its claim stands while its
+			// token is still published; a token found gone (the lookup
+			// just made succeeded) means that account no longer controls
+			// the name: its domain fails and the claim moves, here.
+			holder, herr := tx.VerifiedInboundDomain(d.Name)
+			if herr != nil {
+				return herr
+			}
+			if tokenPublished(txts, holder.Token) {
+				return Conflict("the domain " + d.Name + " is already a verified inbound domain of another account")
+			}
+			holder.Status, holder.TXTFound, holder.CheckError = storage.InboundFailed, false, ""
+			holder.MXFound, holder.LastCheckedAt = d.MXFound, &now
+			if err := tx.UpdateInboundDomain(holder); err != nil {
+				return err
+			}
+			a.log.Info("inbound domain claim moved: the holder's token is no longer published",
+				"domain", d.Name, "from_account", holder.AccountID, "to_account", d.AccountID)
+			err = tx.UpdateInboundDomain(d)
 		}
 		return err
 	})
 	return d, storageErr(err, "inbound domain")
+}
+
+// tokenPublished reports whether the TXT values txts carry token.
+func tokenPublished(txts []string, token string) bool {
+	for _, t := range txts {
+		if strings.TrimSpace(t) == InboundTokenPrefix+token {
+			return true
+		}
+	}
+	return false
 }
 
 // patternRE is what a route's pattern may be: a local part (dot-atom, lower
@@ -265,11 +305,13 @@ func (a *App) CreateInboundRoute(p Principal, in InboundRouteInput) (storage.Inb
 		} else if err != nil {
 			return err
 		}
-		if _, err := webhookOf(tx, p, in.WebhookID); errors.Is(err, storage.ErrNotFound) {
+		w, err := webhookOf(tx, p, in.WebhookID)
+		if errors.Is(err, storage.ErrNotFound) {
 			return Validation("webhook_id", "no webhook "+in.WebhookID+" in this account (of this key's mode)")
 		} else if err != nil {
 			return err
 		}
+		r.Test = w.Test
 		if _, _, n, err := tx.InboundRoutes(p.Account.ID, storage.ListOptions{Limit: 1}); err != nil {
 			return err
 		} else if n >= MaxInboundRoutes {
@@ -285,7 +327,17 @@ func (a *App) CreateInboundRoute(p Principal, in InboundRouteInput) (storage.Inb
 	return r, storageErr(err, "inbound route")
 }
 
-// InboundRoute reads one of the account's routes.
+// routeOf reads one of the account's routes of the principal's mode (a
+// route has its webhook's mode); a route of the other mode is not found.
+func routeOf(tx *storage.Tx, p Principal, id string) (storage.InboundRoute, error) {
+	r, err := tx.InboundRoute(p.Account.ID, id)
+	if err == nil && r.Test != p.Test {
+		return r, storage.ErrNotFound
+	}
+	return r, err
+}
+
+// InboundRoute reads one of the account's routes of the key's mode.
 func (a *App) InboundRoute(p Principal, id string) (storage.InboundRoute, error) {
 	if err := a.authorize(p, ScopeInboundRead); err != nil {
 		return storage.InboundRoute{}, err
@@ -293,20 +345,20 @@ func (a *App) InboundRoute(p Principal, id string) (storage.InboundRoute, error)
 	var r storage.InboundRoute
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		r, err = tx.InboundRoute(p.Account.ID, id)
+		r, err = routeOf(tx, p, id)
 		return err
 	})
 	return r, storageErr(err, "inbound route")
 }
 
-// ListInboundRoutes lists the account's routes.
+// ListInboundRoutes lists the account's routes of the key's mode.
 func (a *App) ListInboundRoutes(p Principal, opts storage.ListOptions) (list []storage.InboundRoute, res storage.ListResult, total int, e error) {
 	if err := a.authorize(p, ScopeInboundRead); err != nil {
 		return nil, res, 0, err
 	}
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		list, res, total, err = tx.InboundRoutes(p.Account.ID, opts)
+		list, res, total, err = tx.InboundRoutesOfMode(p.Account.ID, p.Test, opts)
 		return err
 	})
 	return list, res, total, storageErr(err, "inbound route")
@@ -318,20 +370,32 @@ func (a *App) DeleteInboundRoute(p Principal, id string) error {
 	if err := a.authorize(p, ScopeInboundWrite); err != nil {
 		return err
 	}
-	err := update(a, p, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteInboundRoute(p.Account.ID, id) })
+	err := update(a, p, new(struct{}), func(tx *storage.Tx) error {
+		if _, err := routeOf(tx, p, id); err != nil {
+			return err
+		}
+		return tx.DeleteInboundRoute(p.Account.ID, id)
+	})
 	return storageErr(err, "inbound route")
 }
 
 // InboundRaw is a received message exactly as it arrived, kept as long as
-// its email.received event.
+// its email.received event. A key reads only the messages of its mode (the
+// mode of their event), as it reads only those events.
 func (a *App) InboundRaw(p Principal, id string) ([]byte, error) {
 	if err := a.authorize(p, ScopeInboundRead); err != nil {
 		return nil, err
 	}
 	var raw []byte
 	err := a.db.View(func(tx *storage.Tx) error {
-		var err error
-		raw, err = tx.InboundRaw(p.Account.ID, id)
+		m, err := tx.InboundMessage(p.Account.ID, id)
+		if err != nil {
+			return err
+		}
+		if m.Test != p.Test {
+			return storage.ErrNotFound
+		}
+		raw, err = tx.InboundRaw(m)
 		return err
 	})
 	return raw, storageErr(err, "inbound message")

@@ -48,6 +48,17 @@ func unrouted(rcpt string) error {
 		Message: "<" + rcpt + ">: no such mailbox here (no inbound route takes this address)"}
 }
 
+// noneRouted refuses a message none of whose recipients a route takes any
+// more (routes or verification went away between RCPT and DATA): the
+// unrouted 550 5.1.1, as RCPT would now answer.
+func noneRouted(rcpts []string) error {
+	if len(rcpts) == 1 {
+		return unrouted(rcpts[0])
+	}
+	return &inbound.Reply{Code: 550, Enhanced: [3]int{5, 1, 1},
+		Message: "no such mailbox here for any recipient (no inbound route takes these addresses)"}
+}
+
 // routeFor finds the route mail for rcpt takes: the route of its local
 // part, else of the local part before a "+" (support+tag@ goes where
 // support@ goes), else the domain's "*" route. errNotInbound when its
@@ -101,6 +112,37 @@ func overQuota(quota int) error {
 		Message: fmt.Sprintf("the recipient's account has received its %d messages for today; try again later", quota)}
 }
 
+// overByteQuota is the refusal of mail past an account's daily inbound
+// bytes (InboundByteQuota).
+func overByteQuota(quota int64) error {
+	return &inbound.Reply{Code: 452, Enhanced: [3]int{4, 2, 2},
+		Message: fmt.Sprintf("the recipient's account has received its %d MiB for today; try again later", quota>>20)}
+}
+
+// InboundBytesPerMessage is what the daily byte quota allows per message of
+// the daily message quota: an average of 1 MiB.
+const InboundBytesPerMessage = 1 << 20
+
+// InboundByteQuota bounds the raw bytes an account stores per UTC day
+// (counted once per message, however many of its recipients are routed):
+// its daily message quota times InboundBytesPerMessage.
+func InboundByteQuota(a storage.Account) int64 {
+	return int64(InboundQuota(a)) * InboundBytesPerMessage
+}
+
+// checkQuota refuses mail for acct when its usage today plus add would pass
+// either daily quota (messages, bytes). At RCPT add is zero: the refusal
+// comes once a quota is reached.
+func checkQuota(acct storage.Account, used, add storage.InboundUsage) error {
+	if quota := InboundQuota(acct); used.Messages+add.Messages >= quota+min(add.Messages, 1) {
+		return overQuota(quota)
+	}
+	if quota := InboundByteQuota(acct); used.Bytes+add.Bytes >= quota+min(add.Bytes, 1) {
+		return overByteQuota(quota)
+	}
+	return nil
+}
+
 // acceptInbound decides RCPT for an address that is not one of the
 // listener's own: routed addresses of verified inbound domains, while the
 // account is under its daily quota.
@@ -115,10 +157,7 @@ func (in Inbound) acceptInbound(rcpt string) error {
 		if err != nil {
 			return err
 		}
-		if quota := InboundQuota(acct); tx.InboundReceived(acct.ID, inboundDay(a.Now())) >= quota {
-			return overQuota(quota)
-		}
-		return nil
+		return checkQuota(acct, tx.InboundReceived(acct.ID, inboundDay(a.Now())), storage.InboundUsage{})
 	})
 	var reply *inbound.Reply
 	if err != nil && !errors.Is(err, errNotInbound) && !errors.As(err, &reply) {
@@ -127,10 +166,12 @@ func (in Inbound) acceptInbound(rcpt string) error {
 	return err
 }
 
-// receive stores a message for its routed recipients: per recipient, the
-// raw message and an email.received event for the route's webhook, in one
-// transaction that commits before the listener answers 250. A recipient
-// whose route went away since RCPT is skipped; an account over its quota
+// receive stores a message for its routed recipients: the raw message once
+// per account, and per recipient a record and an email.received event for
+// the route's webhook, in one transaction that commits before the listener
+// answers 250. A recipient whose route went away since RCPT is skipped;
+// when that leaves none, the message is refused with the unrouted 550
+// (nothing stored must not be acknowledged). An account over its quota
 // refuses the whole message with 452; a storage failure is 451.
 func (in Inbound) receive(env inbound.Envelope, rcpts []string, data []byte) error {
 	a := in.a
@@ -138,9 +179,10 @@ func (in Inbound) receive(env inbound.Envelope, rcpts []string, data []byte) err
 	spam := a.spamVerdict(env, parsed, data)
 	now := a.Now()
 	var stored []storage.InboundMessage
+	expires := now.Add(a.opts.EventRetention)
 	err := a.db.Update(func(tx *storage.Tx) error {
 		stored = stored[:0]
-		counts, quotas := map[string]int{}, map[string]int{}
+		adds, accts, raws := map[string]storage.InboundUsage{}, map[string]storage.Account{}, map[string]string{}
 		for _, rcpt := range rcpts {
 			r, err := routeFor(tx, rcpt)
 			var reply *inbound.Reply
@@ -151,29 +193,43 @@ func (in Inbound) receive(env inbound.Envelope, rcpts []string, data []byte) err
 				return err
 			}
 			acctID := r.domain.AccountID
-			quota, seen := quotas[acctID]
+			acct, seen := accts[acctID]
 			if !seen {
-				acct, err := tx.Account(acctID)
-				if err != nil {
+				if acct, err = tx.Account(acctID); err != nil {
 					return err
 				}
-				quota = InboundQuota(acct)
-				quotas[acctID] = quota
+				accts[acctID] = acct
 			}
-			// Every copy counts: a message that would take the account
-			// past its quota is refused whole.
-			if tx.InboundReceived(acctID, inboundDay(now))+counts[acctID] >= quota {
-				return overQuota(quota)
+			// Every copy counts, and the raw bytes once: a message that
+			// would take the account past its quota is refused whole.
+			add := adds[acctID]
+			rawID, ok := raws[acctID]
+			add.Messages++
+			if !ok {
+				add.Bytes += int64(len(data))
 			}
-			counts[acctID]++
-			m := storage.InboundMessage{ID: NewID(), AccountID: acctID, DomainID: r.domain.ID, RouteID: r.route.ID,
-				MailFrom: env.From, Recipient: r.rcpt, Size: len(data), ReceivedAt: now, ExpiresAt: now.Add(a.opts.EventRetention)}
+			if err := checkQuota(acct, tx.InboundReceived(acctID, inboundDay(now)), add); err != nil {
+				return err
+			}
+			adds[acctID] = add
+			// The raw bytes once per account: every copy points at them,
+			// and all expire together.
+			if !ok {
+				rawID = NewID()
+				raws[acctID] = rawID
+				if err := tx.InsertInboundRaw(acctID, rawID, data, expires); err != nil {
+					return err
+				}
+			}
+			m := storage.InboundMessage{ID: NewID(), AccountID: acctID, RawID: rawID, Test: r.webhook.Test,
+				DomainID: r.domain.ID, RouteID: r.route.ID, MailFrom: env.From, Recipient: r.rcpt, Size: len(data),
+				ReceivedAt: now, ExpiresAt: expires}
 			ev, err := a.receivedEvent(r, m, env, parsed, spam)
 			if err != nil {
 				return err
 			}
 			m.EventID = ev.ID
-			if err := tx.InsertInboundMessage(m, data); err != nil {
+			if err := tx.InsertInboundMessage(m); err != nil {
 				return err
 			}
 			if err := tx.AppendEvent(ev); err != nil {
@@ -181,8 +237,11 @@ func (in Inbound) receive(env inbound.Envelope, rcpts []string, data []byte) err
 			}
 			stored = append(stored, m)
 		}
-		for acctID, n := range counts {
-			if err := tx.AddInboundReceived(acctID, inboundDay(now), n); err != nil {
+		if len(stored) == 0 {
+			return noneRouted(rcpts)
+		}
+		for acctID, add := range adds {
+			if err := tx.AddInboundReceived(acctID, inboundDay(now), add); err != nil {
 				return err
 			}
 		}
@@ -266,7 +325,13 @@ func (a *App) spamVerdict(env inbound.Envelope, parsed *inbound.Received, raw []
 		fromDomain = addr.Address[strings.LastIndexByte(addr.Address, '@')+1:]
 	}
 	auth := grader.Authenticate(context.Background(), a.graderResolverConfig(), env.RemoteIP, env.HELO, env.From, fromDomain, raw)
-	cr := content.Evaluate(content.Input{Raw: raw})
+	// The content rules judge the bodies the event shows, as
+	// ParseReceived read them: the parts are walked once.
+	in := content.Input{Raw: raw, Text: parsed.Text, HTML: parsed.HTML, Parsed: true, Charsets: parsed.Charsets}
+	if parsed.Problem != "" {
+		in.Broken = []string{parsed.Problem}
+	}
+	cr := content.Evaluate(in)
 	s := spamData{Score: cr.Spam.Score, Max: cr.Spam.Max, SPF: spfData{auth.SPF.Result, auth.SPF.Domain},
 		DKIM: []dkimData{}, DMARC: dmarcData{auth.DMARC.Result, auth.DMARC.Policy, auth.DMARC.SPFAligned, auth.DMARC.DKIMAligned},
 		Reasons: []string{}}

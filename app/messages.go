@@ -71,6 +71,10 @@ type MessageInput struct {
 	// RequireTLS delivers only over verified TLS to servers that offer
 	// REQUIRETLS, else bounces (RFC 8689).
 	RequireTLS bool
+
+	// raw is a message that arrived built (SMTP submission): set only by
+	// SubmitMessage, never by the API. Its content is taken as it is.
+	raw *rawInput
 }
 
 // AttachmentInput is one attachment as the API receives it: the content
@@ -132,7 +136,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 			}
 		}
 	}
-	if len(in.To) == 0 {
+	if len(in.To) == 0 && (in.raw == nil || len(m.Recipients) == 0) {
 		return out, Validation("to", "is required: at least one recipient")
 	}
 	if n := len(in.To) + len(in.Cc) + len(in.Bcc); n > MaxRecipients {
@@ -171,14 +175,21 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 	if in.Unsubscribe != nil {
 		m.ListUnsubscribe = *in.Unsubscribe
 	}
-	content, tref, e := a.content(p.Account.ID, in)
-	if e != nil {
+	var content storage.MessageContent
+	var tref *storage.TemplateRef
+	if in.raw != nil {
+		content = in.raw.content()
+	} else if content, tref, e = a.content(p.Account.ID, in); e != nil {
 		return out, e
 	}
 	m.Template = tref
 	m.Subject = content.Subject
 	templated := tref != nil || in.TemplateData != nil
-	if size := contentSize(content); size > a.opts.MaxMessageSize {
+	size := contentSize(content)
+	if in.raw != nil {
+		size = int64(in.raw.size())
+	}
+	if size > a.opts.MaxMessageSize {
 		return out, a.messageTooLarge(templated, size)
 	}
 	if in.SendAt != nil {
@@ -205,6 +216,9 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 		return out, storageErr(err, "domain")
 	}
 	m.HeaderID = "<" + m.ID + "@" + fromDomain + ">"
+	if in.raw != nil {
+		return a.prepareRaw(m, content, in.raw)
+	}
 	// Build it now, once: whatever cannot become a valid message is
 	// refused here rather than found out at delivery, and delivery only
 	// signs and sends the stored bytes.

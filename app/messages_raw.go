@@ -65,16 +65,8 @@ func (a *App) MessageRaw(p Principal, id, recipient string) (RawMessage, error) 
 	}
 	r := m.Recipients[i]
 	out := RawMessage{Recipient: r.Email, ReturnPath: queue.ReturnPath(a.returnPathKey, m, i), Signed: r.DKIMSignature != ""}
-	n := len(r.DKIMSignature) + len(raw)
-	var unsub []byte
-	if m.ListUnsubscribe {
-		unsub = a.unsubscribeHeaders(m, i)
-		n += len(unsub)
-	}
-	out.Data = make([]byte, 0, n)
-	out.Data = append(out.Data, r.DKIMSignature...)
-	out.Data = append(out.Data, unsub...)
-	out.Data = append(out.Data, raw...)
+	unsigned := queue.Unsigned(m, i, raw, a.unsubscribeHeaders)
+	out.Data = append(append(make([]byte, 0, len(r.DKIMSignature)+len(unsigned)), r.DKIMSignature...), unsigned...)
 	return out, nil
 }
 

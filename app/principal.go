@@ -9,7 +9,7 @@ import (
 // PrincipalKind is the kind of caller a Principal stands for. Every kind
 // passes the same checks (authorize); what differs is how it proved who it
 // is, which is not app's concern once the Principal exists. Dashboard
-// sessions and SMTP AUTH will be further kinds.
+// sessions will be a further kind.
 type PrincipalKind string
 
 const (
@@ -19,6 +19,9 @@ const (
 	// or through the admin socket, and the server's own mail (invitations).
 	// It holds every scope and is never in test mode.
 	KindOperator PrincipalKind = "operator"
+	// KindSMTP is an SMTP submission session logged in (AUTH) with an API
+	// key as its password: the key's account, scopes and mode.
+	KindSMTP PrincipalKind = "smtp_auth"
 )
 
 // noun names the kind in error messages.
@@ -28,6 +31,8 @@ func (k PrincipalKind) noun() string {
 		return "API key"
 	case KindOperator:
 		return "operator"
+	case KindSMTP:
+		return "SMTP login's API key"
 	}
 	return "caller"
 }

@@ -189,6 +189,15 @@ type Envelope struct {
 	// RequireTLS sends the message only over verified TLS to servers that
 	// offer REQUIRETLS, with the REQUIRETLS MAIL parameter (RFC 8689).
 	RequireTLS bool
+	// UTF8 says the message itself needs SMTPUTF8 (RFC 6531): its header
+	// holds UTF-8 (RFC 6532). A next hop without SMTPUTF8 bounces it
+	// with 5.6.7, as it does a non-ASCII address.
+	UTF8 bool
+	// SevenBit, when set, says Data's body is 8-bit: a next hop without
+	// 8BITMIME (RFC 6152 §3) gets what SevenBit returns instead, the
+	// message converted to 7-bit and signed again. A failure bounces the
+	// recipients with 5.6.3.
+	SevenBit func() ([]byte, error)
 }
 
 // Status is the outcome of a delivery attempt for one recipient.

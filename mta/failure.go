@@ -26,7 +26,10 @@ import (
 //	5.1.10 the domain has a null MX (RFC 7505)
 //	5.3.4  the message is larger than the server's SIZE
 //	5.4.4  the MX hosts have no address records
-//	5.6.7  a non-ASCII address to a server without SMTPUTF8 (RFC 6531)
+//	5.6.3  an 8-bit message that cannot be made 7-bit, to a server
+//	       without 8BITMIME (RFC 6152)
+//	5.6.7  a non-ASCII address, or a message with a UTF-8 header, to a
+//	       server without SMTPUTF8 (RFC 6531)
 type DeliveryError struct {
 	Code      int    // the server's reply code; 0 when no server answered
 	Enhanced  string // "5.1.1", or "" when the server gave none

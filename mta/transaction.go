@@ -49,12 +49,6 @@ func (c *smtpConn) transact(ctx context.Context, env Envelope, rcpts []string) (
 		return e, e.isReply() && e.Code != 421
 	}
 
-	if limit, ok := c.client.MaxMessageSize(); ok && limit > 0 && len(env.Data) > limit {
-		e := localError(true, "5.3.4", "message of %d bytes exceeds the %d bytes %s accepts", len(env.Data), limit, c.host)
-		e.Host = c.host
-		failAll(all, e)
-		return results, true
-	}
 	utf8 := needsSMTPUTF8(env.From, rcpts)
 	if utf8 && !c.has("SMTPUTF8") {
 		e := localError(true, "5.6.7", "non-ASCII address, and %s does not offer SMTPUTF8", c.host)
@@ -62,10 +56,37 @@ func (c *smtpConn) transact(ctx context.Context, env Envelope, rcpts []string) (
 		failAll(all, e)
 		return results, true
 	}
+	if env.UTF8 && !c.has("SMTPUTF8") {
+		// RFC 6531 §3.2: a message that needs SMTPUTF8 is not sent to a
+		// server that does not offer it; it bounces.
+		e := localError(true, "5.6.7", "the message header holds UTF-8, and %s does not offer SMTPUTF8", c.host)
+		e.Host = c.host
+		failAll(all, e)
+		return results, true
+	}
+	utf8 = utf8 || env.UTF8
+	data := env.Data
+	if env.SevenBit != nil && !c.has("8BITMIME") {
+		// RFC 6152 §3: 8-bit data only to a server that offers 8BITMIME;
+		// to any other, the message converted to 7-bit (and signed anew).
+		var err error
+		if data, err = env.SevenBit(); err != nil {
+			e := localError(true, "5.6.3", "8-bit message, %s does not offer 8BITMIME, and it cannot be converted: %v", c.host, err)
+			e.Host = c.host
+			failAll(all, e)
+			return results, true
+		}
+	}
+	if limit, ok := c.client.MaxMessageSize(); ok && limit > 0 && len(data) > limit {
+		e := localError(true, "5.3.4", "message of %d bytes exceeds the %d bytes %s accepts", len(data), limit, c.host)
+		e.Host = c.host
+		failAll(all, e)
+		return results, true
+	}
 
 	c.clean = false
 	cmds := make([]string, 0, len(rcpts)+2)
-	mail := c.mailCommand(env.From, len(env.Data), utf8)
+	mail := c.mailCommand(env.From, len(data), utf8)
 	if env.RequireTLS {
 		mail += " REQUIRETLS" // RFC 8689 §4.1; the hop was checked to offer it
 	}
@@ -151,7 +172,7 @@ read:
 		failAll(accepted, e)
 		return results, ok
 	}
-	if err := c.sendData(env.Data); err != nil {
+	if err := c.sendData(data); err != nil {
 		e, ok := fail(err)
 		failAll(accepted, e)
 		return results, ok

@@ -110,15 +110,18 @@
 //	    <name>                    -> <account_id>·<domain_id>  (a verified name, of one account only;
 //	                                                written in the verifying transaction)
 //	inbound_routes/
-//	    <account_id>·<route_id>   -> InboundRoute (JSON)
+//	    <account_id>·<route_id>   -> InboundRoute (JSON; test: its webhook's mode)
 //	inbound_routes_by_domain/
 //	    <domain_id>·<pattern>     -> <route_id>    (one route per local part, or "*", per domain)
 //	inbound_messages/
-//	    <account_id>·<message_id> -> InboundMessage (JSON; envelope, size, expiry with its event)
+//	    <account_id>·<message_id> -> InboundMessage (JSON; one per routed recipient: envelope, size,
+//	                                                its event's mode, raw_id, expiry with its event)
 //	inbound_raw/
-//	    <account_id>·<message_id> -> the message exactly as received
+//	    <account_id>·<raw_id>     -> the message exactly as received, once for all its copies
+//	                                                (their common expiry is its own)
 //	inbound_counts/
-//	    <account_id>              -> u32 day · u64 received that day (the daily inbound quota)
+//	    <account_id>              -> u32 day · u64 messages · u64 raw bytes received that day
+//	                                                (the daily inbound quotas)
 //	mta_sts_policies/                              (schema v14)
 //	    <domain>                  -> STSPolicy (JSON; the policy file, its id, fetched and expiry times)
 //	tls_report_counts/

@@ -11,7 +11,8 @@ const (
 	kindDelivery       byte = 2
 	kindEvent          byte = 3
 	kindMessage        byte = 4
-	kindInboundMessage byte = 5 // a received message and its raw bytes
+	kindInboundMessage byte = 5 // one copy of a received message
+	kindInboundRaw     byte = 6 // the raw bytes all copies of a received message share
 )
 
 // expirers remove one record of a kind if it is still due at now. A record
@@ -33,6 +34,7 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 	kindEvent:          expireEvent,
 	kindMessage:        expireMessage,
 	kindInboundMessage: expireInboundMessage,
+	kindInboundRaw:     expireInboundRaw,
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {

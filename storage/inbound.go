@@ -30,19 +30,27 @@ type InboundDomain struct {
 // InboundRoute sends mail for Pattern (a local part, or "*") at one of an
 // account's inbound domains to one of its webhooks.
 type InboundRoute struct {
-	ID        string    `json:"id"`
-	AccountID string    `json:"account_id"`
-	DomainID  string    `json:"domain_id"`
-	Pattern   string    `json:"pattern"` // lower case local part, or "*"
-	WebhookID string    `json:"webhook_id"`
+	ID        string `json:"id"`
+	AccountID string `json:"account_id"`
+	DomainID  string `json:"domain_id"`
+	Pattern   string `json:"pattern"` // lower case local part, or "*"
+	WebhookID string `json:"webhook_id"`
+	// Test is the mode of the route's webhook: a key sees and changes
+	// only the routes of its own mode.
+	Test      bool      `json:"test,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// InboundMessage is one received message, as delivered to one recipient;
-// its raw bytes are in inbound_raw under the same key.
+// InboundMessage is one received message, as delivered to one recipient.
+// Its raw bytes are in inbound_raw under RawID, shared by every copy of the
+// message the account received in one transaction (all of which expire
+// at the same time).
 type InboundMessage struct {
-	ID         string    `json:"id"`
-	AccountID  string    `json:"account_id"`
+	ID        string `json:"id"`
+	AccountID string `json:"account_id"`
+	RawID     string `json:"raw_id"`
+	// Test is the mode of its email.received event (the route's webhook's).
+	Test       bool      `json:"test,omitempty"`
 	DomainID   string    `json:"domain_id"`
 	RouteID    string    `json:"route_id"`
 	EventID    string    `json:"event_id"`
@@ -201,6 +209,43 @@ func (tx *Tx) InboundRoutes(accountID string, opts ListOptions) ([]InboundRoute,
 	return list, res, tx.count(collectionInboundRoutes, accountID), err
 }
 
+// InboundRoutesOfMode lists an account's routes of one mode (test or
+// live), with their total. An account has at most a thousand routes, so
+// the total is counted by walking them.
+func (tx *Tx) InboundRoutesOfMode(accountID string, test bool, opts ListOptions) ([]InboundRoute, ListResult, int, error) {
+	b := tx.bucket(bucketInboundRoutes)
+	match := func(k, v []byte) (InboundRoute, bool, error) {
+		var r InboundRoute
+		if err := decodeJSON(k, v, &r); err != nil {
+			return r, false, err
+		}
+		return r, r.Test == test, nil
+	}
+	list, res, err := scanMatching(b, prefix(accountID), Range{}, opts, match)
+	if err != nil {
+		return nil, res, 0, err
+	}
+	all, _, err := scanMatching(b, prefix(accountID), Range{}, ListOptions{Limit: -1}, match)
+	return list, res, len(all), err
+}
+
+// InboundDomainRoutes lists the routes of one of an account's domains.
+func (tx *Tx) InboundDomainRoutes(accountID, domainID string) ([]InboundRoute, error) {
+	var out []InboundRoute
+	c := tx.bucket(bucketInboundRoutesByDomain).Cursor()
+	pfx := prefix(domainID)
+	for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
+		r, err := tx.InboundRoute(accountID, string(v))
+		if err == ErrNotFound {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // InboundRouteFor finds the route of domain d for pattern, exactly (the
 // caller tries the local part, then "*").
 func (tx *Tx) InboundRouteFor(d InboundDomain, pattern string) (InboundRoute, error) {
@@ -226,14 +271,23 @@ func (tx *Tx) DeleteInboundRoute(accountID, id string) error {
 	return tx.addCount(collectionInboundRoutes, accountID, -1)
 }
 
-// InsertInboundMessage stores a received message and its raw bytes, kept
-// until m.ExpiresAt (the event retention: it expires with its event).
-func (tx *Tx) InsertInboundMessage(m InboundMessage, raw []byte) error {
-	key := join(m.AccountID, m.ID)
-	if err := putJSON(tx.bucket(bucketInboundMessages), key, m); err != nil {
+// InsertInboundRaw stores the raw bytes of a received message once, under
+// id, for every copy of it the account received (InsertInboundMessage with
+// RawID id), kept until expires: the copies' common expiry.
+func (tx *Tx) InsertInboundRaw(accountID, id string, raw []byte, expires time.Time) error {
+	key := join(accountID, id)
+	if err := tx.bucket(bucketInboundRaw).Put(key, raw); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketInboundRaw).Put(key, raw); err != nil {
+	return tx.addExpiry(expires, kindInboundRaw, key)
+}
+
+// InsertInboundMessage stores one copy of a received message, kept until
+// m.ExpiresAt (the event retention: it expires with its event). Its raw
+// bytes are stored by InsertInboundRaw.
+func (tx *Tx) InsertInboundMessage(m InboundMessage) error {
+	key := join(m.AccountID, m.ID)
+	if err := putJSON(tx.bucket(bucketInboundMessages), key, m); err != nil {
 		return err
 	}
 	return tx.addExpiry(m.ExpiresAt, kindInboundMessage, key)
@@ -246,10 +300,10 @@ func (tx *Tx) InboundMessage(accountID, id string) (InboundMessage, error) {
 	return m, err
 }
 
-// InboundRaw reads the raw bytes of one of an account's received messages.
-func (tx *Tx) InboundRaw(accountID, id string) ([]byte, error) {
-	raw := tx.bucket(bucketInboundRaw).Get(join(accountID, id))
-	if raw == nil {
+// InboundRaw reads the raw bytes of received message m.
+func (tx *Tx) InboundRaw(m InboundMessage) ([]byte, error) {
+	raw := tx.bucket(bucketInboundRaw).Get(join(m.AccountID, m.RawID))
+	if raw == nil || m.RawID == "" {
 		return nil, ErrNotFound
 	}
 	return append([]byte(nil), raw...), nil
@@ -264,27 +318,43 @@ func expireInboundMessage(tx *Tx, key []byte, now time.Time) error {
 	if m.ExpiresAt.After(now) {
 		return nil
 	}
-	if err := b.Delete(key); err != nil {
-		return err
-	}
+	return b.Delete(key)
+}
+
+// expireInboundRaw removes shared raw bytes: they are written once, with
+// the expiry of all their copies.
+func expireInboundRaw(tx *Tx, key []byte, _ time.Time) error {
 	return tx.bucket(bucketInboundRaw).Delete(key)
 }
 
-// InboundReceived is how many messages account has received on day (days
-// since 1970-01-01 UTC): the daily inbound quota's counter.
-func (tx *Tx) InboundReceived(accountID string, day uint32) int {
-	v := tx.bucket(bucketInboundCounts).Get([]byte(accountID))
-	if len(v) != 12 || binary.BigEndian.Uint32(v[:4]) != day {
-		return 0
-	}
-	return int(binary.BigEndian.Uint64(v[4:]))
+// InboundUsage is what an account has received on day (days since
+// 1970-01-01 UTC), the daily inbound quota's counters: the messages (one
+// per routed recipient) and the raw bytes stored (once per message).
+type InboundUsage struct {
+	Messages int
+	Bytes    int64
 }
 
-// AddInboundReceived counts n more messages received by account on day;
-// only the newest day is kept.
-func (tx *Tx) AddInboundReceived(accountID string, day uint32, n int) error {
-	v := make([]byte, 12)
+// InboundReceived is account's usage on day; zero on any other day.
+func (tx *Tx) InboundReceived(accountID string, day uint32) InboundUsage {
+	v := tx.bucket(bucketInboundCounts).Get([]byte(accountID))
+	if len(v) < 12 || binary.BigEndian.Uint32(v[:4]) != day {
+		return InboundUsage{}
+	}
+	u := InboundUsage{Messages: int(binary.BigEndian.Uint64(v[4:12]))}
+	if len(v) >= 20 {
+		u.Bytes = int64(binary.BigEndian.Uint64(v[12:20]))
+	}
+	return u
+}
+
+// AddInboundReceived counts add on top of account's usage on day; only
+// the newest day is kept.
+func (tx *Tx) AddInboundReceived(accountID string, day uint32, add InboundUsage) error {
+	u := tx.InboundReceived(accountID, day)
+	v := make([]byte, 20)
 	binary.BigEndian.PutUint32(v[:4], day)
-	binary.BigEndian.PutUint64(v[4:], uint64(tx.InboundReceived(accountID, day)+n))
+	binary.BigEndian.PutUint64(v[4:12], uint64(u.Messages+add.Messages))
+	binary.BigEndian.PutUint64(v[12:20], uint64(u.Bytes+add.Bytes))
 	return tx.bucket(bucketInboundCounts).Put([]byte(accountID), v)
 }

@@ -103,14 +103,17 @@ func TestVerifiedInboundNameIsOneAccounts(t *testing.T) {
 }
 
 // TestInboundRoutesAndMessagesExpire: routes are unique per domain and
-// pattern and go with their domain; a received message and its raw bytes
-// are swept at their expiry, not before.
+// pattern and go with their domain; two copies of a received message share
+// one raw record, and the copies and their raw bytes are swept at their
+// expiry, not before.
 func TestInboundRoutesAndMessagesExpire(t *testing.T) {
 	db := openTest(t)
 	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	d := InboundDomain{ID: "d1", AccountID: "a1", Name: "in.example.test", Status: InboundPending}
 	r := InboundRoute{ID: "r1", AccountID: "a1", DomainID: "d1", Pattern: "support", WebhookID: "w1"}
-	m := InboundMessage{ID: "m1", AccountID: "a1", ReceivedAt: now, ExpiresAt: now.Add(time.Hour)}
+	m := InboundMessage{ID: "m1", AccountID: "a1", RawID: "x1", ReceivedAt: now, ExpiresAt: now.Add(time.Hour)}
+	m2 := m
+	m2.ID = "m2"
 	err := db.Update(func(tx *Tx) error {
 		if err := tx.InsertInboundDomain(d); err != nil {
 			return err
@@ -121,7 +124,13 @@ func TestInboundRoutesAndMessagesExpire(t *testing.T) {
 		if err := tx.InsertInboundRoute(InboundRoute{ID: "r2", AccountID: "a1", DomainID: "d1", Pattern: "support"}); !errors.Is(err, ErrExists) {
 			t.Errorf("a second route for the pattern: %v", err)
 		}
-		return tx.InsertInboundMessage(m, []byte("raw"))
+		if err := tx.InsertInboundRaw("a1", "x1", []byte("raw"), m.ExpiresAt); err != nil {
+			return err
+		}
+		if err := tx.InsertInboundMessage(m); err != nil {
+			return err
+		}
+		return tx.InsertInboundMessage(m2)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -130,8 +139,13 @@ func TestInboundRoutesAndMessagesExpire(t *testing.T) {
 		if got, err := tx.InboundRouteFor(d, "support"); err != nil || got.ID != "r1" {
 			t.Errorf("route for support: %+v %v", got, err)
 		}
-		if _, err := tx.InboundRaw("a2", "m1"); !errors.Is(err, ErrNotFound) {
+		other := m
+		other.AccountID = "a2"
+		if _, err := tx.InboundRaw(other); !errors.Is(err, ErrNotFound) {
 			t.Errorf("another account reads the raw message: %v", err)
+		}
+		if n := tx.bucket(bucketInboundRaw).Stats().KeyN; n != 1 {
+			t.Errorf("%d raw records for two copies of one message", n)
 		}
 		return nil
 	})
@@ -142,18 +156,25 @@ func TestInboundRoutesAndMessagesExpire(t *testing.T) {
 	}
 	sweep(now.Add(time.Minute))
 	db.View(func(tx *Tx) error {
-		if raw, err := tx.InboundRaw("a1", "m1"); err != nil || string(raw) != "raw" {
-			t.Errorf("before expiry: %q %v", raw, err)
+		for _, c := range []InboundMessage{m, m2} {
+			if raw, err := tx.InboundRaw(c); err != nil || string(raw) != "raw" {
+				t.Errorf("before expiry, %s: %q %v", c.ID, raw, err)
+			}
 		}
 		return nil
 	})
 	sweep(now.Add(2 * time.Hour))
 	db.Update(func(tx *Tx) error {
-		if _, err := tx.InboundRaw("a1", "m1"); !errors.Is(err, ErrNotFound) {
+		if _, err := tx.InboundRaw(m); !errors.Is(err, ErrNotFound) {
 			t.Errorf("after expiry the raw message is still there: %v", err)
 		}
-		if _, err := tx.InboundMessage("a1", "m1"); !errors.Is(err, ErrNotFound) {
-			t.Errorf("after expiry the message is still there: %v", err)
+		if n := tx.bucket(bucketInboundRaw).Stats().KeyN; n != 0 {
+			t.Errorf("%d raw records left after expiry", n)
+		}
+		for _, id := range []string{"m1", "m2"} {
+			if _, err := tx.InboundMessage("a1", id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("after expiry the message %s is still there: %v", id, err)
+			}
 		}
 		if err := tx.DeleteInboundDomain("a1", "d1"); err != nil {
 			t.Error(err)

@@ -215,7 +215,19 @@ func TestACMEHTTP01AndRenewal(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startPebble(t, zone.Addr, portOf(t, httpLn.Addr()), 1, 20*24*time.Hour)
-	cache := t.TempDir()
+	// The certificates live shorter than RenewBefore, so autocert renews
+	// again and again until the process ends: the CA is closed before the
+	// cache goes, and the cache is removed after the last write lands.
+	cache, err := os.MkdirTemp("", "acme-renewal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; os.RemoveAll(cache) != nil && i < 50; i++ {
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	t.Cleanup(p.srv.Close)
 	src, err := New(Options{ACMEDomains: []string{acmeDomain}, CacheDir: cache, ACMEDirectory: p.directory(),
 		HTTPClient: p.srv.Client(), RenewBefore: 30 * 24 * time.Hour})
 	if err != nil {

@@ -66,6 +66,19 @@ func (o Options) Enabled() bool {
 	return o.CertFile != "" || o.KeyFile != "" || len(o.ACMEDomains) > 0
 }
 
+// Check refuses settings that do not go together: files and ACME
+// domains, or one file without the other.
+func (o Options) Check() error {
+	files := o.CertFile != "" || o.KeyFile != ""
+	switch {
+	case files && len(o.ACMEDomains) > 0:
+		return errors.New("--tls-cert/--tls-key and --acme-domains are mutually exclusive: give either certificate files or the domains to obtain certificates for")
+	case files && (o.CertFile == "" || o.KeyFile == ""):
+		return errors.New("--tls-cert and --tls-key go together: give both files")
+	}
+	return nil
+}
+
 // Source is where the certificate of every TLS listener comes from.
 type Source struct {
 	opts    Options
@@ -85,13 +98,11 @@ func New(o Options) (*Source, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	files := o.CertFile != "" || o.KeyFile != ""
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	switch {
-	case files && len(o.ACMEDomains) > 0:
-		return nil, errors.New("--tls-cert/--tls-key and --acme-domains are mutually exclusive: give either certificate files or the domains to obtain certificates for")
-	case files && (o.CertFile == "" || o.KeyFile == ""):
-		return nil, errors.New("--tls-cert and --tls-key go together: give both files")
-	case files:
+	case o.CertFile != "":
 		if err := s.Reload(); err != nil {
 			return nil, err
 		}
@@ -112,13 +123,9 @@ func newManager(o Options) (*autocert.Manager, []string, error) {
 	if o.CacheDir == "" {
 		return nil, nil, errors.New("tlsconf: ACME needs a cache directory")
 	}
-	var hosts []string
-	for _, d := range o.ACMEDomains {
-		h, err := idna.Lookup.ToASCII(strings.TrimSuffix(strings.TrimSpace(d), "."))
-		if err != nil || h == "" || !strings.Contains(h, ".") || strings.ContainsAny(h, ":/*") {
-			return nil, nil, fmt.Errorf("--acme-domains: %q is not a host name such as mail.example.com", d)
-		}
-		hosts = append(hosts, h)
+	hosts, err := Hosts(o.ACMEDomains)
+	if err != nil {
+		return nil, nil, err
 	}
 	dir := o.ACMEDirectory
 	if dir == "" {
@@ -132,6 +139,20 @@ func newManager(o Options) (*autocert.Manager, []string, error) {
 		Email:       o.ACMEEmail,
 		Client:      &acme.Client{DirectoryURL: dir, HTTPClient: o.HTTPClient, UserAgent: "mailbolt"},
 	}, hosts, nil
+}
+
+// Hosts checks the ACME domains and gives them in ASCII (IDNA) form,
+// without a trailing dot: the names certificates are obtained for.
+func Hosts(domains []string) ([]string, error) {
+	var hosts []string
+	for _, d := range domains {
+		h, err := idna.Lookup.ToASCII(strings.TrimSuffix(strings.TrimSpace(d), "."))
+		if err != nil || h == "" || !strings.Contains(h, ".") || strings.ContainsAny(h, ":/*") {
+			return nil, fmt.Errorf("--acme-domains: %q is not a host name such as mail.example.com", d)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }
 
 // Domains are the ACME domains in ASCII (IDNA) form; nil for files.

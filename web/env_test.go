@@ -40,6 +40,7 @@ type env struct {
 	srv   *httptest.Server
 	clock *testClock
 	zone  *dnstest.Server
+	db    *storage.DB
 	acct  storage.Account
 	key   string
 }
@@ -107,7 +108,7 @@ func newEnvOn(t *testing.T, cfg Config, sopts storage.Options, tune func(*app.Op
 		srv.Close()
 		db.Close()
 	})
-	e := &env{t: t, app: a, srv: srv, clock: clock, zone: zone}
+	e := &env{t: t, app: a, srv: srv, clock: clock, zone: zone, db: db}
 	e.acct, e.key = e.account("acme", "enterprise", 100000)
 	return e
 }

@@ -26,6 +26,18 @@ type addSuppressionRequest struct {
 	Stream    string `json:"stream"` // empty: all streams
 }
 
+// recipient is the address the request names, by either field: email is
+// taken for recipient, and giving both with different values is an error.
+func (req addSuppressionRequest) recipient() (string, error) {
+	if req.Email != "" && req.Recipient != "" && !strings.EqualFold(req.Email, req.Recipient) {
+		return "", app.Validation("email", "differs from recipient; give one of the two")
+	}
+	if req.Recipient == "" {
+		return req.Email, nil
+	}
+	return req.Recipient, nil
+}
+
 // addSuppression answers 201 for a new suppression and 200 with the stored
 // one when the recipient was already suppressed.
 func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call) {
@@ -33,11 +45,9 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 	if !s.decode(w, r, &req) {
 		return
 	}
-	switch {
-	case req.Recipient == "":
-		req.Recipient = req.Email
-	case req.Email != "" && !strings.EqualFold(req.Email, req.Recipient):
-		s.writeError(w, r, app.Validation("email", "differs from recipient; give one of the two"))
+	recipient, e := req.recipient()
+	if e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	write := answer(c, func(w http.ResponseWriter, added app.AddedSuppression) {
@@ -47,7 +57,7 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 		}
 		writeJSON(w, status, viewSuppression(added.Suppression))
 	})
-	sup, created, e := s.app.AddSuppression(c.Principal, req.Recipient, req.Reason, req.Stream)
+	sup, created, e := s.app.AddSuppression(c.Principal, recipient, req.Reason, req.Stream)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -133,25 +143,18 @@ func (s *Server) decodeImport(r *http.Request) ([]app.SuppressionInput, error) {
 	if req.Suppressions == nil {
 		return nil, app.Validation("suppressions", "is required: an array of suppressions, or send text/csv")
 	}
-	if n := len(req.Suppressions); n > app.MaxSuppressionImport {
-		return nil, app.NewError(app.CodeValidation,
-			fmt.Sprintf("an import holds at most %d suppressions (got %d): split it", app.MaxSuppressionImport, n)).
-			With("field", "suppressions").With("limit", app.MaxSuppressionImport)
-	}
 	rows := make([]app.SuppressionInput, len(req.Suppressions))
 	for i, raw := range req.Suppressions {
 		var item addSuppressionRequest
+		var recipient string
 		err := decodeStrict(raw, &item)
-		if err == nil && item.Email != "" && item.Recipient != "" && !strings.EqualFold(item.Email, item.Recipient) {
-			err = app.Validation("email", "differs from recipient; give one of the two")
+		if err == nil {
+			recipient, err = item.recipient()
 		}
 		if err != nil {
 			return nil, app.AsError(err).Within(fmt.Sprintf("suppressions[%d].", i)).With("index", i)
 		}
-		if item.Recipient == "" {
-			item.Recipient = item.Email
-		}
-		rows[i] = app.SuppressionInput{Recipient: item.Recipient, Reason: item.Reason, Stream: item.Stream}
+		rows[i] = app.SuppressionInput{Recipient: recipient, Reason: item.Reason, Stream: item.Stream}
 	}
 	return rows, nil
 }

@@ -16,6 +16,14 @@ type Input struct {
 	// Raw is an optional complete RFC 5322 message. When set, the fields
 	// left empty above are read from it.
 	Raw []byte
+	// Parsed says the caller has already read Raw's MIME parts: Text and
+	// HTML are its bodies even when empty, Broken and Charsets what that
+	// reading found (what could not be read; the declared charsets other
+	// than UTF-8 and US-ASCII). Raw is then read for its header only, so
+	// the rules judge exactly the bodies the caller shows (the inbound
+	// listener's email.received event) and the parts are walked once.
+	Parsed           bool
+	Broken, Charsets []string
 	// Bulk says the sender declares this bulk or marketing mail, for which
 	// List-Unsubscribe with one-click (RFC 8058) is expected. A
 	// "Precedence: bulk" or "Precedence: list" header field implies it.

@@ -296,3 +296,32 @@ func BenchmarkEvaluate(b *testing.B) {
 		Evaluate(Input{Raw: raw})
 	}
 }
+
+// TestParsedBodiesAreJudged: with Parsed, the rules judge the bodies the
+// caller read, not the ones this package's own walk would pick. A text/html
+// part with a file name is an attachment to the inbound parser; walked
+// here, its spam phrase and shortened link would count.
+func TestParsedBodiesAreJudged(t *testing.T) {
+	raw := []byte("From: Ann <ann@sender.test>\r\nTo: b@example.test\r\nSubject: Your order\r\n" +
+		"Date: Mon, 02 Mar 2026 10:15:00 +0000\r\nMessage-ID: <1@sender.test>\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nYour order has shipped and will arrive on Monday.\r\n" +
+		"--b\r\nContent-Type: text/html; name=\"offer.html\"\r\n\r\n<p>Act now: <a href=\"https://bit.ly/x\">offer</a></p>\r\n" +
+		"--b--\r\n")
+	walked := Evaluate(Input{Raw: raw})
+	if walked.Spam.Score == walked.Spam.Max {
+		t.Fatalf("the walk should have judged the named HTML part: %+v", walked.Spam)
+	}
+	parsed := Evaluate(Input{Raw: raw, Text: "Your order has shipped and will arrive on Monday.\r\n", Parsed: true,
+		Broken: []string{"broken here"}, Charsets: []string{"ISO-8859-1"}})
+	if parsed.Spam.Score != parsed.Spam.Max {
+		t.Errorf("the parsed bodies have no spam signs, yet: %+v %+v", parsed.Spam, parsed.Findings)
+	}
+	var rules []string
+	for _, f := range parsed.Findings {
+		rules = append(rules, f.Rule)
+	}
+	if !slices.Contains(rules, "MIME_BROKEN") || !slices.Contains(rules, "CHARSET_NOT_UTF8") {
+		t.Errorf("the caller's findings were not judged: %v", rules)
+	}
+}

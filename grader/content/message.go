@@ -84,7 +84,13 @@ func newMessage(in Input) *Message {
 		m.Headers[k] = append(m.Headers[k], v...)
 	}
 	if in.Raw != nil {
-		m.readRaw(in.Raw)
+		m.readRaw(in.Raw, !in.Parsed)
+	}
+	for _, b := range in.Broken {
+		m.broken(b)
+	}
+	for _, c := range in.Charsets {
+		m.charset(strings.ToLower(c))
 	}
 	if m.From == "" {
 		m.From, _ = m.Header("From")
@@ -111,8 +117,9 @@ func newMessage(in Input) *Message {
 
 var textURL = regexp.MustCompile(`(?i)\bhttps?://[^\s<>"]+`)
 
-// readRaw fills the header fields and the empty body fields from raw.
-func (m *Message) readRaw(raw []byte) {
+// readRaw fills the header fields from raw, and the empty body fields when
+// bodies is set.
+func (m *Message) readRaw(raw []byte, bodies bool) {
 	e, err := message.Read(bytes.NewReader(raw))
 	if e == nil {
 		m.broken("header: " + errString(err))
@@ -140,6 +147,9 @@ func (m *Message) readRaw(raw []byte) {
 		if _, ok := m.Headers[k]; !ok {
 			m.Headers[k] = v
 		}
+	}
+	if !bodies {
+		return
 	}
 	var text, htm string
 	var haveText, haveHTML bool

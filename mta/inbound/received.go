@@ -27,6 +27,9 @@ type Received struct {
 	HTML      string
 
 	Attachments []Attachment
+	// Charsets are the charsets the text and HTML bodies declare, other
+	// than UTF-8 and US-ASCII (lower case).
+	Charsets []string
 	// Problem says what could not be read (a broken MIME structure, too
 	// many parts); what was read before it is kept. Empty when none.
 	Problem string
@@ -188,9 +191,11 @@ func (p *partWalker) visit(e *message.Entity, depth int) {
 	isBody := disp != "attachment" && filename == ""
 	switch {
 	case isBody && mediaType == "text/plain" && p.r.Text == "":
+		p.charset(params["charset"])
 		p.r.Text = readText(e.Body, params["charset"])
 		return
 	case isBody && mediaType == "text/html" && p.r.HTML == "":
+		p.charset(params["charset"])
 		p.r.HTML = readText(e.Body, params["charset"])
 		return
 	}
@@ -211,6 +216,22 @@ func (p *partWalker) visit(e *message.Entity, depth int) {
 		}
 	}
 	p.r.Attachments = append(p.r.Attachments, a)
+}
+
+// charset records a body's declared charset when it is not UTF-8 or
+// US-ASCII.
+func (p *partWalker) charset(cs string) {
+	cs = strings.ToLower(strings.TrimSpace(cs))
+	switch cs {
+	case "", "utf-8", "utf8", "us-ascii", "ascii":
+		return
+	}
+	for _, c := range p.r.Charsets {
+		if c == cs {
+			return
+		}
+	}
+	p.r.Charsets = append(p.r.Charsets, cs)
 }
 
 // readText reads a text body (transfer encoding already undone) in its

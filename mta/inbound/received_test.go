@@ -33,6 +33,9 @@ func TestParseReceived(t *testing.T) {
 	if r.Problem != "" {
 		t.Errorf("problem %q", r.Problem)
 	}
+	if len(r.Charsets) != 1 || r.Charsets[0] != "iso-8859-1" {
+		t.Errorf("charsets %q", r.Charsets)
+	}
 }
 
 // FuzzParseReceived: any bytes give a result, never a panic.

@@ -39,6 +39,9 @@ type Envelope struct {
 	RemoteIP net.IP // nil when the connection is not TCP
 	HELO     string
 	From     string // "" for the null reverse-path
+	// Rcpts are the recipients taken so far in this transaction (for
+	// Accept: a handler may keep kinds of mail in separate transactions).
+	Rcpts []string
 }
 
 // Reply is an SMTP reply a Handler chooses: a refusal with its own code
@@ -139,7 +142,7 @@ func (s *session) Mail(from string, opts *smtp.MailOptions) error {
 
 // envelope is what the session knows of the current message.
 func (s *session) envelope() Envelope {
-	env := Envelope{From: s.from}
+	env := Envelope{From: s.from, Rcpts: s.to}
 	if s.c != nil {
 		env.HELO = s.c.Hostname()
 		if a, ok := s.c.Conn().RemoteAddr().(*net.TCPAddr); ok {

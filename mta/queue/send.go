@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"sync"
 	"time"
 
 	"mailbolt/mta"
@@ -96,6 +97,17 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			return fail(j.rcpts, err), nil
 		}
 	}
+	utf8, seven := wireNeeds(raw)
+	var sharedSeven func() ([]byte, error) // the 7-bit form of shared, signed once
+	if seven != nil && !perRecipient {
+		sharedSeven = sync.OnceValues(func() ([]byte, error) {
+			s, err := seven()
+			if err != nil {
+				return nil, err
+			}
+			return sign(s)
+		})
+	}
 	var out []mta.RecipientResult
 	for _, rcpt := range j.rcpts {
 		i := recipientIndex(j.msg, rcpt)
@@ -104,7 +116,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			sigs[rcpt] = signature(shared, raw)
 		} else {
 			var err error
-			unsigned := append(q.opts.UnsubscribeHeaders(j.msg, i), raw...)
+			unsigned := Unsigned(j.msg, i, raw, q.opts.UnsubscribeHeaders)
 			if data, err = sign(unsigned); err != nil {
 				out = append(out, fail([]string{rcpt}, err)...)
 				continue
@@ -112,7 +124,16 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			sigs[rcpt] = signature(data, unsigned)
 		}
 		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname,
-			RequireTLS: j.msg.RequireTLS}
+			UTF8: utf8, SevenBit: sharedSeven, RequireTLS: j.msg.RequireTLS}
+		if seven != nil && perRecipient {
+			env.SevenBit = func() ([]byte, error) {
+				s, err := seven()
+				if err != nil {
+					return nil, err
+				}
+				return sign(Unsigned(j.msg, i, s, q.opts.UnsubscribeHeaders))
+			}
+		}
 		if j.src.Addr != "" {
 			env.SourceIP = net.ParseIP(j.src.Addr)
 		}
@@ -125,6 +146,41 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 		out = append(out, res...)
 	}
 	return out, sigs
+}
+
+// Unsigned is the copy recipient i of m is sent, before its
+// DKIM-Signature field: the recipient's List-Unsubscribe fields, when the
+// message has them (unsubscribe makes them), then the built message.
+// Delivery and the raw source (GET /v1/messages/{id}/raw) both take it
+// from here, so the raw source is the bytes sent.
+func Unsigned(m storage.Message, i int, built []byte, unsubscribe func(storage.Message, int) []byte) []byte {
+	if !m.ListUnsubscribe || unsubscribe == nil {
+		return built
+	}
+	return append(unsubscribe(m, i), built...)
+}
+
+// wireNeeds reads what a built message needs of the next hop: SMTPUTF8
+// for a header in UTF-8 (RFC 6532), and for an 8-bit body a conversion
+// to 7-bit (nil when the body is 7-bit, as every message the API builds
+// is) for a hop without 8BITMIME. The conversion runs at most once, and
+// only if such a hop is met; it comes before signing, which covers the
+// body as sent (RFC 6152 §3, RFC 6376 §5.3).
+func wireNeeds(raw []byte) (utf8 bool, seven func() ([]byte, error)) {
+	fields, body, err := message.SplitFields(raw)
+	if err != nil {
+		return message.Has8Bit(raw), nil
+	}
+	if !message.Has8Bit(body) {
+		return message.HeaderHas8Bit(fields), nil
+	}
+	return message.HeaderHas8Bit(fields), sync.OnceValues(func() ([]byte, error) {
+		f, b, err := message.To7Bit(fields, body)
+		if err != nil {
+			return nil, err
+		}
+		return message.JoinFields(f, b), nil
+	})
 }
 
 func recipientIndex(m storage.Message, email string) int {

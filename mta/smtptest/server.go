@@ -83,6 +83,11 @@ type Options struct {
 	TLSConfig *tls.Config
 	// RequireTLS advertises REQUIRETLS (after STARTTLS, as RFC 8689 asks).
 	RequireTLS bool
+	// No8BitMIME plays an old MX that does not offer 8BITMIME (go-smtp's
+	// server always does): the line is taken out of the EHLO reply.
+	No8BitMIME bool
+	// SMTPUTF8 offers SMTPUTF8 (RFC 6531); off by default.
+	SMTPUTF8 bool
 }
 
 // Start listens on addr ("127.0.0.1:0" for any port) and serves until Close.
@@ -107,6 +112,10 @@ func Start(addr string, o Options) (*Server, error) {
 		s.srv.ReadTimeout = o.ReadTimeout
 	}
 	s.srv.TLSConfig, s.srv.EnableREQUIRETLS = o.TLSConfig, o.RequireTLS
+	s.srv.EnableSMTPUTF8 = o.SMTPUTF8
+	if o.No8BitMIME {
+		ln = no8bitListener{ln}
+	}
 	go s.srv.Serve(ln)
 	return s, nil
 }
@@ -278,3 +287,24 @@ func (ss *session) Data(r io.Reader) error {
 
 func (ss *session) Reset()        { ss.from, ss.to, ss.slow, ss.fail = "", nil, false, false }
 func (ss *session) Logout() error { return nil }
+
+// no8bitListener hides 8BITMIME from the EHLO reply: go-smtp writes each
+// reply line in a write of its own, so the line is dropped whole.
+type no8bitListener struct{ net.Listener }
+
+func (l no8bitListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return no8bitConn{c}, nil
+}
+
+type no8bitConn struct{ net.Conn }
+
+func (c no8bitConn) Write(b []byte) (int, error) {
+	if bytes.Equal(b, []byte("250-8BITMIME\r\n")) {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
