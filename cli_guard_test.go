@@ -12,6 +12,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
+	"mailbolt/storage"
 )
 
 // TestWebhooksResolveThroughTheDNSServer: serve gives the webhook worker
@@ -63,7 +64,12 @@ func TestServeMXGuard(t *testing.T) {
 			cfg := defaultServeConfig()
 			cfg.mxPort, cfg.hostname = sink.Port, "mx.mailbolt.test"
 			c.set(&cfg)
-			d, err := cfg.deliverer(resolver, slog.New(slog.DiscardHandler))
+			db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			d, _, err := cfg.deliverer(db, resolver, slog.New(slog.DiscardHandler), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,16 @@ func newMetrics(s *service) *metrics.Metrics {
 // observe hands the metrics the callbacks of the packages that see the
 // events: the delivery queue's attempts and the webhook worker's answers.
 func observe(m *metrics.Metrics, o *app.Options) {
-	o.Delivery.Attempted = func(a queue.Attempt) { m.Attempt(a.Outcome, a.BounceType) }
+	o.Delivery.Attempted = func(a queue.Attempt) {
+		m.Attempt(a.Outcome, a.BounceType)
+		if a.MX != "sandbox" && (a.Code != 0 || a.TLSVersion != "") { // a server answered: a session ran
+			policy := a.TLSPolicy
+			if policy == "" {
+				policy = "relay"
+			}
+			m.TLS(policy, a.TLSVersion, a.TLSVerified)
+		}
+	}
 	o.Webhooks.Dispatch.Answered = m.Webhook
 }
 

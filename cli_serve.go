@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +27,9 @@ import (
 	"mailbolt/mta"
 	"mailbolt/mta/dns"
 	"mailbolt/mta/queue"
+	"mailbolt/mta/transport"
 	"mailbolt/netguard"
+	"mailbolt/storage"
 	"mailbolt/tlsconf"
 	"mailbolt/web"
 )
@@ -82,6 +86,9 @@ type serveConfig struct {
 	relayImplicitTLS bool
 	mxPort           int
 	mxAllow          []net.IPNet
+	mtaSTSPort       int
+	tlsRoots         string
+	dnssec           bool
 	smtpRetryBase    time.Duration
 	smtpRetryMax     time.Duration
 	queueLifetime    time.Duration
@@ -149,6 +156,7 @@ func defaultServeConfig() serveConfig {
 		webhookHostConns:  hd.PerHost,
 		eventRetention:    ad.EventRetention,
 		mxPort:            md.MXPort,
+		mtaSTSPort:        443,
 		smtpRetryBase:     qd.RetryBase,
 		smtpRetryMax:      qd.RetryMax,
 		queueLifetime:     qd.QueueLifetime,
@@ -230,6 +238,9 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.relayPassword, "relay-password", def.relayPassword, "AUTH PLAIN password for --relay (prefer MAILBOLT_RELAY_PASSWORD)")
 	f.BoolVar(&cfg.relayImplicitTLS, "relay-implicit-tls", def.relayImplicitTLS, "speak TLS from the first byte to --relay (port 465) instead of STARTTLS")
 	f.IntVar(&cfg.mxPort, "mx-port", def.mxPort, "TCP port of recipient MX hosts")
+	f.IntVar(&cfg.mtaSTSPort, "mta-sts-port", def.mtaSTSPort, "TCP port of recipient domains' MTA-STS policy hosts (https://mta-sts.<domain>)")
+	f.StringVar(&cfg.tlsRoots, "tls-roots", def.tlsRoots, "PEM file of extra trusted root certificates for MTA-STS policy hosts, MX hosts and the relay (default: the system roots only)")
+	f.BoolVar(&cfg.dnssec, "dnssec", def.dnssec, "enforce DANE (TLSA records) for MX hosts in DNSSEC-signed zones, trusting the AD bit of --dns-server, which must then be a loopback address (a local validating resolver)")
 	f.IPNetSliceVar(&cfg.mxAllow, "mx-allow-cidrs", def.mxAllow, "address ranges recipient MX hosts may have even though private or loopback (e.g. 10.0.0.0/8); --relay is never checked")
 	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", def.smtpRetryBase, "delay before the first retry after a temporary SMTP failure; doubles per retry")
 	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", def.smtpRetryMax, "largest delay between SMTP retries")
@@ -299,6 +310,20 @@ func (cfg serveConfig) validate() error {
 	}
 	if cfg.smtpRetryMax < cfg.smtpRetryBase {
 		return errors.New("--smtp-retry-max must not be below --smtp-retry-base")
+	}
+	if cfg.mtaSTSPort < 1 || cfg.mtaSTSPort > 65535 {
+		return errors.New("--mta-sts-port must be a TCP port")
+	}
+	if cfg.dnssec {
+		host, _, err := net.SplitHostPort(cfg.dnsServer)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return errors.New("--dnssec needs --dns-server at a loopback address (a validating resolver on this host, such as unbound): the AD bit of a remote resolver could be forged on the path")
+		}
+	}
+	if cfg.tlsRoots != "" {
+		if _, err := cfg.rootCAs(); err != nil {
+			return err
+		}
 	}
 	if cfg.relay != "" {
 		if _, _, err := net.SplitHostPort(cfg.relay); err != nil {
@@ -371,10 +396,47 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	return o
 }
 
-// deliverer is the SMTP client that live mail leaves through.
-func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) (*mta.Deliverer, error) {
+// rootCAs are the roots that verify MTA-STS policy hosts, MX hosts and the
+// relay: the system's, with --tls-roots added; nil without --tls-roots.
+func (cfg serveConfig) rootCAs() (*x509.CertPool, error) {
+	if cfg.tlsRoots == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cfg.tlsRoots)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-roots: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("--tls-roots: %s holds no PEM certificate", cfg.tlsRoots)
+	}
+	return pool, nil
+}
+
+// deliverer is the SMTP client that live mail leaves through, with the
+// MTA-STS policy source and TLS report counter it uses (nil with --relay).
+func (cfg serveConfig) deliverer(db *storage.DB, resolver *dns.Resolver, log *slog.Logger, onTLS func(mta.TLSOutcome)) (*mta.Deliverer, *transport.STS, error) {
+	roots, err := cfg.rootCAs()
+	if err != nil {
+		return nil, nil, err
+	}
 	o := mta.DefaultOptions()
 	o.Resolver, o.MXPort, o.HELO, o.Logger = resolver, cfg.mxPort, cfg.hostname, log
+	o.RootCAs, o.OnTLS = roots, onTLS
+	var sts *transport.STS
+	if cfg.relay == "" {
+		// Policy hosts are the recipient domain's word, like webhook URLs:
+		// the webhook guard, loosened the same ways.
+		sts = transport.NewSTS(transport.STSOptions{DB: db, Resolver: resolver, Port: cfg.mtaSTSPort, RootCAs: roots,
+			Guard: netguard.Policy{AllowPrivate: cfg.dev, Allow: prefixes(cfg.webhookAllow)}, Logger: log})
+		o.STS = sts
+		if cfg.dnssec {
+			o.DANE = resolver
+		}
+	}
 	o.ConnectTimeout, o.CommandTimeout, o.MaxConnsPerHost = cfg.smtpConnTimeout, cfg.smtpCmdTimeout, cfg.smtpHostConns
 	// MX hosts are the recipient domain's word, like webhook URLs are the
 	// tenant's: the same guard, loosened the same ways. The relay is the
@@ -383,8 +445,12 @@ func (cfg serveConfig) deliverer(resolver *dns.Resolver, log *slog.Logger) (*mta
 	if cfg.relay != "" {
 		o.Relay = &mta.Relay{Addr: cfg.relay, Username: cfg.relayUser, Password: cfg.relayPassword,
 			ImplicitTLS: cfg.relayImplicitTLS}
+		if roots != nil {
+			o.Relay.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		}
 	}
-	return mta.NewDeliverer(o)
+	d, err := mta.NewDeliverer(o)
+	return d, sts, err
 }
 
 // prefixes are the ranges of a CIDR list flag (pflag has parsed them).

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/url"
 	"os"
 	"strings"
@@ -22,6 +23,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/inbound"
 	"mailbolt/mta/queue"
+	"mailbolt/mta/transport"
 	"mailbolt/storage"
 	"mailbolt/tlsconf"
 	"mailbolt/web"
@@ -37,6 +39,9 @@ type service struct {
 	db        *storage.DB
 	geo       *app.GeoDB
 	deliverer *mta.Deliverer
+	sts       *transport.STS     // nil with --relay
+	tlsCounts *transport.Counter // TLS report counts
+	reporter  *transport.Reporter
 	app       *app.App
 	httpLn    net.Listener
 	smtpLn    net.Listener
@@ -121,7 +126,19 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 			return nil, fmt.Errorf("--geoip-db: %w", err)
 		}
 	}
-	if s.deliverer, err = cfg.deliverer(resolver, log); err != nil {
+	s.tlsCounts = transport.NewCounter(s.db, nil)
+	onTLS := func(o mta.TLSOutcome) {
+		result := o.Failure
+		if result == "" {
+			result = "success"
+		}
+		s.metrics.TLSSession(o.Policy, result)
+		s.tlsCounts.Add(o.Domain, o.Policy, o.Failure)
+		if o.Failure != "" {
+			log.Info("TLS failure", "domain", o.Domain, "mx", o.MX, "policy", o.Policy, "policy_id", o.PolicyID, "result", o.Failure, "detail", o.Detail)
+		}
+	}
+	if s.deliverer, s.sts, err = cfg.deliverer(s.db, resolver, log, onTLS); err != nil {
 		return nil, err
 	}
 	var sender queue.Sender = s.deliverer
@@ -134,6 +151,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	if err != nil {
 		return nil, err
 	}
+	s.reporter = cfg.tlsReporter(s.db, resolver, s.sts, s.app, log)
 	if err := announceDeprecation(s.app, cfg, wc, log); err != nil {
 		return nil, err
 	}
@@ -290,6 +308,11 @@ func (s *service) run(ctx context.Context) error {
 	workerCtx, stopWorkers := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	workers.Go(func() { s.app.Run(workerCtx) })
+	workers.Go(func() { s.transportLoop(workerCtx) })
+	if s.sts != nil {
+		workers.Go(func() { s.sts.Run(workerCtx, time.Hour) })
+	}
+	workers.Go(func() { s.reporter.Run(workerCtx, time.Hour) })
 	go s.inbound.Serve(s.smtpLn)
 	s.serveSubmission()
 	serveErr := make(chan error, 2)
@@ -350,6 +373,9 @@ func (s *service) run(ctx context.Context) error {
 	}
 	workers.Wait()
 	s.deliverer.Close()
+	if ferr := s.tlsCounts.Flush(); ferr != nil {
+		s.log.Warn("TLS report counts not saved", "err", ferr)
+	}
 	if s.geo != nil {
 		s.geo.Close()
 	}
@@ -361,4 +387,44 @@ func (s *service) run(ctx context.Context) error {
 		err = nil
 	}
 	return err
+}
+
+// transportLoop writes the TLS report counts every minute (the cached
+// MTA-STS policies are refreshed every hour by STS.Run beside it).
+func (s *service) transportLoop(ctx context.Context) {
+	flush := time.NewTicker(time.Minute)
+	defer flush.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-flush.C:
+			if err := s.tlsCounts.Flush(); err != nil {
+				s.log.Warn("TLS report counts not saved", "err", err)
+			}
+		}
+	}
+}
+
+// tlsReporter sends the daily TLS reports: by mail from --system-from
+// through the queue, or uploaded through the guard.
+func (cfg serveConfig) tlsReporter(db *storage.DB, resolver *dns.Resolver, sts *transport.STS, a *app.App, log *slog.Logger) *transport.Reporter {
+	contact := ""
+	if cfg.systemFrom != "" {
+		if addr, err := mail.ParseAddress(cfg.systemFrom); err == nil {
+			contact = "mailto:" + addr.Address
+		}
+	}
+	o := transport.ReporterOptions{DB: db, Resolver: resolver, Uploads: sts, Org: cfg.hostname, Contact: contact, Logger: log}
+	if cfg.systemFrom != "" {
+		o.Mail = func(to string, r transport.Report) error {
+			subject := fmt.Sprintf("Report Domain: %s Submitter: %s Report-ID: <%s>", r.Domain(), r.OrganizationName, r.ReportID)
+			_, err := a.SendSystemRaw(to, subject, "TLS report (RFC 8460), attached as application/tlsrpt+gzip.", []string{"tls-report"},
+				func(from, messageID string, date time.Time) ([]byte, error) {
+					return r.Message(from, to, messageID, date)
+				})
+			return err
+		}
+	}
+	return transport.NewReporter(o)
 }

@@ -68,6 +68,9 @@ type MessageInput struct {
 	Unsubscribe *bool
 	// Stream is transactional (the default, when empty) or broadcast.
 	Stream string
+	// RequireTLS delivers only over verified TLS to servers that offer
+	// REQUIRETLS, else bounces (RFC 8689).
+	RequireTLS bool
 
 	// raw is a message that arrived built (SMTP submission): set only by
 	// SubmitMessage, never by the API. Its content is taken as it is.
@@ -112,7 +115,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 	}
 	m := storage.Message{
 		ID: NewID(), AccountID: p.Account.ID, Test: test, From: from, Domain: fromDomain,
-		CreatedAt: now, CampaignID: in.CampaignID, IPPool: in.IPPool,
+		CreatedAt: now, CampaignID: in.CampaignID, IPPool: in.IPPool, RequireTLS: in.RequireTLS,
 	}
 	rcpts := map[string]bool{}
 	for _, list := range []struct {

@@ -39,6 +39,9 @@ type SMTPSubmission struct {
 	From string   // MAIL FROM: replaced by the bounce address on delivery
 	To   []string // RCPT TO: they, not the header, decide who gets it
 	Data []byte   // the message, as received
+	// RequireTLS is the REQUIRETLS MAIL parameter (RFC 8689): delivered
+	// as the API's require_tls.
+	RequireTLS bool
 }
 
 // rawInput is a submitted message read for acceptance.
@@ -240,6 +243,7 @@ func (a *App) SubmitMessage(p Principal, sub SMTPSubmission) (storage.Message, e
 		}
 		return storage.Message{}, err
 	}
+	in.RequireTLS = sub.RequireTLS
 	return a.SendMessage(p, in)
 }
 
@@ -248,6 +252,9 @@ func (a *App) SubmitMessage(p Principal, sub SMTPSubmission) (storage.Message, e
 func submissionFingerprint(sub SMTPSubmission) []byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "smtp\x00%s\x00", sub.From)
+	if sub.RequireTLS {
+		h.Write([]byte("requiretls\x00"))
+	}
 	for _, to := range sub.To {
 		fmt.Fprintf(h, "%s\x00", strings.ToLower(to))
 	}

@@ -91,11 +91,12 @@ func (s *smtpSender) Rcpt(to string) error {
 // and bytes again are answered with the first message's id and not sent
 // again; the same Message-ID with anything else is 550 5.7.0.
 func (s *smtpSender) Submit(env submission.Envelope) (string, error) {
-	sub := SMTPSubmission{From: env.From, To: env.To, Data: env.Data}
+	sub := SMTPSubmission{From: env.From, To: env.To, Data: env.Data, RequireTLS: env.RequireTLS}
 	in, err := readSubmission(sub)
 	if err != nil {
 		return "", smtpReply(err)
 	}
+	in.RequireTLS = sub.RequireTLS
 	if in.raw.messageID == "" {
 		m, err := s.a.SendMessage(s.p, in)
 		if err != nil {

@@ -74,6 +74,15 @@ func TestSubmitMessage(t *testing.T) {
 		!strings.HasSuffix(string(raw), "\r\n\r\nhello\r\n") || strings.Contains(string(raw), "X-Mailbolt") {
 		t.Errorf("stored:\n%s", raw)
 	}
+	// REQUIRETLS on MAIL FROM is the API's require_tls.
+	if m.RequireTLS {
+		t.Error("require_tls without REQUIRETLS")
+	}
+	m, err = a.SubmitMessage(p, SMTPSubmission{To: []string{"ann@example.net"}, RequireTLS: true,
+		Data: []byte("From: me@unverified.test\r\nSubject: strict\r\n\r\nhello\r\n")})
+	if err != nil || !m.RequireTLS {
+		t.Fatalf("REQUIRETLS submission: %+v %v", m.RequireTLS, err)
+	}
 	_, err = a.SubmitMessage(p, SMTPSubmission{To: []string{"ann@example.net"},
 		Data: []byte("From: me@unverified.test\r\nX-Mailbolt-Metadata: [1]\r\n\r\nhello\r\n")})
 	var r *submission.Reply

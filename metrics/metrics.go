@@ -57,6 +57,8 @@ type Sources struct {
 type Metrics struct {
 	reg      *prometheus.Registry
 	attempts *prometheus.CounterVec
+	tls      *prometheus.CounterVec
+	sessions *prometheus.CounterVec
 	webhooks *prometheus.CounterVec
 	requests *prometheus.HistogramVec
 	commits  prometheus.Histogram
@@ -69,6 +71,12 @@ func New(src Sources) *Metrics {
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mailbolt_delivery_attempts_total",
 		Help: "SMTP delivery attempts per recipient, by outcome (delivered, deferred, bounced) and bounce type (hard, soft, block; empty unless bounced)."},
 		[]string{"outcome", "bounce_type"})
+	m.tls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mailbolt_delivery_tls_total",
+		Help: "SMTP delivery attempts per recipient that reached a transaction, by the TLS policy they ran under (none, mta-sts, dane; relay through --relay), the TLS version (empty for cleartext) and whether the certificate was verified."},
+		[]string{"policy", "version", "verified"})
+	m.sessions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mailbolt_tls_sessions_total",
+		Help: "New SMTP sessions with MX hosts as TLS reports count them, by policy type (sts, tlsa, no-policy-found) and result (success, or an RFC 8460 failure type such as certificate-host-mismatch)."},
+		[]string{"policy", "result"})
 	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mailbolt_webhook_deliveries_total",
 		Help: "Webhook requests made, by outcome: delivered (2xx), retry (network error, timeout, 408, 429, 5xx) or failed (any other answer, or an address the guard refuses)."},
 		[]string{"outcome"})
@@ -79,7 +87,7 @@ func New(src Sources) *Metrics {
 	m.commits = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "mailbolt_storage_commit_duration_seconds",
 		Help:    "Database commits (one group commit of many writes), fsync included.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}})
-	m.reg.MustRegister(m.attempts, m.webhooks, m.requests, m.commits,
+	m.reg.MustRegister(m.attempts, m.tls, m.sessions, m.webhooks, m.requests, m.commits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&gauges{src: src})
 	return m
@@ -95,6 +103,18 @@ func (m *Metrics) Handler() http.Handler {
 // Attempt counts one recipient's delivery attempt.
 func (m *Metrics) Attempt(outcome, bounceType string) {
 	m.attempts.WithLabelValues(outcome, bounceType).Inc()
+}
+
+// TLS counts one recipient's attempt by its TLS session: policy (none,
+// mta-sts, dane, relay), version ("" for cleartext), verified.
+func (m *Metrics) TLS(policy, version string, verified bool) {
+	m.tls.WithLabelValues(policy, version, strconv.FormatBool(verified)).Inc()
+}
+
+// TLSSession counts one new MX session for TLS reporting: policy type and
+// result ("success" or a failure type).
+func (m *Metrics) TLSSession(policy, result string) {
+	m.sessions.WithLabelValues(policy, result).Inc()
 }
 
 // Webhook counts one webhook request.

@@ -25,6 +25,8 @@ func TestGaugesComeFromTheSources(t *testing.T) {
 	})
 	m.Attempt("bounced", "hard")
 	m.Webhook("retry")
+	m.TLS("mta-sts", "TLS 1.3", true)
+	m.TLSSession("sts", "certificate-expired")
 	m.Request("/v1/messages/:id", "GET", 200, 3*time.Millisecond)
 	m.Commit(2 * time.Millisecond)
 	rec := httptest.NewRecorder()
@@ -44,6 +46,8 @@ func TestGaugesComeFromTheSources(t *testing.T) {
 		`mailbolt_ip_sent_today{ip="192.0.2.2",pool="bulk"} 900`,
 		`mailbolt_delivery_attempts_total{bounce_type="hard",outcome="bounced"} 1`,
 		`mailbolt_webhook_deliveries_total{outcome="retry"} 1`,
+		`mailbolt_delivery_tls_total{policy="mta-sts",verified="true",version="TLS 1.3"} 1`,
+		`mailbolt_tls_sessions_total{policy="sts",result="certificate-expired"} 1`,
 		`mailbolt_http_request_duration_seconds_count{code="200",method="GET",route="/v1/messages/:id"} 1`,
 		`mailbolt_storage_commit_duration_seconds_count 1`,
 		`go_goroutines`, `process_cpu_seconds_total`,

@@ -27,8 +27,10 @@ type smtpConn struct {
 	lastCode int
 	lastText string
 	tls      bool
-	// tlsVersion names the negotiated TLS version when tls is set.
+	// tlsVersion names the negotiated TLS version when tls is set;
+	// verified says its certificate was verified (security.go).
 	tlsVersion string
+	verified   bool
 	uses       int         // transactions run
 	timer      *time.Timer // closes the connection when idle too long; guarded by pool.mu
 	// clean says the last transaction ended with the reply to its final

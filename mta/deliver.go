@@ -3,6 +3,7 @@ package mta
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,10 +38,14 @@ import (
 //     the final dot is temporary, so a retry may duplicate the message
 //     (RFC 1047): that is SMTP's choice, not ours.
 //   - Errors are temporary unless a reply or a DNS answer says otherwise.
-//   - TLS: STARTTLS whenever an MX offers it, without verifying the
-//     certificate (opportunistic, RFC 7435); if the handshake fails the
-//     same address is tried again in cleartext. A relay's certificate is
-//     always verified, and a failure there is never downgraded.
+//   - TLS: under a recipient domain's DANE records or MTA-STS policy in
+//     enforce mode, only over TLS with a certificate they accept, never in
+//     cleartext (security.go). Otherwise STARTTLS whenever an MX offers it
+//     (opportunistic, RFC 7435); if the handshake fails the same address
+//     is tried again in cleartext. A relay's certificate is always
+//     verified, and a failure there is never downgraded. A REQUIRETLS
+//     message (RFC 8689) goes only over verified TLS to a server that
+//     offers REQUIRETLS, else it fails permanently (5.7.30).
 
 // Options configure a Deliverer. Start from DefaultOptions: every field
 // is used as given.
@@ -78,6 +83,20 @@ type Options struct {
 	// MaxMessagesPerConn closes a connection after that many
 	// transactions, as receivers expect.
 	MaxMessagesPerConn int
+
+	// STS gives recipient domains' MTA-STS policies; nil turns MTA-STS
+	// off. Not asked with a Relay.
+	STS STSSource
+	// DANE, when set (--dnssec), looks MX and TLSA records up with their
+	// DNSSEC status; nil turns DANE off.
+	DANE DANEResolver
+	// RootCAs verify MX certificates (nil: the system roots); --tls-roots
+	// adds to them.
+	RootCAs *x509.CertPool
+	// OnTLS, when set, is told the TLS result of each new MX session and
+	// of each MX host a policy refused, for TLS reports. Called from
+	// delivery goroutines: it must not block.
+	OnTLS func(TLSOutcome)
 
 	// Logger gets connection-level events at debug level.
 	Logger *slog.Logger
@@ -167,6 +186,9 @@ type Envelope struct {
 	Data     []byte
 	SourceIP net.IP // local address to connect from; nil lets the system choose
 	HELO     string // EHLO name, the source address's host name; Options.HELO when empty
+	// RequireTLS sends the message only over verified TLS to servers that
+	// offer REQUIRETLS, with the REQUIRETLS MAIL parameter (RFC 8689).
+	RequireTLS bool
 	// UTF8 says the message itself needs SMTPUTF8 (RFC 6531): its header
 	// holds UTF-8 (RFC 6532). A next hop without SMTPUTF8 bounces it
 	// with 5.6.7, as it does a non-ASCII address.
@@ -200,6 +222,11 @@ type RecipientResult struct {
 	// TLSVersion names the TLS version of the session ("TLS 1.3"); empty
 	// without TLS.
 	TLSVersion string
+	// TLSVerified says the certificate was verified (for the MX name
+	// against the roots, or by DANE); TLSPolicy is the policy the session
+	// ran under: PolicyNone, PolicyMTASTS or PolicyDANE ("" with a relay).
+	TLSVerified bool
+	TLSPolicy   string
 	// Duration is how long the attempt that gave this result took; the
 	// delivery queue sets it around its Sender, for the delivery log.
 	Duration time.Duration
@@ -288,17 +315,25 @@ func (d *Deliverer) sendDomain(ctx context.Context, env Envelope, domain string,
 		return fail(replyError("", err))
 	}
 	helo := d.helo(env)
+	sts := d.domainPolicy(ctx, domain)
 	var errs []*DeliveryError
 	for _, hop := range hops {
+		sec, err := d.hopSecurity(ctx, domain, hop, sts, env.RequireTLS)
+		if err != nil {
+			e := replyError(hop.Host, err)
+			d.logger().Debug("hop refused by policy", "domain", domain, "host", hop.Host, "err", e)
+			errs = append(errs, e)
+			continue
+		}
 		p := d.pool(hop)
-		c, err := d.connect(ctx, p, hop, env.SourceIP, helo, false)
+		c, err := d.connect(ctx, p, hop, env.SourceIP, helo, false, sec)
 		results, reusable := []RecipientResult(nil), false
 		if err == nil {
 			if results, reusable = c.transact(ctx, env, rcpts); results == nil {
 				// The pooled session had gone away unnoticed: go again on
 				// a probed or new one.
 				p.discard(c, false)
-				if c, err = d.connect(ctx, p, hop, env.SourceIP, helo, true); err == nil {
+				if c, err = d.connect(ctx, p, hop, env.SourceIP, helo, true, sec); err == nil {
 					results, reusable = c.transact(ctx, env, rcpts)
 				}
 			}
@@ -319,6 +354,10 @@ func (d *Deliverer) sendDomain(ctx context.Context, env Envelope, domain string,
 		for i := range results {
 			if results[i].TLS {
 				results[i].TLSVersion = c.tlsVersion
+				results[i].TLSVerified = c.verified
+			}
+			if !hop.Relay {
+				results[i].TLSPolicy = sec.policy
 			}
 		}
 		p.release(c, reusable)

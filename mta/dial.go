@@ -17,8 +17,8 @@ import (
 
 // connect returns a session with hop that is ready for MAIL FROM: an idle
 // one from the pool (checked with RSET) or a new one.
-func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.IP, helo string, probe bool) (*smtpConn, error) {
-	key := connKey{helo: helo}
+func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.IP, helo string, probe bool, sec security) (*smtpConn, error) {
+	key := connKey{helo: helo, sec: sec.key()}
 	if src != nil {
 		key.src = src.String()
 	}
@@ -28,7 +28,7 @@ func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.I
 			return nil, localError(false, "4.4.1", "no connection slot for %s: %v", hop.Host, err)
 		}
 		if c == nil {
-			c, err := d.dial(ctx, hop, src, helo)
+			c, err := d.dial(ctx, hop, src, helo, sec)
 			if err != nil {
 				p.unreserve()
 				return nil, err
@@ -60,7 +60,7 @@ func (d *Deliverer) connect(ctx context.Context, p *hostPool, hop Hop, src net.I
 var probeAfter = time.Second
 
 // dial connects to the first address of hop that completes the handshake.
-func (d *Deliverer) dial(ctx context.Context, hop Hop, src net.IP, helo string) (*smtpConn, error) {
+func (d *Deliverer) dial(ctx context.Context, hop Hop, src net.IP, helo string, sec security) (*smtpConn, error) {
 	ips, err := d.hopAddrs(ctx, hop, src)
 	if err != nil {
 		e := replyError(hop.Host, err)
@@ -69,13 +69,15 @@ func (d *Deliverer) dial(ctx context.Context, hop Hop, src net.IP, helo string) 
 	}
 	var errs []*DeliveryError
 	for _, ip := range ips {
-		c, err := d.open(ctx, hop, ip, src, helo, true)
+		c, err := d.open(ctx, hop, ip, src, helo, true, sec)
 		var tf *tlsFailed
-		if errors.As(err, &tf) {
+		if errors.As(err, &tf) && !sec.enforce && !sec.requireTLS {
 			// Opportunistic TLS failed in the handshake: RFC 7435 prefers
 			// a cleartext session to none, on a new connection.
 			d.logger().Debug("STARTTLS failed, retrying without TLS", "host", hop.Host, "addr", ip, "err", tf.err)
-			c, err = d.open(ctx, hop, ip, src, helo, false)
+			c, err = d.open(ctx, hop, ip, src, helo, false, sec)
+		} else if tf != nil {
+			err = securityError(hop.Host, sec, "TLS with MX host %s failed: %v", hop.Host, tf.err)
 		}
 		if err == nil {
 			return c, nil
@@ -96,7 +98,7 @@ func (e *tlsFailed) Error() string { return "STARTTLS: " + e.err.Error() }
 
 // open makes one connection to ip and runs the handshake: greeting, EHLO,
 // STARTTLS when offered (and tryTLS), AUTH for a relay.
-func (d *Deliverer) open(ctx context.Context, hop Hop, ip, src net.IP, helo string, tryTLS bool) (*smtpConn, error) {
+func (d *Deliverer) open(ctx context.Context, hop Hop, ip, src net.IP, helo string, tryTLS bool, sec security) (*smtpConn, error) {
 	dialer := net.Dialer{Timeout: d.connectTimeout()}
 	if src != nil {
 		dialer.LocalAddr = &net.TCPAddr{IP: src}
@@ -111,7 +113,7 @@ func (d *Deliverer) open(ctx context.Context, hop Hop, ip, src net.IP, helo stri
 	// Canceling ctx closes the connection, which ends any blocked I/O.
 	stop := context.AfterFunc(ctx, func() { raw.Close() })
 	c := &smtpConn{d: d, host: hop.Host, raw: raw}
-	err = c.handshake(ctx, hop, helo, tryTLS)
+	err = c.handshake(ctx, hop, helo, tryTLS, sec)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
@@ -139,7 +141,7 @@ func handshakeError(host string, err error) *DeliveryError {
 	return e
 }
 
-func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS bool) error {
+func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS bool, sec security) error {
 	d := c.d
 	relay := d.opts.Relay
 	var conn net.Conn = c.raw
@@ -157,10 +159,14 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 	if err := cl.Hello(helo); err != nil {
 		return handshakeError(hop.Host, err)
 	}
-	if ok, _ := cl.Extension("STARTTLS"); ok && !c.tls && (tryTLS || hop.Relay) {
-		cfg := opportunisticTLS(hop.Host)
+	var failure string
+	offered, _ := cl.Extension("STARTTLS")
+	if offered && !c.tls && (tryTLS || hop.Relay) {
+		var cfg *tls.Config
 		if hop.Relay {
 			cfg = d.relayTLS(hop.Host)
+		} else {
+			cfg = d.mxTLS(hop.Host, sec, &c.verified, &failure)
 		}
 		tc, err := startTLS(ctx, conn, cfg, d.commandTimeout(), d.connectTimeout())
 		var refused *smtp.SMTPError
@@ -178,17 +184,36 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 			}
 		case hop.Relay:
 			return &DeliveryError{Enhanced: "4.7.10", Text: fmt.Sprintf("STARTTLS with relay failed: %v", err), Host: hop.Host}
+		case errors.As(err, &refused) && (sec.enforce || sec.requireTLS):
+			d.reportSession(hop, sec, "starttls-not-supported", err.Error())
+			return securityError(hop.Host, sec, "MX host %s refused STARTTLS (%v)", hop.Host, err)
 		case errors.As(err, &refused):
 			// The server declined STARTTLS; the session goes on in
 			// cleartext.
 		default:
+			if failure == "" {
+				failure = "validation-failure"
+			}
+			d.reportSession(hop, sec, failure, err.Error())
 			return &tlsFailed{err}
 		}
+	}
+	if hop.Relay {
+		c.verified = c.tls
 	}
 	c.client, c.conn = cl, conn
 	c.text = newText(c)
 	if !hop.Relay {
+		if err := c.checkSecurity(hop, sec, tryTLS, failure); err != nil {
+			return err
+		}
 		return nil
+	}
+	if sec.requireTLS && !c.tls {
+		return securityError(hop.Host, sec, "the relay %s offers no STARTTLS", hop.Host)
+	}
+	if sec.requireTLS && !c.has("REQUIRETLS") {
+		return securityError(hop.Host, sec, "the relay %s does not offer REQUIRETLS", hop.Host)
 	}
 	if relay.RequireTLS && !c.tls {
 		return &DeliveryError{Enhanced: "4.7.10", Text: "relay offers no STARTTLS and TLS is required", Host: hop.Host}
@@ -206,15 +231,6 @@ func (c *smtpConn) handshake(ctx context.Context, hop Hop, helo string, tryTLS b
 		return handshakeError(hop.Host, err)
 	}
 	return nil
-}
-
-// opportunisticTLS is the TLS of an MX session. Certificates are not
-// verified: RFC 7435 opportunistic security encrypts against passive
-// eavesdropping and accepts any certificate, because refusing a bad one
-// would only push the session back to cleartext (MTA-STS and DANE, which
-// make verification meaningful, are not implemented).
-func opportunisticTLS(host string) *tls.Config {
-	return &tls.Config{ServerName: host, InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
 }
 
 // relayTLS is the TLS of a relay session: the certificate is verified.

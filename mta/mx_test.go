@@ -58,6 +58,8 @@ type gotMessage struct {
 	Remote string // client IP
 	TLS    bool
 	User   string // authenticated user
+	// RequireTLS says MAIL FROM carried REQUIRETLS (RFC 8689).
+	RequireTLS bool
 }
 
 // startMX runs a server on addr ("127.0.0.1:0", or another loopback IP with
@@ -187,6 +189,8 @@ type mxSession struct {
 	from string
 	to   []string
 	user string
+	// requireTLS is the REQUIRETLS MAIL parameter.
+	requireTLS bool
 }
 
 func (s *mxSession) AuthMechanisms() []string {
@@ -216,6 +220,7 @@ func (s *mxSession) Mail(from string, opts *smtp.MailOptions) error {
 		}
 	}
 	s.from = from
+	s.requireTLS = opts != nil && opts.RequireTLS
 	return nil
 }
 
@@ -248,7 +253,7 @@ func (s *mxSession) record(data []byte) {
 	defer s.mx.mu.Unlock()
 	s.mx.msgs = append(s.mx.msgs, gotMessage{
 		From: s.from, To: append([]string(nil), s.to...), Data: data,
-		HELO: s.conn.Hostname(), Remote: host, TLS: tlsOn, User: s.user,
+		HELO: s.conn.Hostname(), Remote: host, TLS: tlsOn, User: s.user, RequireTLS: s.requireTLS,
 	})
 }
 

@@ -26,7 +26,9 @@ type hostPool struct {
 }
 
 // connKey is what a reused connection must match besides its host.
-type connKey struct{ src, helo string }
+// sec is the transport security the session was made under
+// (security.key).
+type connKey struct{ src, helo, sec string }
 
 func newHostPool(d *Deliverer, addr string) *hostPool {
 	return &hostPool{d: d, addr: addr, changed: make(chan struct{})}

@@ -26,6 +26,9 @@ type Hop struct {
 	Port     int
 	Implicit bool // the domain has no MX and is its own mail host (RFC 5321 §5.1)
 	Relay    bool
+	// Secure says the MX answer that named the host was DNSSEC-validated
+	// (with Options.DANE only): its TLSA records may then apply.
+	Secure bool
 }
 
 // Addr is host:port.
@@ -62,7 +65,13 @@ func (d *Deliverer) Route(ctx context.Context, domain string) ([]Hop, error) {
 	if d.opts.Resolver == nil {
 		return nil, localError(false, "4.3.5", "no DNS resolver configured")
 	}
-	mxs, err := d.opts.Resolver.LookupMX(ctx, domain)
+	var mxs []*net.MX
+	var secure bool
+	if d.opts.DANE != nil {
+		mxs, secure, err = d.opts.DANE.LookupMXSecure(ctx, domain)
+	} else {
+		mxs, err = d.opts.Resolver.LookupMX(ctx, domain)
+	}
 	switch {
 	case errors.Is(err, dns.ErrNotFound):
 		return []Hop{{Host: domain, Port: port, Implicit: true}}, nil
@@ -90,7 +99,7 @@ func (d *Deliverer) Route(ctx context.Context, domain string) ([]Hop, error) {
 				continue
 			}
 			seen[host] = true
-			hops = append(hops, Hop{Host: host, Port: port})
+			hops = append(hops, Hop{Host: host, Port: port, Secure: secure})
 		}
 		i = j
 	}

@@ -86,7 +86,11 @@ func (c *smtpConn) transact(ctx context.Context, env Envelope, rcpts []string) (
 
 	c.clean = false
 	cmds := make([]string, 0, len(rcpts)+2)
-	cmds = append(cmds, c.mailCommand(env.From, len(data), utf8))
+	mail := c.mailCommand(env.From, len(data), utf8)
+	if env.RequireTLS {
+		mail += " REQUIRETLS" // RFC 8689 §4.1; the hop was checked to offer it
+	}
+	cmds = append(cmds, mail)
 	for _, to := range rcpts {
 		cmds = append(cmds, "RCPT TO:<"+to+">")
 	}

@@ -21,7 +21,7 @@ func rawSession(t *testing.T, port int, cmdTimeout time.Duration) *smtpConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := d.connect(ctx, d.pool(hops[0]), hops[0], nil, "out.mailbolt.test", false)
+	c, err := d.connect(ctx, d.pool(hops[0]), hops[0], nil, "out.mailbolt.test", false, security{policy: PolicyNone})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,10 @@
 //	inbound_counts/
 //	    <account_id>              -> u32 day · u64 messages · u64 raw bytes received that day
 //	                                                (the daily inbound quotas)
+//	mta_sts_policies/                              (schema v14)
+//	    <domain>                  -> STSPolicy (JSON; the policy file, its id, fetched and expiry times)
+//	tls_report_counts/
+//	    <u32 day>·<domain>·<policy> -> TLSCount (JSON; successes and failures by type, until reported)
 //	people/                                        (schema v15)
 //	    <email>                   -> Person (JSON; argon2id hash of the dashboard password, sealed TOTP key, recovery code hashes)
 //	password_links/

@@ -22,7 +22,12 @@ const (
 	messageCodecV1 = 0x02
 	messageCodecV2 = 0x03
 	messageCodecV3 = 0x04
+	messageCodecV4 = 0x05
 )
+
+// Version 4 adds, after the signatures, the message's RequireTLS and the
+// recipients' TLS sessions (a count, 0 when none is known, then per
+// recipient its version, verified and policy); older records have none.
 
 // minRecipientSize is the fewest bytes a recipient takes: nine empty
 // strings, two numbers, a bool and six nil times of one byte each.
@@ -67,7 +72,7 @@ func appendStrings(b []byte, ss []string) []byte {
 
 func encodeMessage(m *Message) []byte {
 	b := make([]byte, 0, 512+len(m.Recipients)*128+len(m.Metadata))
-	b = append(b, messageCodecV3)
+	b = append(b, messageCodecV4)
 	for _, s := range []string{m.ID, m.AccountID, m.Status, m.From, m.Domain} {
 		b = appendString(b, s)
 	}
@@ -126,7 +131,23 @@ func encodeMessage(m *Message) []byte {
 			break
 		}
 	}
-	return appendStrings(b, sigs)
+	b = appendStrings(b, sigs)
+	b = appendBool(b, m.RequireTLS)
+	n := 0
+	for i := range m.Recipients {
+		if r := &m.Recipients[i]; r.TLSVersion != "" || r.TLSVerified || r.TLSPolicy != "" {
+			n = len(m.Recipients)
+			break
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range n {
+		r := &m.Recipients[i]
+		b = appendString(b, r.TLSVersion)
+		b = appendBool(b, r.TLSVerified)
+		b = appendString(b, r.TLSPolicy)
+	}
+	return b
 }
 
 func (r *reader) bool() bool {
@@ -188,7 +209,7 @@ func decodeMessage(data []byte, m *Message) error {
 	if len(data) > 0 && data[0] == '{' {
 		return json.Unmarshal(data, m)
 	}
-	if len(data) == 0 || data[0] < messageCodecV1 || data[0] > messageCodecV3 {
+	if len(data) == 0 || data[0] < messageCodecV1 || data[0] > messageCodecV4 {
 		return errMalformedRecord
 	}
 	r := &reader{b: data[1:]}
@@ -254,6 +275,19 @@ func decodeMessage(data []byte, m *Message) error {
 			for i := range min(len(sigs), len(m.Recipients)) {
 				m.Recipients[i].DKIMSignature = sigs[i]
 			}
+		}
+	}
+	if data[0] >= messageCodecV4 {
+		m.RequireTLS = r.bool()
+		n := r.uvarint()
+		if n != 0 && n != uint64(len(m.Recipients)) {
+			r.fail()
+		}
+		for i := range min(int(n), len(m.Recipients)) {
+			rc := &m.Recipients[i]
+			rc.TLSVersion = r.string()
+			rc.TLSVerified = r.bool()
+			rc.TLSPolicy = r.string()
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {

@@ -128,7 +128,7 @@ func FuzzMessageCodec(f *testing.F) {
 	f.Add([]byte{messageCodecV1})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got Message
-		if decodeMessage(data, &got) != nil || len(data) == 0 || data[0] < messageCodecV1 || data[0] > messageCodecV3 {
+		if decodeMessage(data, &got) != nil || len(data) == 0 || data[0] < messageCodecV1 || data[0] > messageCodecV4 {
 			return
 		}
 		// What decodes encodes back to what decodes the same.
@@ -176,11 +176,15 @@ func TestMinRecipientSize(t *testing.T) {
 // from before DKIM signatures were kept (version 2) decodes without them.
 func TestMessageCodecReadsVersion1(t *testing.T) {
 	m := Message{ID: "m1", AccountID: "a1", Status: "queued", Subject: "Hi", Recipients: []Recipient{{Email: "r@x.test"}}}
-	v3 := encodeMessage(&m)
-	if v3[0] != messageCodecV3 || v3[len(v3)-2] != 0 || v3[len(v3)-1] != 0 {
-		t.Fatalf("version 3 record % x", v3)
+	v4 := encodeMessage(&m)
+	if v4[0] != messageCodecV4 || string(v4[len(v4)-4:]) != "\x00\x00\x00\x00" {
+		t.Fatalf("version 4 record % x", v4)
 	}
-	v1 := append([]byte{messageCodecV1}, v3[1:len(v3)-2]...)
+	v3 := append([]byte{messageCodecV3}, v4[1:len(v4)-2]...)
+	if err := decodeMessage(v3, &Message{}); err != nil {
+		t.Fatalf("version 3: %v", err)
+	}
+	v1 := append([]byte{messageCodecV1}, v4[1:len(v4)-4]...)
 	var got Message
 	if err := decodeMessage(v1, &got); err != nil || got.ID != "m1" || got.Stream != "" || StreamOf(got) != StreamTransactional {
 		t.Fatalf("decoded %+v, %v", got, err)
@@ -190,7 +194,7 @@ func TestMessageCodecReadsVersion1(t *testing.T) {
 		t.Fatalf("stream %q after a round trip", got.Stream)
 	}
 	v2 := append([]byte{messageCodecV2}, encodeMessage(&m)[1:]...)
-	v2 = v2[:len(v2)-1]
+	v2 = v2[:len(v2)-3]
 	got = Message{}
 	if err := decodeMessage(v2, &got); err != nil || got.Stream != StreamBroadcast || got.Recipients[0].DKIMSignature != "" {
 		t.Fatalf("version 2 decoded %+v, %v", got, err)

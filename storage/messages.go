@@ -38,6 +38,9 @@ type Message struct {
 	// Stream is StreamTransactional or StreamBroadcast; empty (messages
 	// stored before streams) is transactional. See StreamOf.
 	Stream string `json:"stream,omitempty"`
+	// RequireTLS asks for delivery only over verified TLS to servers that
+	// advertise REQUIRETLS (RFC 8689).
+	RequireTLS bool `json:"require_tls,omitempty"`
 
 	Recipients []Recipient `json:"recipients"`
 
@@ -80,18 +83,24 @@ type Tracking struct {
 
 // Recipient is the delivery state of one recipient of a message.
 type Recipient struct {
-	Email          string     `json:"email"`
-	Kind           string     `json:"kind"` // to, cc or bcc
-	Status         string     `json:"status"`
-	Attempts       int        `json:"attempts"`
-	LastAttemptAt  *time.Time `json:"last_attempt_at,omitempty"`
-	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
-	SMTPCode       int        `json:"smtp_code,omitempty"`
-	EnhancedCode   string     `json:"enhanced_code,omitempty"`
-	SMTPResponse   string     `json:"smtp_response,omitempty"`
-	MX             string     `json:"mx,omitempty"`
-	SourceIP       string     `json:"source_ip,omitempty"`
-	TLS            bool       `json:"tls,omitempty"`
+	Email         string     `json:"email"`
+	Kind          string     `json:"kind"` // to, cc or bcc
+	Status        string     `json:"status"`
+	Attempts      int        `json:"attempts"`
+	LastAttemptAt *time.Time `json:"last_attempt_at,omitempty"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	SMTPCode      int        `json:"smtp_code,omitempty"`
+	EnhancedCode  string     `json:"enhanced_code,omitempty"`
+	SMTPResponse  string     `json:"smtp_response,omitempty"`
+	MX            string     `json:"mx,omitempty"`
+	SourceIP      string     `json:"source_ip,omitempty"`
+	TLS           bool       `json:"tls,omitempty"`
+	// TLSVersion ("TLS 1.3"), TLSVerified and TLSPolicy ("none",
+	// "mta-sts", "dane") describe the last attempt's TLS session; empty
+	// before one ran over TLS or under a policy.
+	TLSVersion     string     `json:"tls_version,omitempty"`
+	TLSVerified    bool       `json:"tls_verified,omitempty"`
+	TLSPolicy      string     `json:"tls_policy,omitempty"`
 	BounceType     string     `json:"bounce_type,omitempty"`
 	BounceCategory string     `json:"bounce_category,omitempty"`
 	DeliveredAt    *time.Time `json:"delivered_at,omitempty"`

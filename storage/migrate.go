@@ -42,6 +42,7 @@ var migrations = []migration{
 	{11, "template aliases", plain(migrateTemplateAliases), false},
 	{12, "unsubscribe suppressions for the broadcast stream only", plain(migrateSuppressionStreams), false},
 	{13, "inbound domains, routes and received messages", plain(migrateInbound), false},
+	{14, "MTA-STS policy cache and TLS report counts", plain(migrateTransport), false},
 	{15, "dashboard people, password links, sessions, memberships by email, the audit log", plain(migrateDashboard), false},
 }
 
@@ -323,6 +324,17 @@ func migrateSuppressionStreams(tx *bolt.Tx) error {
 func migrateInbound(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketInboundDomains, bucketInboundDomainNames, bucketInboundVerified,
 		bucketInboundRoutes, bucketInboundRoutesByDomain, bucketInboundMessages, bucketInboundRaw, bucketInboundCounts} {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateTransport adds the outbound transport security buckets: the
+// MTA-STS policies fetched and the TLS report counts. Both start empty.
+func migrateTransport(tx *bolt.Tx) error {
+	for _, name := range [][]byte{bucketSTSPolicies, bucketTLSCounts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}

@@ -88,6 +88,8 @@ var (
 	bucketSessionsByEmail = []byte("sessions_by_email")
 	bucketTeamByEmail     = []byte("team_by_email")
 	bucketAudit           = []byte("audit")
+	bucketSTSPolicies     = []byte("mta_sts_policies")
+	bucketTLSCounts       = []byte("tls_report_counts")
 )
 
 var (

@@ -89,13 +89,14 @@ type messageRequest struct {
 	IPPool          string              `json:"ip_pool"`
 	Unsubscribe     *bool               `json:"unsubscribe"`
 	Stream          string              `json:"stream"`
+	RequireTLS      bool                `json:"require_tls"`
 }
 
 func (m messageRequest) input() app.MessageInput {
 	in := app.MessageInput{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, ReplyTo: m.ReplyTo, Subject: m.Subject,
 		HTML: m.HTML, Text: m.Text, Headers: m.Headers, TemplateID: m.TemplateID, TemplateVersion: m.TemplateVersion,
 		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: m.Metadata,
-		Tags: m.Tags, IPPool: m.IPPool, Unsubscribe: m.Unsubscribe, Stream: m.Stream}
+		Tags: m.Tags, IPPool: m.IPPool, Unsubscribe: m.Unsubscribe, Stream: m.Stream, RequireTLS: m.RequireTLS}
 	for _, a := range m.Attachments {
 		in.Attachments = append(in.Attachments, app.AttachmentInput{Filename: a.Filename, Content: a.Content,
 			ContentType: a.ContentType, ContentID: a.ContentID})
@@ -186,10 +187,18 @@ type recipientView struct {
 	MX             string            `json:"mx,omitempty"`
 	SourceIP       string            `json:"source_ip,omitempty"`
 	TLS            bool              `json:"tls"`
+	TLSDetails     *tlsView          `json:"tls_details,omitempty"`
 	BounceType     string            `json:"bounce_type,omitempty"`
 	BounceCategory string            `json:"bounce_category,omitempty"`
 	DeliveredAt    *time.Time        `json:"delivered_at"`
 	BouncedAt      *time.Time        `json:"bounced_at"`
+}
+
+// tlsView is the TLS session of a recipient's last attempt.
+type tlsView struct {
+	Version  string `json:"version,omitempty"`
+	Verified bool   `json:"verified"`
+	Policy   string `json:"policy,omitempty"`
 }
 
 type messageView struct {
@@ -210,6 +219,7 @@ type messageView struct {
 	Tracking    storage.Tracking    `json:"tracking"`
 	IPPool      string              `json:"ip_pool,omitempty"`
 	Stream      string              `json:"stream"`
+	RequireTLS  bool                `json:"require_tls,omitempty"`
 	Recipients  []recipientView     `json:"recipients"`
 	CreatedAt   time.Time           `json:"created_at"`
 	SendAt      *time.Time          `json:"send_at"`
@@ -249,7 +259,7 @@ func viewMessage(m storage.Message) messageView {
 	v := messageView{ID: m.ID, Status: m.Status, Mode: "live", MessageID: m.HeaderID, From: m.From,
 		To: nonNil(m.To), Cc: nonNil(m.Cc), Bcc: nonNil(m.Bcc), ReplyTo: nonNil(m.ReplyTo), Subject: m.Subject,
 		CampaignID: m.CampaignID, Tags: nonNil(m.Tags), Metadata: m.Metadata, Tracking: m.Tracking, IPPool: m.IPPool,
-		Stream: storage.StreamOf(m), CreatedAt: m.CreatedAt.UTC(), SendAt: utc(m.SendAt), QueuedAt: utc(m.QueuedAt),
+		Stream: storage.StreamOf(m), RequireTLS: m.RequireTLS, CreatedAt: m.CreatedAt.UTC(), SendAt: utc(m.SendAt), QueuedAt: utc(m.QueuedAt),
 		CompletedAt: utc(m.CompletedAt), CancelledAt: utc(m.CancelledAt), Recipients: []recipientView{}}
 	if m.Test {
 		v.Mode = "test"
@@ -265,6 +275,9 @@ func viewMessage(m storage.Message) messageView {
 			LastAttemptAt: utc(r.LastAttemptAt), NextAttemptAt: utc(r.NextAttemptAt), MX: r.MX, SourceIP: r.SourceIP,
 			TLS: r.TLS, BounceType: r.BounceType, BounceCategory: r.BounceCategory,
 			DeliveredAt: utc(r.DeliveredAt), BouncedAt: utc(r.BouncedAt)}
+		if r.TLSVersion != "" || r.TLSPolicy != "" {
+			rv.TLSDetails = &tlsView{Version: r.TLSVersion, Verified: r.TLSVerified, Policy: r.TLSPolicy}
+		}
 		if r.SMTPResponse != "" || r.SMTPCode != 0 {
 			rv.LastResponse = &smtpResponseView{Code: r.SMTPCode, Enhanced: r.EnhancedCode, Message: r.SMTPResponse}
 		}

@@ -3,6 +3,7 @@ package mailbolt
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -263,5 +264,20 @@ func TestCAFileTrusted(t *testing.T) {
 	c2, _ := New(Options{BaseURL: srv.URL, APIKey: "k"})
 	if _, err := c2.Account.Get(context.Background()); err == nil {
 		t.Fatal("an untrusted certificate was accepted")
+	}
+}
+
+// A recipient's TLS session decodes into its typed model; absent, it is nil.
+func TestRecipientTLSDecodes(t *testing.T) {
+	var r MessageRecipient
+	if err := json.Unmarshal([]byte(`{"email":"a@b.test","tls":true,"tls_details":{"version":"TLS 1.3","verified":true,"policy":"mta-sts"}}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TLSDetails == nil || r.TLSDetails.Version != "TLS 1.3" || !r.TLSDetails.Verified || r.TLSDetails.Policy != "mta-sts" {
+		t.Fatalf("%+v", r.TLSDetails)
+	}
+	r = MessageRecipient{}
+	if err := json.Unmarshal([]byte(`{"email":"a@b.test","tls":false}`), &r); err != nil || r.TLSDetails != nil {
+		t.Fatalf("%+v %v", r.TLSDetails, err)
 	}
 }

@@ -73,6 +73,15 @@ func TestLiveSendGetAndBatch(t *testing.T) {
 	if got.ID != m.ID || got.Subject != "live send" || got.Mode != "test" || len(got.Recipients) != 1 || got.Content == nil {
 		t.Fatalf("get %+v", got)
 	}
+	req := testMessage("require tls")
+	req.RequireTLS = true
+	rt, err := c.Messages.Send(ctx(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Messages.Get(ctx(t), rt.ID); err != nil || !got.RequireTLS {
+		t.Fatalf("require_tls not kept: %+v %v", got, err)
+	}
 	b, err := c.Messages.SendBatch(ctx(t), []SendMessageRequest{*testMessage("batch 1"), *testMessage("batch 2")})
 	if err != nil {
 		t.Fatal(err)

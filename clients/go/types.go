@@ -68,6 +68,10 @@ type SendMessageRequest struct {
 	// Unsubscribe: nil leaves the default (true for broadcast, false for
 	// transactional).
 	Unsubscribe *bool `json:"unsubscribe,omitempty"`
+	// RequireTLS (RFC 8689 REQUIRETLS) delivers only over verified TLS to
+	// servers that advertise REQUIRETLS; otherwise the recipient bounces
+	// with 5.7.30.
+	RequireTLS bool `json:"require_tls,omitempty"`
 }
 
 // AcceptedMessage is the answer to a send: status is queued, scheduled or suppressed.
@@ -95,20 +99,30 @@ type SMTPResponse struct {
 
 // MessageRecipient is one recipient's delivery state.
 type MessageRecipient struct {
-	Email          string        `json:"email"`
-	Type           string        `json:"type"`
-	Status         string        `json:"status"`
-	Attempts       int           `json:"attempts"`
-	LastAttemptAt  *time.Time    `json:"last_attempt_at"`
-	NextAttemptAt  *time.Time    `json:"next_attempt_at"`
-	LastResponse   *SMTPResponse `json:"last_response"`
-	MX             string        `json:"mx,omitempty"`
-	SourceIP       string        `json:"source_ip,omitempty"`
-	TLS            bool          `json:"tls"`
+	Email         string        `json:"email"`
+	Type          string        `json:"type"`
+	Status        string        `json:"status"`
+	Attempts      int           `json:"attempts"`
+	LastAttemptAt *time.Time    `json:"last_attempt_at"`
+	NextAttemptAt *time.Time    `json:"next_attempt_at"`
+	LastResponse  *SMTPResponse `json:"last_response"`
+	MX            string        `json:"mx,omitempty"`
+	SourceIP      string        `json:"source_ip,omitempty"`
+	TLS           bool          `json:"tls"`
+	// TLSDetails is the last attempt's TLS session; nil before an attempt
+	// reached a server.
+	TLSDetails     *RecipientTLS `json:"tls_details,omitempty"`
 	BounceType     string        `json:"bounce_type,omitempty"`
 	BounceCategory string        `json:"bounce_category,omitempty"`
 	DeliveredAt    *time.Time    `json:"delivered_at"`
 	BouncedAt      *time.Time    `json:"bounced_at"`
+}
+
+// RecipientTLS is the TLS session of a recipient's last attempt.
+type RecipientTLS struct {
+	Version  string `json:"version,omitempty"` // "TLS 1.3"; empty in cleartext
+	Verified bool   `json:"verified"`          // the certificate was verified (for the MX name, or by DANE)
+	Policy   string `json:"policy,omitempty"`  // none, mta-sts or dane; empty through a relay
 }
 
 // Message is a message's record (in lists without Content).
@@ -131,6 +145,7 @@ type Message struct {
 	Tracking        MessageTracking     `json:"tracking"`
 	IPPool          *string             `json:"ip_pool,omitempty"`
 	Stream          string              `json:"stream"`
+	RequireTLS      bool                `json:"require_tls,omitempty"`
 	Recipients      []MessageRecipient  `json:"recipients"`
 	CreatedAt       time.Time           `json:"created_at"`
 	SendAt          *time.Time          `json:"send_at"`

@@ -434,6 +434,30 @@ func TestMTASTSAndTLSRPT(t *testing.T) {
 	wantRecommendation(t, res, `_mta-sts.example.com: "v=STSv1; id=`)
 }
 
+// Records the sender would ignore (mta/tlspolicy refuses them) earn
+// nothing, with a warning saying why.
+func TestMTASTSAndTLSRPTInvalid(t *testing.T) {
+	z := startZone(t)
+	s := good()
+	s.mtaSTS, s.tlsRPT = "v=STSv1; id=not-alnum", "v=TLSRPTv1; rua=ftp://example.com/x"
+	publish(t, z, "example.com", s)
+	hosts(z)
+	res := run(t, z, options(z), Input{Domain: "example.com"})
+	wantRule(t, res, RuleMTASTS, 0)
+	wantRule(t, res, RuleTLSRPT, 0)
+	wantFinding(t, res, SeverityWarning, RuleMTASTS, "is not valid (MTA-STS record: id")
+	wantFinding(t, res, SeverityWarning, RuleTLSRPT, "no mailto: or https: address")
+
+	z2 := startZone(t)
+	s = good()
+	publish(t, z2, "example.com", s)
+	z2.TXT("_mta-sts.example.com", "v=STSv1; id=2")
+	hosts(z2)
+	res = run(t, z2, options(z2), Input{Domain: "example.com"})
+	wantRule(t, res, RuleMTASTS, 0)
+	wantFinding(t, res, SeverityWarning, RuleMTASTS, "2 records start with v=STSv1")
+}
+
 func TestMX(t *testing.T) {
 	for _, tc := range []struct {
 		name          string

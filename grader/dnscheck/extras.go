@@ -2,8 +2,11 @@ package dnscheck
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"mailbolt/mta/tlspolicy"
 )
 
 // hasRecord looks for a TXT record at name that starts with the version
@@ -27,13 +30,43 @@ func (c *checker) hasRecord(ctx context.Context, name, prefix string) (string, b
 	return "", false, nil
 }
 
-// checkMTASTS judges RuleMTASTS.
+// lookupRecord finds the record of a version at name with the parser the
+// sender uses (mta/tlspolicy): ("", nil) when there is none, an error
+// from the lookup, or a record that several candidates make ambiguous
+// (bad is set then).
+func (c *checker) lookupRecord(ctx context.Context, name, version string) (rec string, bad, err error) {
+	txts, err := c.r.LookupTXT(ctx, name)
+	if notFound(err) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	rec, sel := tlspolicy.Select(txts, version)
+	switch {
+	case errors.Is(sel, tlspolicy.ErrNoRecord):
+		return "", nil, nil
+	case sel != nil:
+		return "", sel, nil
+	}
+	return rec, nil, nil
+}
+
+// checkMTASTS judges RuleMTASTS: the record must parse as senders parse it
+// (mta/tlspolicy), or senders ignore it. The policy file is not fetched.
 func (c *checker) checkMTASTS(ctx context.Context, p *part) {
-	_, ok, err := c.hasRecord(ctx, "_mta-sts."+c.domain, "v=STSv1")
+	rec, bad, err := c.lookupRecord(ctx, "_mta-sts."+c.domain, tlspolicy.STSVersion)
+	if bad == nil && rec != "" {
+		_, bad = tlspolicy.ParseSTSRecord(rec)
+	}
 	switch {
 	case err != nil:
 		p.unchecked(RuleMTASTS, "MTA-STS", err)
-	case ok:
+	case bad != nil:
+		p.score(RuleMTASTS, 0)
+		p.find(SeverityWarning, RuleMTASTS, fmt.Sprintf("the MTA-STS record at _mta-sts.%s is not valid (%v): senders ignore it", c.domain, bad))
+		p.recommend(fmt.Sprintf(`Publish one TXT record at _mta-sts.%s: "v=STSv1; id=20240101T000000" (id: 1 to 32 letters and digits, changed with every policy change)`, c.domain))
+	case rec != "":
 		p.score(RuleMTASTS, rule(RuleMTASTS).Weight)
 	default:
 		p.score(RuleMTASTS, 0)
@@ -42,13 +75,21 @@ func (c *checker) checkMTASTS(ctx context.Context, p *part) {
 	}
 }
 
-// checkTLSRPT judges RuleTLSRPT.
+// checkTLSRPT judges RuleTLSRPT with the sender's parser: a record without
+// a usable rua gets no reports.
 func (c *checker) checkTLSRPT(ctx context.Context, p *part) {
-	_, ok, err := c.hasRecord(ctx, "_smtp._tls."+c.domain, "v=TLSRPTv1")
+	rec, bad, err := c.lookupRecord(ctx, "_smtp._tls."+c.domain, tlspolicy.TLSRPTVersion)
+	if bad == nil && rec != "" {
+		_, bad = tlspolicy.ParseTLSRPTRecord(rec)
+	}
 	switch {
 	case err != nil:
 		p.unchecked(RuleTLSRPT, "TLS-RPT", err)
-	case ok:
+	case bad != nil:
+		p.score(RuleTLSRPT, 0)
+		p.find(SeverityWarning, RuleTLSRPT, fmt.Sprintf("the TLS-RPT record at _smtp._tls.%s is not valid (%v): no reports reach you", c.domain, bad))
+		p.recommend(fmt.Sprintf(`Publish one TXT record at _smtp._tls.%s: "v=TLSRPTv1; rua=mailto:tls-reports@%s"`, c.domain, c.domain))
+	case rec != "":
 		p.score(RuleTLSRPT, rule(RuleTLSRPT).Weight)
 	default:
 		p.score(RuleTLSRPT, 0)

@@ -2,6 +2,7 @@ package dns
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"net"
 	"sort"
@@ -44,9 +45,21 @@ func (r *Resolver) LookupAAAA(ctx context.Context, name string) ([]net.IP, error
 // host names written without the final dot. A null MX (RFC 7505) comes back
 // as a record whose Host is ".".
 func (r *Resolver) LookupMX(ctx context.Context, name string) ([]*net.MX, error) {
-	rrs, err := r.exchange(ctx, name, miekg.TypeMX)
+	mxs, _, err := r.lookupMX(ctx, name, false)
+	return mxs, err
+}
+
+// LookupMXSecure is LookupMX that also reports whether the answer was
+// DNSSEC-validated (the AD bit; see LookupTLSA): DANE applies only to MX
+// hosts named by a validated MX answer (RFC 7672 §2.2).
+func (r *Resolver) LookupMXSecure(ctx context.Context, name string) ([]*net.MX, bool, error) {
+	return r.lookupMX(ctx, name, true)
+}
+
+func (r *Resolver) lookupMX(ctx context.Context, name string, ad bool) ([]*net.MX, bool, error) {
+	rrs, secure, err := r.exchangeAD(ctx, name, miekg.TypeMX, ad)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]*net.MX, 0, len(rrs))
 	for _, rr := range rrs {
@@ -58,7 +71,7 @@ func (r *Resolver) LookupMX(ctx context.Context, name string) ([]*net.MX, error)
 		out = append(out, &net.MX{Host: host, Pref: mx.Preference})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Pref < out[j].Pref })
-	return out, nil
+	return out, secure, nil
 }
 
 // LookupPTR returns the names the reverse zone gives for ip (in-addr.arpa or
@@ -99,4 +112,35 @@ func (r *Resolver) LookupIPAddr(ctx context.Context, name string) ([]net.IPAddr,
 		return nil, err6
 	}
 	return nil, ErrNotFound
+}
+
+// TLSA is one TLSA record (RFC 6698 §2): which certificate of the chain it
+// names (Usage: 2 DANE-TA, 3 DANE-EE; 0 and 1 are PKIX usages, unused for
+// SMTP by RFC 7672 §3.1.3), of what (Selector: 0 the full certificate, 1
+// its SubjectPublicKeyInfo) and how (MatchingType: 0 full, 1 SHA-256, 2
+// SHA-512).
+type TLSA struct {
+	Usage, Selector, MatchingType uint8
+	Data                          []byte
+}
+
+// LookupTLSA returns the TLSA records at name ("_25._tcp.mx.example.com")
+// and whether the answer was DNSSEC-validated: the resolver set the AD
+// bit, which is trusted only from a resolver on this host (--dnssec).
+// Records whose data is not hex are dropped.
+func (r *Resolver) LookupTLSA(ctx context.Context, name string) ([]TLSA, bool, error) {
+	rrs, secure, err := r.exchangeAD(ctx, name, miekg.TypeTLSA, true)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]TLSA, 0, len(rrs))
+	for _, rr := range rrs {
+		t := rr.(*miekg.TLSA)
+		data, err := hex.DecodeString(t.Certificate)
+		if err != nil {
+			continue
+		}
+		out = append(out, TLSA{Usage: t.Usage, Selector: t.Selector, MatchingType: t.MatchingType, Data: data})
+	}
+	return out, secure, nil
 }

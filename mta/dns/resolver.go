@@ -52,6 +52,13 @@ func SystemResolver() *Resolver {
 // exchange sends one query, retrying over TCP when the UDP answer is
 // truncated.
 func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]miekg.RR, error) {
+	rrs, _, err := r.exchangeAD(ctx, name, qtype, false)
+	return rrs, err
+}
+
+// exchangeAD is exchange that, with ad, asks for and reports the AD bit of
+// the answer (RFC 6840 §5.7): the resolver validated it with DNSSEC.
+func (r *Resolver) exchangeAD(ctx context.Context, name string, qtype uint16, ad bool) ([]miekg.RR, bool, error) {
 	timeout := r.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
@@ -59,7 +66,8 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]m
 	fqdn := miekg.Fqdn(name)
 	m := new(miekg.Msg)
 	m.SetQuestion(fqdn, qtype)
-	m.SetEdns0(4096, false)
+	m.SetEdns0(4096, ad)
+	m.AuthenticatedData = ad
 	c := &miekg.Client{Timeout: timeout}
 	in, _, err := c.ExchangeContext(ctx, m, r.Server)
 	if err == nil && in.Truncated {
@@ -67,14 +75,14 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]m
 		in, _, err = c.ExchangeContext(ctx, m, r.Server)
 	}
 	if err != nil {
-		return nil, &TempError{Name: name, Err: err}
+		return nil, false, &TempError{Name: name, Err: err}
 	}
 	switch in.Rcode {
 	case miekg.RcodeSuccess:
 	case miekg.RcodeNameError:
-		return nil, ErrNotFound
+		return nil, false, ErrNotFound
 	default:
-		return nil, &TempError{Name: name, Err: fmt.Errorf("server answered %s", miekg.RcodeToString[in.Rcode])}
+		return nil, false, &TempError{Name: name, Err: fmt.Errorf("server answered %s", miekg.RcodeToString[in.Rcode])}
 	}
 	// Follow a CNAME chain inside the answer (e.g. a DKIM key delegated to
 	// a provider): records of the alias targets count as the name's own.
@@ -95,9 +103,9 @@ func (r *Resolver) exchange(ctx context.Context, name string, qtype uint16) ([]m
 		}
 	}
 	if len(out) == 0 {
-		return nil, ErrNotFound
+		return nil, false, ErrNotFound
 	}
-	return out, nil
+	return out, ad && in.AuthenticatedData, nil
 }
 
 // LookupTXT returns each TXT record at name with its strings joined, as

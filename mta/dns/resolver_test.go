@@ -74,3 +74,32 @@ func TestResolverFallsBackToTCPOnTruncation(t *testing.T) {
 		t.Fatalf("got %d records, %v", len(txt), err)
 	}
 }
+
+// TLSA records come back with the AD bit of a signed zone, and without it
+// from an unsigned one; an MX answer reports the same.
+func TestLookupTLSAAndAD(t *testing.T) {
+	zone := dnstest.Start(t)
+	zone.TLSA("_25._tcp.mx.signed.test", 3, 1, 1, "0a0b0c")
+	zone.TLSA("_25._tcp.mx.plain.test", 2, 0, 2, "ff")
+	zone.MX("signed.test", 10, "mx.signed.test")
+	zone.Signed("signed.test", true)
+	r := &Resolver{Server: zone.Addr, Timeout: 2 * time.Second}
+	ctx := context.Background()
+	recs, secure, err := r.LookupTLSA(ctx, "_25._tcp.mx.signed.test")
+	if err != nil || !secure || len(recs) != 1 || recs[0].Usage != 3 || recs[0].Selector != 1 || recs[0].MatchingType != 1 || string(recs[0].Data) != "\x0a\x0b\x0c" {
+		t.Fatalf("signed TLSA = %+v, %v, %v", recs, secure, err)
+	}
+	if recs, secure, err := r.LookupTLSA(ctx, "_25._tcp.mx.plain.test"); err != nil || secure || len(recs) != 1 || recs[0].Usage != 2 {
+		t.Fatalf("unsigned TLSA = %+v, %v, %v", recs, secure, err)
+	}
+	if _, _, err := r.LookupTLSA(ctx, "_25._tcp.none.signed.test"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("no TLSA: %v", err)
+	}
+	if mxs, secure, err := r.LookupMXSecure(ctx, "signed.test"); err != nil || !secure || len(mxs) != 1 {
+		t.Fatalf("MX = %v, %v, %v", mxs, secure, err)
+	}
+	zone.Signed("signed.test", false)
+	if _, secure, _ := r.LookupMXSecure(ctx, "signed.test"); secure {
+		t.Fatal("an unsigned zone's answer was taken as validated")
+	}
+}

@@ -19,6 +19,8 @@ type Attempt struct {
 	Number               int // the recipient's attempts so far, this one included
 	MX, SourceIP         string
 	TLSVersion           string // empty without TLS
+	TLSVerified          bool   // the certificate was verified (PKIX or DANE)
+	TLSPolicy            string // none, mta-sts or dane; empty through a relay or before a session
 	Code                 int
 	Enhanced, Text       string
 	Duration             time.Duration
@@ -36,7 +38,8 @@ const (
 // the transaction holding it has committed.
 func attempted(j attemptJob, res mta.RecipientResult, number int, outcome, bounceType string) Attempt {
 	return Attempt{MessageID: j.msgID, AccountID: j.accountID, Recipient: res.Recipient, Number: number,
-		MX: res.Host, SourceIP: j.src, TLSVersion: res.TLSVersion, Code: res.Code, Enhanced: res.Enhanced,
+		MX: res.Host, SourceIP: j.src, TLSVersion: res.TLSVersion,
+		TLSVerified: res.TLSVerified, TLSPolicy: res.TLSPolicy, Code: res.Code, Enhanced: res.Enhanced,
 		Text: res.Text, Duration: res.Duration, Outcome: outcome, BounceType: bounceType}
 }
 
@@ -67,6 +70,7 @@ func (q *Queue) report(attempts []Attempt) {
 			attrs = append(attrs, slog.String("rcpt", a.Recipient))
 		}
 		attrs = append(attrs, slog.String("mx", a.MX), slog.String("source_ip", a.SourceIP), slog.String("tls", a.TLSVersion),
+			slog.Bool("tls_verified", a.TLSVerified), slog.String("tls_policy", a.TLSPolicy),
 			slog.Int("code", a.Code), slog.String("enhanced", a.Enhanced), slog.String("reply", a.Text),
 			slog.Float64("duration_ms", float64(a.Duration.Microseconds())/1000), slog.Int("attempt", a.Number),
 			slog.String("outcome", a.Outcome))

@@ -71,6 +71,7 @@ func (q *Queue) record(j job, results []mta.RecipientResult, sigs map[string]str
 			number := r.Attempts
 			r.SMTPCode, r.EnhancedCode, r.SMTPResponse = res.Code, res.Enhanced, smtpLine(res)
 			r.MX, r.SourceIP, r.TLS = res.Host, j.src.Addr, res.TLS
+			r.TLSVersion, r.TLSVerified, r.TLSPolicy = res.TLSVersion, res.TLSVerified, res.TLSPolicy
 			if !j.msg.Test {
 				r.DKIMSignature = sigs[res.Recipient]
 			}

@@ -124,7 +124,7 @@ func (q *Queue) sendLive(ctx context.Context, j job) ([]mta.RecipientResult, map
 			sigs[rcpt] = signature(data, unsigned)
 		}
 		env := mta.Envelope{From: ReturnPath(q.opts.ReturnPathKey, j.msg, i), To: []string{rcpt}, Data: data, HELO: j.src.Hostname,
-			UTF8: utf8, SevenBit: sharedSeven}
+			UTF8: utf8, SevenBit: sharedSeven, RequireTLS: j.msg.RequireTLS}
 		if seven != nil && perRecipient {
 			env.SevenBit = func() ([]byte, error) {
 				s, err := seven()

@@ -7,6 +7,7 @@ package smtptest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,9 @@ type Message struct {
 	RemoteIP string // the client's address: the source IP it bound
 	HELO     string
 	At       time.Time
+	// TLS says the message came over STARTTLS; RequireTLS that MAIL FROM
+	// carried REQUIRETLS (RFC 8689).
+	TLS, RequireTLS bool
 }
 
 // Server is a running scripted MX.
@@ -75,6 +79,10 @@ type Options struct {
 	OnMessage func(Message)
 	// ReadTimeout bounds the wait for each client command; none when 0.
 	ReadTimeout time.Duration
+	// TLSConfig, when set, makes the server offer STARTTLS with it.
+	TLSConfig *tls.Config
+	// RequireTLS advertises REQUIRETLS (after STARTTLS, as RFC 8689 asks).
+	RequireTLS bool
 	// No8BitMIME plays an old MX that does not offer 8BITMIME (go-smtp's
 	// server always does): the line is taken out of the EHLO reply.
 	No8BitMIME bool
@@ -103,6 +111,7 @@ func Start(addr string, o Options) (*Server, error) {
 	if o.ReadTimeout > 0 {
 		s.srv.ReadTimeout = o.ReadTimeout
 	}
+	s.srv.TLSConfig, s.srv.EnableREQUIRETLS = o.TLSConfig, o.RequireTLS
 	s.srv.EnableSMTPUTF8 = o.SMTPUTF8
 	if o.No8BitMIME {
 		ln = no8bitListener{ln}
@@ -184,10 +193,13 @@ type session struct {
 	to     []string
 	slow   bool
 	fail   bool
+	// requireTLS is the REQUIRETLS MAIL parameter.
+	requireTLS bool
 }
 
-func (ss *session) Mail(from string, _ *smtp.MailOptions) error {
+func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 	ss.from = from
+	ss.requireTLS = opts != nil && opts.RequireTLS
 	return nil
 }
 
@@ -254,8 +266,9 @@ func (ss *session) Data(r io.Reader) error {
 	if ss.slow {
 		time.Sleep(200 * time.Millisecond)
 	}
+	_, tlsOn := ss.conn.TLSConnectionState()
 	m := Message{From: ss.from, To: append([]string(nil), ss.to...), RemoteIP: ss.remote,
-		HELO: ss.conn.Hostname(), At: time.Now()}
+		HELO: ss.conn.Hostname(), At: time.Now(), TLS: tlsOn, RequireTLS: ss.requireTLS}
 	s := ss.s
 	s.mu.Lock()
 	s.received++

@@ -64,6 +64,8 @@ type Envelope struct {
 	Data []byte   // the message as received (CRLF line endings)
 	// UTF8 is set when the client asked for SMTPUTF8 (RFC 6531).
 	UTF8 bool
+	// RequireTLS is set when MAIL FROM carried REQUIRETLS (RFC 8689).
+	RequireTLS bool
 }
 
 // Reply is an SMTP answer a Backend chooses: code, enhanced status code
@@ -159,6 +161,9 @@ func NewServer(b Backend, opts Options) *Server {
 		srv.WriteTimeout = time.Minute
 	}
 	srv.EnableSMTPUTF8 = true
+	// REQUIRETLS (RFC 8689) is offered once the session runs over TLS
+	// (go-smtp advertises it only then); the delivery honours it.
+	srv.EnableREQUIRETLS = true
 	// The session decides per connection (TLS, or loopback with Dev):
 	// go-smtp's own check would refuse every plain-text AUTH.
 	srv.AllowInsecureAuth = true
@@ -261,8 +266,11 @@ type session struct {
 	key    string // the first characters of the key logged in with, for logs
 	from   string
 	utf8   bool
-	to     []string
-	failed int // failed logins on this connection
+	// requireTLS is the REQUIRETLS MAIL parameter (RFC 8689): the message
+	// is to be delivered only over verified TLS.
+	requireTLS bool
+	to         []string
+	failed     int // failed logins on this connection
 }
 
 // remoteIP is the client's address.
@@ -374,6 +382,7 @@ func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 		return replyOr(err, 451, "4.3.0")
 	}
 	ss.from, ss.to, ss.utf8 = from, nil, opts != nil && opts.UTF8
+	ss.requireTLS = opts != nil && opts.RequireTLS
 	ss.setBusy(true)
 	return nil
 }
@@ -394,7 +403,7 @@ func (ss *session) Data(r io.Reader) error {
 	if _, err := io.Copy(&buf, r); err != nil {
 		return err // over SIZE (go-smtp answers 552), or the connection broke
 	}
-	id, err := ss.sender.Submit(Envelope{From: ss.from, To: ss.to, Data: buf.Bytes(), UTF8: ss.utf8})
+	id, err := ss.sender.Submit(Envelope{From: ss.from, To: ss.to, Data: buf.Bytes(), UTF8: ss.utf8, RequireTLS: ss.requireTLS})
 	if err != nil {
 		return replyOr(err, 451, "4.3.0")
 	}
@@ -414,7 +423,7 @@ func replyOr(err error, code int, enhanced string) error {
 
 // Reset ends a transaction: RSET, or go-smtp after DATA.
 func (ss *session) Reset() {
-	ss.from, ss.to, ss.utf8 = "", nil, false
+	ss.from, ss.to, ss.utf8, ss.requireTLS = "", nil, false, false
 	ss.setBusy(false)
 }
 func (ss *session) Logout() error { return nil }

@@ -110,8 +110,28 @@ func TestPlainLoopback(t *testing.T) {
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if len(b.got) != 1 || strings.Join(b.got[0].To, ",") != "ok@b.test" || string(b.got[0].Data) != "Subject: x\r\n\r\nbody\r\n" {
+			if len(b.got) != 1 || strings.Join(b.got[0].To, ",") != "ok@b.test" || string(b.got[0].Data) != "Subject: x\r\n\r\nbody\r\n" || b.got[0].RequireTLS {
 				t.Errorf("the backend got %+v", b.got)
+			}
+			// REQUIRETLS on MAIL FROM reaches the backend (RFC 8689).
+			if id, err := c.Text.Cmd("MAIL FROM:<a@b.test> REQUIRETLS"); err != nil {
+				t.Fatal(err)
+			} else {
+				c.Text.StartResponse(id)
+				_, _, err := c.Text.ReadResponse(250)
+				c.Text.EndResponse(id)
+				if err != nil {
+					t.Fatalf("MAIL with REQUIRETLS: %v", err)
+				}
+			}
+			c.Rcpt("ok@b.test")
+			w, _ = c.Data()
+			w.Write([]byte("Subject: y\r\n\r\nbody\r\n"))
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if len(b.got) != 2 || !b.got[1].RequireTLS {
+				t.Errorf("REQUIRETLS not passed on: %+v", b.got)
 			}
 		} else {
 			c2, _ := smtp.Dial(addr)

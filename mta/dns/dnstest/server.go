@@ -24,6 +24,7 @@ type Server struct {
 	records  map[string][]dns.RR // by lower-case FQDN
 	servfail map[string]bool
 	silent   map[string]bool
+	signed   map[string]bool // zones whose answers carry the AD bit
 	queries  int
 }
 
@@ -41,7 +42,7 @@ func Start(t testing.TB) *Server {
 // Listen runs a server until Close, for code outside tests (the bench
 // command) that needs a zone of its own.
 func Listen() (*Server, error) {
-	s := &Server{records: map[string][]dns.RR{}, servfail: map[string]bool{}, silent: map[string]bool{}}
+	s := &Server{records: map[string][]dns.RR{}, servfail: map[string]bool{}, silent: map[string]bool{}, signed: map[string]bool{}}
 	// UDP and TCP must share a port; the TCP side of a free UDP port may be
 	// taken, so try a few.
 	var pc net.PacketConn
@@ -145,6 +146,36 @@ func (s *Server) add(rr dns.RR) {
 	s.records[k] = append(s.records[k], rr)
 }
 
+// TLSA adds a TLSA record (RFC 6698) at name ("_25._tcp.mx.example.com"):
+// usage, selector, matching type and the association data in hex.
+func (s *Server) TLSA(name string, usage, selector, matchingType uint8, data string) {
+	s.add(&dns.TLSA{Hdr: dns.RR_Header{Name: dns.Fqdn(name), Rrtype: dns.TypeTLSA, Class: dns.ClassINET, Ttl: 60},
+		Usage: usage, Selector: selector, MatchingType: matchingType, Certificate: data})
+}
+
+// Signed marks zone (and every name under it) as DNSSEC-signed: answers
+// to queries that ask for it (AD or DO set) carry the AD bit, as from a
+// validating resolver (on=false makes them insecure again).
+func (s *Server) Signed(zone string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signed[key(zone)] = on
+}
+
+// signedName reports whether k is in a signed zone; s.mu is held.
+func (s *Server) signedName(k string) bool {
+	for name := k; ; {
+		if s.signed[name] {
+			return true
+		}
+		dot := strings.IndexByte(name, '.')
+		if dot < 0 || dot+1 >= len(name) {
+			return false
+		}
+		name = name[dot+1:]
+	}
+}
+
 // PTR adds a PTR record for ip (its in-addr.arpa or ip6.arpa name).
 func (s *Server) PTR(ip, name string) {
 	arpa, err := dns.ReverseAddr(ip)
@@ -228,7 +259,7 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	k := key(q.Name)
 	s.mu.Lock()
 	s.queries++
-	silent, servfail := s.silent[k], s.servfail[k]
+	silent, servfail, signed := s.silent[k], s.servfail[k], s.signedName(k)
 	rrs := append([]dns.RR(nil), s.records[k]...)
 	if len(rrs) == 0 {
 		rrs = s.wildcardFor(k, q.Name)
@@ -240,6 +271,10 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, req *dns.Msg) {
 	m := new(dns.Msg)
 	m.SetReply(req)
 	m.Authoritative = true
+	if signed && m.Rcode == dns.RcodeSuccess {
+		opt := req.IsEdns0()
+		m.AuthenticatedData = req.AuthenticatedData || opt != nil && opt.Do()
+	}
 	switch {
 	case servfail:
 		m.Rcode = dns.RcodeServerFailure

@@ -1,0 +1,167 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"mailbolt/mta/dns"
+	"mailbolt/mta/tlspolicy"
+	"mailbolt/storage"
+)
+
+// ReporterOptions configure a Reporter.
+type ReporterOptions struct {
+	DB       *storage.DB
+	Resolver Resolver
+	// Uploads posts reports to https: addresses (through the guard).
+	Uploads *STS
+	// Org names the reporting organization (--hostname); Contact is how
+	// to reach it ("mailto:" and --system-from).
+	Org, Contact string
+	// Mail queues a report to a mailto: address; nil skips those.
+	Mail   func(to string, r Report) error
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Reporter sends the daily aggregate TLS reports (RFC 8460) of the stored
+// counts.
+type Reporter struct{ o ReporterOptions }
+
+// NewReporter returns a Reporter with o.
+func NewReporter(o ReporterOptions) *Reporter {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Reporter{o: o}
+}
+
+// SendDue reports every day before today that has counts: for each
+// recipient domain that publishes a TLS-RPT record (_smtp._tls.<domain>,
+// read with mta/tlspolicy), one report to each of its rua addresses. The
+// counts of those days are then dropped, whether a domain publishes a
+// record or not; a DNS lookup that fails keeps them all for the next run.
+// A delivery that fails is logged and not retried (reports are best
+// effort, RFC 8460 §5).
+func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
+	today := Day(r.o.Now())
+	var counts []storage.TLSCount
+	if err := r.o.DB.View(func(tx *storage.Tx) (err error) { counts, err = tx.TLSCounts(today); return err }); err != nil {
+		return 0, err
+	}
+	if len(counts) == 0 {
+		return 0, nil
+	}
+	days := map[uint32]bool{}
+	for _, c := range counts {
+		days[c.Day] = true
+	}
+	policy := func(domain string) *tlspolicy.Policy {
+		var sp storage.STSPolicy
+		var err error
+		r.o.DB.View(func(tx *storage.Tx) error { sp, err = tx.STSPolicy(domain); return nil })
+		if err != nil {
+			return nil
+		}
+		p, err := tlspolicy.ParsePolicy([]byte(sp.Policy))
+		if err != nil {
+			return nil
+		}
+		return p
+	}
+	type job struct {
+		rua    []string
+		report Report
+	}
+	var jobs []job
+	ruas := map[string][]string{}
+	for day := range days {
+		for _, rep := range BuildReports(day, counts, r.o.Org, r.o.Contact, policy) {
+			d := rep.Domain()
+			rua, seen := ruas[d]
+			if !seen {
+				if rua, err = r.rua(ctx, d); err != nil {
+					return 0, err
+				}
+				ruas[d] = rua
+			}
+			if len(rua) > 0 {
+				jobs = append(jobs, job{rua, rep})
+			}
+		}
+	}
+	for _, j := range jobs {
+		for _, u := range j.rua {
+			var err error
+			if addr, ok := strings.CutPrefix(u, "mailto:"); ok {
+				if r.o.Mail == nil {
+					continue
+				}
+				err = r.o.Mail(addr, j.report)
+			} else if r.o.Uploads != nil {
+				err = r.o.Uploads.Upload(ctx, u, j.report)
+			}
+			if err != nil {
+				r.o.Logger.Warn("TLS report not sent", "domain", j.report.Domain(), "rua", u, "err", err)
+				continue
+			}
+			sent++
+		}
+	}
+	return sent, r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSCounts(today) })
+}
+
+// rua returns the report addresses of a domain ("mailto:addr" or an
+// https URL); none when it publishes no valid record.
+func (r *Reporter) rua(ctx context.Context, domain string) ([]string, error) {
+	txts, err := r.o.Resolver.LookupTXT(ctx, "_smtp._tls."+domain)
+	if errors.Is(err, dns.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("TLS-RPT record of %s: %w", domain, err)
+	}
+	rec, err := tlspolicy.Select(txts, tlspolicy.TLSRPTVersion)
+	if err != nil {
+		return nil, nil
+	}
+	parsed, err := tlspolicy.ParseTLSRPTRecord(rec)
+	if err != nil {
+		r.o.Logger.Info("invalid TLS-RPT record: no report", "domain", domain, "err", err)
+		return nil, nil
+	}
+	var out []string
+	for _, u := range parsed.RUA {
+		if strings.EqualFold(u.Scheme, "mailto") {
+			out = append(out, "mailto:"+tlspolicy.MailtoAddress(u))
+		} else {
+			out = append(out, u.String())
+		}
+	}
+	return out, nil
+}
+
+// Run sends due reports every interval until ctx ends.
+func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := r.SendDue(ctx); err != nil && ctx.Err() == nil {
+				r.o.Logger.Warn("TLS reports", "err", err)
+			} else if n > 0 {
+				r.o.Logger.Info("TLS reports sent", "count", n)
+			}
+		}
+	}
+}
