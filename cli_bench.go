@@ -51,6 +51,8 @@ type benchConfig struct {
 	cpuProfile      string
 	memProfile      string
 	dataDir         string // "" for a temp dir removed afterwards
+
+	remote remoteBench // --server: drive a running server (cli_bench_server.go)
 }
 
 func newBenchCommand() *cobra.Command {
@@ -74,6 +76,9 @@ and is kept.`,
 			}
 			if err := cfg.validate(); err != nil {
 				return err
+			}
+			if cfg.remote.server != "" {
+				return runRemoteCommand(cmd, cfg)
 			}
 			rep, err := runBench(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
@@ -108,6 +113,8 @@ and is kept.`,
 	f.BoolVar(&cfg.jsonOut, "json", false, "print the report as JSON")
 	f.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the run (with --phased: of the delivery phase) to this file, for go tool pprof")
 	f.StringVar(&cfg.memProfile, "memprofile", "", "write a heap profile at the end of the run to this file")
+	cfg.remote.addFlags(f)
+	cmd.AddCommand(newBenchSinkCommand(), newBenchSetupCommand())
 	return cmd
 }
 
