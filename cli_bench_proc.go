@@ -112,3 +112,25 @@ func loadAvg() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// procMemory reads the memory lines of /proc/PID/status, in MiB: VmHWM
+// (peak resident), VmRSS, RssAnon (the process's own memory) and RssFile
+// (mapped file pages, the database's among them).
+func procMemory(pid int) map[string]float64 {
+	out := map[string]float64{}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		f := strings.Fields(rest)
+		if !ok || len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+			out[name] = kb / 1024
+		}
+	}
+	return out
+}

@@ -93,6 +93,15 @@ type remoteReport struct {
 	ServerCPU       float64 `json:"server_cpu_seconds"` // first request to last delivery
 	CPUPerMessage   float64 `json:"server_cpu_per_message_ms"`
 
+	// The server's memory at the end, from /proc/PID/status, in MiB
+	// (with --server-pid): peak resident (VmHWM), resident, and of it
+	// anonymous (Go's heap and stacks) and file pages (the database's
+	// mapping).
+	ServerPeakRSS float64 `json:"server_peak_rss_mb,omitempty"`
+	ServerRSS     float64 `json:"server_rss_mb,omitempty"`
+	ServerAnon    float64 `json:"server_rss_anon_mb,omitempty"`
+	ServerFile    float64 `json:"server_rss_file_mb,omitempty"`
+
 	TimedOut bool `json:"timed_out"`
 	Complete bool `json:"complete"`
 }
@@ -186,6 +195,10 @@ func runRemoteBench(ctx context.Context, cfg benchConfig, logw io.Writer) (*remo
 		rep.CPUPerMessage = 1000 * rep.ServerCPU / float64(n)
 	}
 	rep.LoadAfter = loadAvg()
+	if rb.serverPID != 0 {
+		m := procMemory(rb.serverPID)
+		rep.ServerPeakRSS, rep.ServerRSS, rep.ServerAnon, rep.ServerFile = m["VmHWM"], m["VmRSS"], m["RssAnon"], m["RssFile"]
+	}
 	rep.TimedOut = runCtx.Err() != nil
 	rep.Complete = !rep.TimedOut && rep.Accepted == cfg.messages &&
 		(rb.sink == "" || rep.Delivered == rep.Accepted && rep.Duplicates == 0)
@@ -300,6 +313,10 @@ func (r *remoteReport) print(w io.Writer) {
 	if r.ServerCPU > 0 {
 		fmt.Fprintf(w, "server CPU %.2f s while accepting; %.2f s in all: %.3f ms per message\n",
 			r.ServerAcceptCPU, r.ServerCPU, r.CPUPerMessage)
+	}
+	if r.ServerPeakRSS > 0 {
+		fmt.Fprintf(w, "server RSS peak %.0f MB (VmHWM); at the end %.0f MB (anonymous %.0f, file %.0f)\n",
+			r.ServerPeakRSS, r.ServerRSS, r.ServerAnon, r.ServerFile)
 	}
 	switch {
 	case r.TimedOut:

@@ -99,6 +99,9 @@ func TestBenchDrivesARunningServer(t *testing.T) {
 		if !(0 < r.AcceptP50 && r.AcceptP50 <= r.AcceptP99 && r.AcceptP99 <= r.AcceptMax) {
 			t.Errorf("round %d: accept latency p50 %.2f, p99 %.2f, max %.2f ms", round, r.AcceptP50, r.AcceptP99, r.AcceptMax)
 		}
+		if r.ServerPeakRSS <= 0 || r.ServerRSS <= 0 || r.ServerAnon <= 0 || r.ServerRSS > r.ServerPeakRSS {
+			t.Errorf("round %d: server memory: peak %.1f, RSS %.1f, anon %.1f MB", round, r.ServerPeakRSS, r.ServerRSS, r.ServerAnon)
+		}
 		if r.AcceptedPerSec <= 0 || r.DeliveredPerSec <= 0 || r.ServerCPU <= 0 || r.CPUPerMessage <= 0 || r.LoadBefore == "" {
 			t.Errorf("round %d: rates %.0f/%.0f per s, server CPU %.3f s (%.3f ms per message), load %q",
 				round, r.AcceptedPerSec, r.DeliveredPerSec, r.ServerCPU, r.CPUPerMessage, r.LoadBefore)

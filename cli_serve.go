@@ -100,8 +100,8 @@ type serveConfig struct {
 	// pprofAddr is where net/http/pprof is served (loopback only);
 	// empty, the default: nowhere.
 	pprofAddr string
-	// memoryLimit is the Go runtime's soft memory limit in bytes; 0: none.
-	memoryLimit int64
+	// memoryLimit is --memory-limit, the Go runtime's soft memory limit.
+	memoryLimit memoryLimitFlag
 
 	// TLS (docs/tls.md): HTTPS on httpsAddr, with certificate files or
 	// ACME; the same certificate for STARTTLS on the inbound listener.
@@ -155,6 +155,7 @@ func defaultServeConfig() serveConfig {
 		messageRetention:  ad.MessageRetention,
 		smtpAddr:          "127.0.0.1:2525",
 		metricsAddr:       metrics.DefaultAddr,
+		memoryLimit:       memoryLimitFlag{bytes: defaultMemoryLimit},
 		logRecipients:     qd.LogRecipients,
 		acmeDirectory:     tlsconf.LetsEncrypt,
 	}
@@ -240,6 +241,8 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
+	cfg.memoryLimit = def.memoryLimit
+	f.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (heap, stacks), e.g. 128MiB or 1GiB; the collector works harder near it; 0 turns it off; when not given, GOMEMLIMIT if set")
 	f.StringVar(&cfg.pprofAddr, "pprof-addr", def.pprofAddr, "serve Go's profiler (net/http/pprof) on this loopback address, for performance work; off by default (profiles hold secrets)")
 	f.BoolVar(&cfg.logRecipients, "log-recipients", def.logRecipients, "log full recipient addresses in delivery lines (default: only their domain)")
 

@@ -77,6 +77,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	}
 	gs.web(&wc)
 
+	applyMemoryLimit(cfg.memoryLimit)
 	s := &service{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
