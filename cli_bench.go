@@ -56,6 +56,8 @@ type benchConfig struct {
 	via             string // http or smtp (cli_bench_smtp.go)
 	starttls        bool   // with --via smtp: STARTTLS on each session
 	clientProcess   bool   // with --via smtp: the clients in a process of their own
+
+	remote remoteBench // --server: drive a running server (cli_bench_server.go)
 }
 
 func newBenchCommand() *cobra.Command {
@@ -79,6 +81,9 @@ and is kept.`,
 			}
 			if err := cfg.validate(); err != nil {
 				return err
+			}
+			if cfg.remote.server != "" {
+				return runRemoteCommand(cmd, cfg)
 			}
 			rep, err := runBench(cmd.Context(), cfg, cmd.ErrOrStderr())
 			if err != nil {
@@ -116,6 +121,8 @@ and is kept.`,
 	f.StringVar(&cfg.via, "via", "http", "how messages are submitted: http (POST /v1/messages) or smtp (the submission listener, one session per client)")
 	f.BoolVar(&cfg.starttls, "starttls", false, "with --via smtp: STARTTLS on each session (a self-signed certificate made for the run)")
 	f.BoolVar(&cfg.clientProcess, "client-process", false, "with --via smtp: run the SMTP clients in a process of their own, so CPU per message is the server's alone")
+	cfg.remote.addFlags(f)
+	cmd.AddCommand(newBenchSinkCommand(), newBenchSetupCommand())
 	return cmd
 }
 

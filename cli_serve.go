@@ -112,6 +112,11 @@ type serveConfig struct {
 	metricsAddr    string
 	metricsAddrSet bool // given by flag or environment: failing to bind it stops serve
 	logRecipients  bool
+	// pprofAddr is where net/http/pprof is served (loopback only);
+	// empty, the default: nowhere.
+	pprofAddr string
+	// memoryLimit is --memory-limit, the Go runtime's soft memory limit.
+	memoryLimit memoryLimitFlag
 
 	// TLS (docs/tls.md): HTTPS on httpsAddr, with certificate files or
 	// ACME; the same certificate for STARTTLS on the inbound listener.
@@ -167,6 +172,7 @@ func defaultServeConfig() serveConfig {
 		messageRetention:  ad.MessageRetention,
 		smtpAddr:          "127.0.0.1:2525",
 		metricsAddr:       metrics.DefaultAddr,
+		memoryLimit:       memoryLimitFlag{bytes: defaultMemoryLimit},
 		logRecipients:     qd.LogRecipients,
 		acmeDirectory:     tlsconf.LetsEncrypt,
 	}
@@ -258,6 +264,9 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.geoIPDB, "geoip-db", def.geoIPDB, "MaxMind-format database (GeoLite2-City .mmdb) to locate opens and clicks; none by default")
 	f.StringVar(&cfg.systemFrom, "system-from", def.systemFrom, "sender address of mail the service sends itself (team invitations); its domain must be verified by some account")
 	f.StringVar(&cfg.metricsAddr, "metrics-addr", def.metricsAddr, "address of the Prometheus /metrics endpoint; empty disables it")
+	cfg.memoryLimit = def.memoryLimit
+	f.Var(&cfg.memoryLimit, "memory-limit", "soft limit of the Go runtime's memory (heap, stacks), e.g. 128MiB or 1GiB; the collector works harder near it; 0 turns it off; when not given, GOMEMLIMIT if set")
+	f.StringVar(&cfg.pprofAddr, "pprof-addr", def.pprofAddr, "serve Go's profiler (net/http/pprof) on this loopback address, for performance work; off by default (profiles hold secrets)")
 	f.BoolVar(&cfg.logRecipients, "log-recipients", def.logRecipients, "log full recipient addresses in delivery lines (default: only their domain)")
 
 	f.StringVar(&cfg.httpsAddr, "https-addr", def.httpsAddr, "address of the HTTPS API (needs --tls-cert/--tls-key or --acme-domains); with it, --http-addr answers only ACME challenges, health probes and redirects")
@@ -342,6 +351,11 @@ func (cfg serveConfig) validate() error {
 	if cfg.metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.metricsAddr); err != nil {
 			return fmt.Errorf("--metrics-addr: %q is not host:port (empty disables metrics)", cfg.metricsAddr)
+		}
+	}
+	if cfg.pprofAddr != "" {
+		if err := checkPprofAddr(cfg.pprofAddr); err != nil {
+			return err
 		}
 	}
 	if _, _, err := net.SplitHostPort(cfg.smtpAddr); err != nil {
@@ -583,6 +597,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	if s.metricsLn != nil {
 		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", s.metricsLn.Addr())
+	}
+	if s.pprofLn != nil {
+		fmt.Fprintf(stdout, "profiler on http://%s/debug/pprof/\n", s.pprofLn.Addr())
 	}
 	return s.run(ctx)
 }

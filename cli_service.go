@@ -54,6 +54,8 @@ type service struct {
 	metrics   *metrics.Metrics
 	metricsLn net.Listener // nil: no metrics endpoint
 	metricsHS *http.Server
+	pprofLn   net.Listener // nil: no --pprof-addr
+	pprofHS   *http.Server
 	// boot is the account and keys a first start created; nil otherwise.
 	boot *app.Bootstrap
 
@@ -84,6 +86,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	}
 	gs.web(&wc)
 
+	applyMemoryLimit(cfg.memoryLimit)
 	s := &service{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
@@ -171,6 +174,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, err
 	}
 	if err := s.listenSubmission(wc); err != nil {
+		return nil, err
+	}
+	if s.pprofLn, err = listenPprof(cfg); err != nil {
 		return nil, err
 	}
 	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
@@ -280,6 +286,9 @@ func (s *service) close() {
 	if s.metricsLn != nil {
 		s.metricsLn.Close()
 	}
+	if s.pprofLn != nil {
+		s.pprofLn.Close()
+	}
 	if s.httpLn != nil {
 		s.httpLn.Close()
 	}
@@ -328,6 +337,12 @@ func (s *service) run(ctx context.Context) error {
 		go s.metricsHS.Serve(s.metricsLn)
 		metricsAddr = s.metricsLn.Addr().String()
 	}
+	if s.pprofLn != nil {
+		s.pprofHS = pprofServer()
+		go s.pprofHS.Serve(s.pprofLn)
+		s.log.Warn("profiler served: it exposes memory contents, keep it on loopback and turn it off when done",
+			"pprof_addr", s.pprofLn.Addr().String())
+	}
 	s.log.Info("started", "http_addr", s.httpLn.Addr().String(), "https_addr", httpsAddr, "smtp_addr", s.smtpLn.Addr().String(),
 		"metrics_addr", metricsAddr, "data_dir", s.cfg.dataDir, "version", version)
 	if len(s.submission) > 0 {
@@ -361,6 +376,9 @@ func (s *service) run(ctx context.Context) error {
 	httpDone.Wait()
 	if s.metricsHS != nil {
 		s.metricsHS.Shutdown(shutdownCtx)
+	}
+	if s.pprofHS != nil {
+		s.pprofHS.Close() // a profile being taken is cut short
 	}
 	if serr := s.inbound.Shutdown(shutdownCtx); serr != nil {
 		s.inbound.Close()

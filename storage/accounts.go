@@ -30,9 +30,24 @@ func (tx *Tx) PutAccount(a Account) error {
 
 // Account reads one account; ErrNotFound when there is none.
 func (tx *Tx) Account(id string) (Account, error) {
+	key := []byte(id)
+	raw := tx.bucket(bucketAccounts).Get(key)
+	if raw == nil {
+		return Account{}, ErrNotFound
+	}
+	if tx.decoded != nil {
+		if a, ok := tx.decoded.accounts.get(key, raw); ok {
+			return a, nil
+		}
+	}
 	var a Account
-	err := getJSON(tx.bucket(bucketAccounts), []byte(id), &a)
-	return a, err
+	if err := decodeJSON(key, raw, &a); err != nil {
+		return Account{}, err
+	}
+	if tx.decoded != nil {
+		tx.decoded.accounts.put(key, raw, a)
+	}
+	return a, nil
 }
 
 // Accounts lists accounts in id order.

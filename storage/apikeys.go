@@ -65,9 +65,24 @@ func (tx *Tx) APIKey(accountID, id string) (APIKey, error) {
 // KEY_ID) and for bookkeeping on a key already authenticated, never for a
 // request made on behalf of a tenant.
 func (tx *Tx) APIKeyByID(id string) (APIKey, error) {
+	key := []byte(id)
+	raw := tx.bucket(bucketAPIKeys).Get(key)
+	if raw == nil {
+		return APIKey{}, ErrNotFound
+	}
+	if tx.decoded != nil {
+		if k, ok := tx.decoded.apiKeys.get(key, raw); ok {
+			return k, nil
+		}
+	}
 	var k APIKey
-	err := getJSON(tx.bucket(bucketAPIKeys), []byte(id), &k)
-	return k, err
+	if err := decodeJSON(key, raw, &k); err != nil {
+		return APIKey{}, err
+	}
+	if tx.decoded != nil {
+		tx.decoded.apiKeys.put(key, raw, k)
+	}
+	return k, nil
 }
 
 // APIKeyByHash finds the key whose secret hashes to hash, of whichever

@@ -72,7 +72,7 @@ func (db *DB) commitBatch(batch []*op) {
 		var gauge gaugeDelta
 		start := time.Now()
 		err := db.bolt.Update(func(btx *bolt.Tx) error {
-			tx := &Tx{btx: btx, seal: db.seal}
+			tx := &Tx{btx: btx, seal: db.seal, decoded: db.decoded}
 			for i, o := range batch {
 				if err := db.runOne(o.fn, tx); err != nil {
 					failed, failErr = i, err

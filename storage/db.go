@@ -65,9 +65,10 @@ type DB struct {
 	hooks  []*afterCommit // replaced, never changed in place (see AfterCommit)
 
 	seal         *sealer // the secret key (seal.go)
-	keyFile      string  // where the key was read from
-	keyCreated   bool    // this Open created keyFile
-	preMigration string  // the copy taken before this Open migrated the schema
+	decoded      *decodedCaches
+	keyFile      string // where the key was read from
+	keyCreated   bool   // this Open created keyFile
+	preMigration string // the copy taken before this Open migrated the schema
 }
 
 // Open opens (creating if needed) the database in dataDir and brings its
@@ -125,7 +126,8 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	db := &DB{bolt: b, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{})}
+	db := &DB{bolt: b, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{}),
+		decoded: newDecodedCaches()}
 	if err := db.loadSecretKey(); err != nil {
 		b.Close()
 		return nil, err
@@ -182,7 +184,7 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 		}
 	}
 	return db.bolt.View(func(btx *bolt.Tx) error {
-		return fn(&Tx{btx: btx, seal: db.seal})
+		return fn(&Tx{btx: btx, seal: db.seal, decoded: db.decoded})
 	})
 }
 

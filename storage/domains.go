@@ -138,8 +138,18 @@ func (tx *Tx) Domain(accountID, id string) (Domain, error) {
 // which finds domains by their place in domain_schedule, never for a
 // request made on behalf of a tenant.
 func (tx *Tx) DomainByID(id string) (Domain, error) {
+	key := []byte(id)
+	raw := tx.bucket(bucketDomains).Get(key)
+	if raw == nil {
+		return Domain{}, ErrNotFound
+	}
+	if tx.decoded != nil {
+		if d, ok := tx.decoded.domains.get(key, raw); ok {
+			return d, nil
+		}
+	}
 	var d Domain
-	if err := getJSON(tx.bucket(bucketDomains), []byte(id), &d); err != nil {
+	if err := decodeJSON(key, raw, &d); err != nil {
 		return Domain{}, err
 	}
 	for i, k := range d.DKIMKeys {
@@ -151,6 +161,9 @@ func (tx *Tx) DomainByID(id string) (Domain, error) {
 			return Domain{}, err
 		}
 		d.DKIMKeys[i].PrivateKey = clear
+	}
+	if tx.decoded != nil {
+		tx.decoded.domains.put(key, raw, d)
 	}
 	return d, nil
 }

@@ -14,9 +14,10 @@ import (
 // after the transaction ends.
 type Tx struct {
 	btx     *bolt.Tx
-	changed Change     // what this write transaction filed for the workers
-	gauge   gaugeDelta // what it changed of the gauges (gauges.go)
-	seal    *sealer    // seals and opens secrets (seal.go); nil only read-only without a key file
+	changed Change         // what this write transaction filed for the workers
+	gauge   gaugeDelta     // what it changed of the gauges (gauges.go)
+	seal    *sealer        // seals and opens secrets (seal.go); nil only read-only without a key file
+	decoded *decodedCaches // hot records already decoded (decoded.go); nil: none
 }
 
 // Bucket names. Every bucket is created by a migration.
