@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 
@@ -45,13 +46,24 @@ func checkPasswordRules(field, pw string) error {
 	return nil
 }
 
+// argonSlots bounds the argon2id computations running at once: each takes
+// argonMemory KiB, and logins are open to anyone.
+var argonSlots = make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))
+
+// argonKey is argon2.IDKey in one of argonSlots.
+func argonKey(pw, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
+	argonSlots <- struct{}{}
+	defer func() { <-argonSlots }()
+	return argon2.IDKey(pw, salt, time, memory, threads, keyLen)
+}
+
 // hashPassword is the PHC string of pw's argon2id hash with a new salt.
 func hashPassword(pw string) string {
 	salt := make([]byte, argonSaltLen)
 	if _, err := rand.Read(salt); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	key := argonKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
 	enc := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
 		enc.EncodeToString(salt), enc.EncodeToString(key))
@@ -84,7 +96,7 @@ func checkPassword(hash, pw string) bool {
 	if err1 != nil || err2 != nil || len(want) == 0 || len(want) > 64 {
 		return false
 	}
-	got := argon2.IDKey([]byte(pw), salt, time, memory, threads, uint32(len(want)))
+	got := argonKey([]byte(pw), salt, time, memory, threads, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1
 }
 

@@ -113,13 +113,27 @@ func (a *App) LinkInfo(token string) (storage.PasswordLink, error) {
 	var l storage.PasswordLink
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		l, err = tx.PasswordLink(HashSecret(token))
+		if l, err = tx.PasswordLink(HashSecret(token)); err == nil && linkVoid(tx, l, l.Email, a.Now()) {
+			err = storage.ErrNotFound
+		}
 		return err
 	})
-	if err == nil && !a.Now().Before(l.ExpiresAt) {
-		err = storage.ErrNotFound
-	}
 	return l, storageErr(err, "password link")
+}
+
+// linkVoid reports whether a set-password link for email can no longer be
+// used: it has expired, or it was made before the person's password last
+// changed — once a password is chosen, an older link (in scrollback, in
+// mail) must not replace it. An owner link names its email only when used.
+func linkVoid(tx *storage.Tx, l storage.PasswordLink, email string, now time.Time) bool {
+	if !now.Before(l.ExpiresAt) {
+		return true
+	}
+	if email == "" {
+		return false
+	}
+	p, err := tx.Person(email)
+	return err == nil && p.PasswordHash != "" && l.CreatedAt.Before(p.PasswordSetAt)
 }
 
 // LinkInfoWithAccount is LinkInfo and the name of the link's account.
@@ -161,7 +175,7 @@ func (a *App) SetPassword(token, email, password, source string) (string, error)
 	now := a.Now().UTC()
 	err = a.db.Update(func(tx *storage.Tx) error {
 		cur, err := tx.PasswordLink(HashSecret(token))
-		if err != nil || !now.Before(cur.ExpiresAt) {
+		if err != nil || linkVoid(tx, cur, addr, now) {
 			return storage.ErrNotFound
 		}
 		acct, err := tx.Account(cur.AccountID)

@@ -146,14 +146,21 @@ func (a *App) Invitee(token string) (m storage.TeamMember, err error) {
 }
 
 // AcceptInvitation makes an invited member active and, when password is
-// not empty, sets the person's dashboard password (ending the person's
-// sessions, as every password change does). Accepting twice is not an
-// error. source is the client address, for the audit log.
+// not empty, sets the dashboard password of a person who has none yet.
+// Accepting twice is not an error, but an invitation never changes a
+// password that exists, nor sets one once accepted (409 CONFLICT): the
+// token is seen by whoever invited, and a person's password is shared by
+// all their accounts, so it must not be a way to take one over. source is
+// the client address, for the audit log.
 func (a *App) AcceptInvitation(token, password, source string) (storage.TeamMember, error) {
 	var hash string
 	if password != "" {
 		if e := checkPasswordRules("password", password); e != nil {
 			return storage.TeamMember{}, e
+		}
+		// The token first: hashing is slow, and costs nothing to ask for.
+		if _, err := a.Invitee(token); err != nil {
+			return storage.TeamMember{}, err
 		}
 		hash = hashPassword(password)
 	}
@@ -165,6 +172,12 @@ func (a *App) AcceptInvitation(token, password, source string) (storage.TeamMemb
 			return storage.ErrNotFound
 		}
 		if hash != "" {
+			if m.Status == "active" {
+				return NewError(CodeConflict, "this invitation was accepted already; log in with your password, or ask for a set-password link")
+			}
+			if p, err := tx.Person(m.Email); err == nil && p.PasswordHash != "" {
+				return NewError(CodeConflict, "you have a dashboard password already: accept without one and log in with it")
+			}
 			if err := a.putPassword(tx, m.Email, hash, now.UTC()); err != nil {
 				return err
 			}

@@ -186,7 +186,9 @@ func spendCode(p *storage.Person, code string, now time.Time) bool {
 // otherwise, the session still waiting).
 func (a *App) SecondFactor(s Session, code string) error {
 	now := a.Now()
+	var refused error
 	err := a.db.Update(func(tx *storage.Tx) error {
+		refused = nil
 		cur, err := tx.Session(s.hash)
 		if err != nil || !cur.SecondFactorDue {
 			return errSessionEnded()
@@ -195,16 +197,46 @@ func (a *App) SecondFactor(s Session, code string) error {
 		if err != nil {
 			return err
 		}
-		if !spendCode(&p, code, now) {
-			return NewError(CodeUnauthorized, "the code is wrong or was used already")
+		if p.CodesLockedUntil != nil && now.Before(*p.CodesLockedUntil) {
+			return NewError(CodeRateLimitExceeded, fmt.Sprintf("too many wrong codes: codes are taken again after %s",
+				p.CodesLockedUntil.UTC().Format(time.RFC3339)))
 		}
+		if !spendCode(&p, code, now) {
+			// Counted in the person's record, which every node and
+			// every session share: a guesser with the password gets
+			// codeFailuresPerLock tries, then waits longer each time.
+			p.CodeFailures++
+			if p.CodeFailures%codeFailuresPerLock == 0 {
+				until := now.Add(codeLock(p.CodeFailures))
+				p.CodesLockedUntil = &until
+			}
+			refused = NewError(CodeUnauthorized, "the code is wrong or was used already")
+			return tx.PutPerson(p)
+		}
+		p.CodeFailures, p.CodesLockedUntil = 0, nil
 		if err := tx.PutPerson(p); err != nil {
 			return err
 		}
 		cur.SecondFactorDue = false
 		return tx.PutSession(s.hash, cur)
 	})
-	return storageErr(err, "person")
+	if e := storageErr(err, "person"); e != nil {
+		return e
+	}
+	return refused
+}
+
+// codeFailuresPerLock wrong second-factor codes in a row lock the person's
+// codes for codeLock: 15 minutes after the first five, doubling after
+// each further five, at most a day.
+const codeFailuresPerLock = 5
+
+func codeLock(failures int) time.Duration {
+	d := 15 * time.Minute
+	for n := failures/codeFailuresPerLock - 1; n > 0 && d < 24*time.Hour; n-- {
+		d *= 2
+	}
+	return min(d, 24*time.Hour)
 }
 
 // TOTPStatus reports whether the person's second factor is on, and how many

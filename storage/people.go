@@ -25,6 +25,11 @@ type Person struct {
 	TOTPLastStep int64 `json:"totp_last_step,omitempty"`
 	// RecoveryCodes are the SHA-256 hashes of the unused recovery codes.
 	RecoveryCodes [][]byte `json:"recovery_codes,omitempty"`
+	// CodeFailures counts the wrong second-factor codes since the last
+	// right one; CodesLockedUntil is when codes are taken again after
+	// too many (RFC 4226 §7.3).
+	CodeFailures     int        `json:"code_failures,omitempty"`
+	CodesLockedUntil *time.Time `json:"codes_locked_until,omitempty"`
 }
 
 func personContext(email, field string) string { return "person/" + email + "/" + field }

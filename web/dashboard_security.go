@@ -4,6 +4,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"strings"
 
 	"mailbolt/app"
 )
@@ -26,6 +27,10 @@ func (s *Server) code(w http.ResponseWriter, r *http.Request, sess app.Session) 
 		var e *app.Error
 		if errors.As(err, &e) && e.Code == app.CodeUnauthorized {
 			again(http.StatusUnauthorized, "The code is wrong or was used already.")
+			return
+		}
+		if errors.As(err, &e) && e.Code == app.CodeRateLimitExceeded {
+			again(http.StatusTooManyRequests, "Too many wrong codes: "+strings.TrimPrefix(e.Message, "too many wrong codes: ")+".")
 			return
 		}
 		s.fail(w, sess, err)

@@ -412,6 +412,18 @@ func TestDashboardPasswordsTravelOnlyOverHTTPS(t *testing.T) {
 		}
 	}
 
+	// The invitation form takes a password under the same rule.
+	r := e.do("POST", "/v1/team/invite", e.key, map[string]string{"email": "new@example.com", "role": "developer"})
+	token := r.json(t)["accept_token"].(string)
+	wantStatus(t, "a password on the accept form over plain HTTP from afar",
+		far.do("POST", "/v1/team/accept/"+token, url.Values{"password": {goodPassword}}), 403)
+	if got := e.browser("X-Forwarded-For", "203.0.113.9", "X-Forwarded-Proto", "https").
+		login("new@example.com", goodPassword).StatusCode; got != 401 {
+		t.Errorf("after a refused accept form, login answers %d: a password was set", got)
+	}
+	wantStatus(t, "the accept form through a TLS proxy",
+		tls.do("POST", "/v1/team/accept/"+token, url.Values{"password": {goodPassword}}), 200)
+
 	dev := newEnv(t, dashConfig(func(c *Config) {
 		c.TrustedProxies, c.Dev = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, true
 	}))
@@ -637,4 +649,15 @@ func TestDashboardSecondFactor(t *testing.T) {
 	wantStatus(t, "off without a code", c.post("/dashboard/security", "/dashboard/security/totp/disable", url.Values{"code": {"nope"}}), 400)
 	wantRedirect(t, "off", c.post("/dashboard/security", "/dashboard/security/totp/disable", url.Values{"code": {recovery[1][1]}}), "/dashboard/security")
 	wantRedirect(t, "login without a second factor", e.browser().login("ann@example.com", goodPassword), "/dashboard/")
+}
+
+// Login attempts are counted per IPv4 address and per IPv6 /64: one host
+// commonly holds a whole /64.
+func TestLoginAttemptsCountedPerSourceNetwork(t *testing.T) {
+	for ip, want := range map[string]string{"203.0.113.9": "203.0.113.9", "2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64", "::ffff:203.0.113.9": "::ffff:203.0.113.9", "junk": "junk"} {
+		if got := sourceNet(ip); got != want {
+			t.Errorf("sourceNet(%q) = %q, want %q", ip, got, want)
+		}
+	}
 }

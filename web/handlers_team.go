@@ -116,6 +116,13 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request, c *cal
 		}
 		password = r.PostForm.Get("password")
 	}
+	if password != "" {
+		// A password travels only over TLS, as on the login page.
+		if e := s.plainRefused(r); e != nil {
+			s.writeError(w, r, e)
+			return
+		}
+	}
 	token := c.params.ByName("token")
 	m, e := s.app.AcceptInvitation(token, password, clientIP(r))
 	if e != nil {
