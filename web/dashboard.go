@@ -114,6 +114,10 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("POST /dashboard/team/invite", s.authed(true, s.teamInvite))
 	mux.HandleFunc("POST /dashboard/team/remove", s.authed(true, s.teamRemove))
 	mux.HandleFunc("GET /dashboard/audit-log", s.authed(true, s.auditPage))
+	// The message page; webhooks; domains (dashboard_message.go, dashboard_webhooks.go, dashboard_domains.go).
+	mux.HandleFunc("GET /dashboard/messages/{id}", s.authed(true, s.messagePage))
+	mux.HandleFunc("GET /dashboard/messages/{id}/source", s.authed(true, s.messageSource))
+	mux.HandleFunc("GET /dashboard/messages/{id}/raw", s.authed(true, s.messageRawDownload))
 	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusNotFound, "error", page{Title: "Not found", Error: "There is no page at " + r.URL.Path + "."})
 	})
