@@ -156,9 +156,13 @@ func (s *Server) messageRawDownload(w http.ResponseWriter, r *http.Request, sess
 // out of dashboardPages' list so page sets added in parallel do not
 // collide).
 func init() {
-	for _, name := range []string{"message", "source"} {
-		dashboardPages[name] = template.Must(template.New(name).Funcs(dashboardFuncs).
-			ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+	for name, also := range map[string][]string{"message": nil, "source": nil,
+		"webhooks": {"webhook_fields"}, "webhook": {"webhook_fields"}, "domains": nil, "domain": nil} {
+		files := []string{"dashboard/layout.html", "dashboard/" + name + ".html"}
+		for _, f := range also {
+			files = append(files, "dashboard/"+f+".html")
+		}
+		dashboardPages[name] = template.Must(template.New(name).Funcs(dashboardFuncs).ParseFS(dashboardFiles, files...))
 	}
 }
 
