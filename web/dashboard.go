@@ -128,6 +128,13 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("POST /dashboard/webhooks/{id}/rotate-secret", s.authed(true, s.rotateWebhookForm))
 	mux.HandleFunc("POST /dashboard/webhooks/{id}/delete", s.authed(true, s.deleteWebhookForm))
 	mux.HandleFunc("POST /dashboard/webhooks/{id}/replay", s.authed(true, s.replayForm))
+	mux.HandleFunc("GET /dashboard/domains", s.authed(true, s.domainsPage))
+	mux.HandleFunc("POST /dashboard/domains", s.authed(true, s.createDomainForm))
+	mux.HandleFunc("GET /dashboard/domains/{id}", s.authed(true, s.domainPage))
+	mux.HandleFunc("POST /dashboard/domains/{id}/verify", s.authed(true, s.verifyDomainForm))
+	mux.HandleFunc("POST /dashboard/domains/{id}/rotate-dkim", s.authed(true, s.rotateDKIMForm))
+	mux.HandleFunc("POST /dashboard/domains/{id}/delete", s.authed(true, s.deleteDomainForm))
+	mux.HandleFunc("POST /dashboard/domains/{id}/grade", s.authed(true, s.gradeDomainForm))
 	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusNotFound, "error", page{Title: "Not found", Error: "There is no page at " + r.URL.Path + "."})
 	})
