@@ -106,7 +106,6 @@ func (s *Server) showDomain(w http.ResponseWriter, sess app.Session, status int,
 	s.render(w, status, "domain", s.pageOf(sess, "Domain "+d.Name, page{Error: msg, Data: data}))
 }
 
-
 // verifyDomainForm looks the domain's records up now.
 func (s *Server) verifyDomainForm(w http.ResponseWriter, r *http.Request, sess app.Session) {
 	d, err := s.app.VerifyDomain(r.Context(), sess.Principal, r.PathValue("id"))
