@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"mailbolt/app"
-	"mailbolt/grader"
 	"mailbolt/storage"
 )
 
@@ -37,11 +36,19 @@ type breakdownRow struct {
 	Score, Max int
 }
 
+// findingRow is one finding of a grader verdict.
+type findingRow struct {
+	Severity, Category, Message string
+}
+
 // gradeData is the grader's verdict on a domain.
 type gradeData struct {
-	Result    grader.Result
-	Breakdown []breakdownRow
-	Disabled  bool
+	Grade           string
+	Score           int
+	Breakdown       []breakdownRow
+	Findings        []findingRow
+	Recommendations []string
+	Disabled        bool
 }
 
 // domainData is what a domain's page shows.
@@ -152,7 +159,10 @@ func (s *Server) gradeDomainForm(w http.ResponseWriter, r *http.Request, sess ap
 			s.fail(w, sess, err)
 			return
 		}
-		g.Result = res
+		g.Grade, g.Score, g.Recommendations = res.Grade, res.Score, res.Recommendations
+		for _, f := range res.Findings {
+			g.Findings = append(g.Findings, findingRow{Severity: f.Severity, Category: f.Category, Message: f.Message})
+		}
 		for name, sc := range res.Breakdown {
 			g.Breakdown = append(g.Breakdown, breakdownRow{Name: strings.ReplaceAll(name, "_", " "), Score: sc.Score, Max: sc.Max})
 		}
