@@ -248,7 +248,7 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 		switch {
 		case d.Status != storage.DeliveryFailed:
 			return Conflict("the delivery is " + d.Status + "; only a failed delivery can be replayed")
-		case d.FailedAt == nil || now.Sub(*d.FailedAt) > a.opts.Webhooks.Dispatch.FailedRetention:
+		case !a.Replayable(d):
 			return NotFound("failed delivery of this event to this webhook (older than the retention window)")
 		}
 		if _, err := tx.EventEnvelope(d.AccountID, d.EventID); err != nil {
@@ -259,6 +259,14 @@ func (a *App) Replay(p Principal, webhookID, eventID string) (storage.Delivery, 
 		return tx.UpdateDelivery(d)
 	})
 	return d, storageErr(err, "delivery")
+}
+
+// Replayable reports whether Replay accepts d: it failed within the
+// failed-delivery retention window (7 days by default, spec §6), on the
+// App's clock. The event must also still be in the history.
+func (a *App) Replayable(d storage.Delivery) bool {
+	return d.Status == storage.DeliveryFailed && d.FailedAt != nil &&
+		a.Now().Sub(*d.FailedAt) <= a.opts.Webhooks.Dispatch.FailedRetention
 }
 
 // DeliveryInFlight reports whether d's last attempt is a request still

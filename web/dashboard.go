@@ -14,8 +14,9 @@ import (
 )
 
 // The dashboard (docs/dashboard.md): server-rendered pages under
-// /dashboard/, with their one stylesheet embedded. No page runs script; the
-// Content-Security-Policy allows none, nor framing.
+// /dashboard/, with their one stylesheet embedded. No page needs script;
+// the Content-Security-Policy allows only the dashboard's own files (copy
+// buttons), no inline script, and no framing.
 
 //go:embed dashboard
 var dashboardFiles embed.FS
@@ -37,9 +38,10 @@ const (
 	// formCookie holds the CSRF token of the forms shown before a session
 	// exists (login, set password): the form must post the same value.
 	formCookie = "mailbolt_form"
-	// dashboardCSP forbids every script, every frame ancestor, and every
-	// resource but the dashboard's own stylesheet and images.
-	dashboardCSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; " +
+	// dashboardCSP forbids every frame ancestor, and every resource but the
+	// dashboard's own stylesheet, images and script files (copy buttons:
+	// no inline script runs).
+	dashboardCSP = "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; form-action 'self'; " +
 		"frame-ancestors 'none'; base-uri 'none'"
 	// maxFormBytes caps a dashboard form's body.
 	maxFormBytes = 64 << 10
@@ -114,6 +116,25 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("POST /dashboard/team/invite", s.authed(true, s.teamInvite))
 	mux.HandleFunc("POST /dashboard/team/remove", s.authed(true, s.teamRemove))
 	mux.HandleFunc("GET /dashboard/audit-log", s.authed(true, s.auditPage))
+	// The message page; webhooks; domains (dashboard_message.go, dashboard_webhooks.go, dashboard_domains.go).
+	mux.HandleFunc("GET /dashboard/messages/{id}", s.authed(true, s.messagePage))
+	mux.HandleFunc("GET /dashboard/messages/{id}/source", s.authed(true, s.messageSource))
+	mux.HandleFunc("GET /dashboard/messages/{id}/raw", s.authed(true, s.messageRawDownload))
+	mux.HandleFunc("GET /dashboard/webhooks", s.authed(true, s.webhooksPage))
+	mux.HandleFunc("POST /dashboard/webhooks", s.authed(true, s.createWebhookForm))
+	mux.HandleFunc("GET /dashboard/webhooks/{id}", s.authed(true, s.webhookPage))
+	mux.HandleFunc("POST /dashboard/webhooks/{id}", s.authed(true, s.updateWebhookForm))
+	mux.HandleFunc("POST /dashboard/webhooks/{id}/test", s.authed(true, s.testWebhookForm))
+	mux.HandleFunc("POST /dashboard/webhooks/{id}/rotate-secret", s.authed(true, s.rotateWebhookForm))
+	mux.HandleFunc("POST /dashboard/webhooks/{id}/delete", s.authed(true, s.deleteWebhookForm))
+	mux.HandleFunc("POST /dashboard/webhooks/{id}/replay", s.authed(true, s.replayForm))
+	mux.HandleFunc("GET /dashboard/domains", s.authed(true, s.domainsPage))
+	mux.HandleFunc("POST /dashboard/domains", s.authed(true, s.createDomainForm))
+	mux.HandleFunc("GET /dashboard/domains/{id}", s.authed(true, s.domainPage))
+	mux.HandleFunc("POST /dashboard/domains/{id}/verify", s.authed(true, s.verifyDomainForm))
+	mux.HandleFunc("POST /dashboard/domains/{id}/rotate-dkim", s.authed(true, s.rotateDKIMForm))
+	mux.HandleFunc("POST /dashboard/domains/{id}/delete", s.authed(true, s.deleteDomainForm))
+	mux.HandleFunc("POST /dashboard/domains/{id}/grade", s.authed(true, s.gradeDomainForm))
 	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusNotFound, "error", page{Title: "Not found", Error: "There is no page at " + r.URL.Path + "."})
 	})
