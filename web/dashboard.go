@@ -80,7 +80,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) bool {
 	case strings.HasPrefix(p, "/dashboard/"):
 		*r.Context().Value(routeKey{}).(*string) = "/dashboard/"
 		dashboardHeaders(w.Header())
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, dashboardBodyLimit(p))
 		s.dash.ServeHTTP(w, r)
 		return true
 	}
@@ -114,6 +114,7 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("POST /dashboard/team/invite", s.authed(true, s.teamInvite))
 	mux.HandleFunc("POST /dashboard/team/remove", s.authed(true, s.teamRemove))
 	mux.HandleFunc("GET /dashboard/audit-log", s.authed(true, s.auditPage))
+	s.dashboardRoutesB(mux) // API keys, suppressions, templates, IPs, account, grader: dashboard_pages_b.go
 	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusNotFound, "error", page{Title: "Not found", Error: "There is no page at " + r.URL.Path + "."})
 	})
@@ -225,7 +226,7 @@ func (s *Server) withSession(elsewhere func(app.Session) string, h func(http.Res
 			return
 		}
 		if r.Method == http.MethodPost {
-			if err := r.ParseForm(); err != nil {
+			if err := parseDashboardForm(r); err != nil {
 				s.fail(w, sess, app.Validation("form", "cannot be read"))
 				return
 			}

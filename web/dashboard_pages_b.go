@@ -1,0 +1,52 @@
+package web
+
+import (
+	"html/template"
+	"net/http"
+	"strings"
+)
+
+// The dashboard's API keys, suppressions, templates, IPs, account and
+// grader pages (docs/dashboard.md): their templates and the routes, kept
+// here so dashboard.go lists only the first pages.
+
+func init() {
+	for _, name := range []string{"keys", "suppressions"} {
+		dashboardPages[name] = template.Must(template.New(name).Funcs(template.FuncMap{
+			"pct": func(r float64) float64 { return 100 * r },
+		}).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+	}
+}
+
+// maxImportBytes caps the body of a suppressions CSV upload, the one
+// dashboard form larger than maxFormBytes.
+const maxImportBytes = 10 << 20
+
+// dashboardBodyLimit is the body cap of a dashboard request to path.
+func dashboardBodyLimit(path string) int64 {
+	if path == "/dashboard/suppressions/import" {
+		return maxImportBytes
+	}
+	return maxFormBytes
+}
+
+// parseDashboardForm reads a POST's form: a multipart one (a file upload)
+// with its files kept in memory up to the body cap, else the URL-encoded
+// one.
+func parseDashboardForm(r *http.Request) error {
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		return r.ParseMultipartForm(maxImportBytes)
+	}
+	return r.ParseForm()
+}
+
+func (s *Server) dashboardRoutesB(mux *http.ServeMux) {
+	mux.HandleFunc("GET /dashboard/api-keys", s.authed(true, s.keysPage))
+	mux.HandleFunc("POST /dashboard/api-keys", s.authed(true, s.keysCreate))
+	mux.HandleFunc("POST /dashboard/api-keys/revoke", s.authed(true, s.keysRevoke))
+	mux.HandleFunc("GET /dashboard/suppressions", s.authed(true, s.suppressionsPage))
+	mux.HandleFunc("POST /dashboard/suppressions", s.authed(true, s.suppressionsAdd))
+	mux.HandleFunc("POST /dashboard/suppressions/remove", s.authed(true, s.suppressionsRemove))
+	mux.HandleFunc("POST /dashboard/suppressions/import", s.authed(true, s.suppressionsImport))
+	mux.HandleFunc("GET /dashboard/suppressions/export", s.authed(true, s.suppressionsExport))
+}
