@@ -11,20 +11,28 @@ import (
 // here so dashboard.go lists only the first pages.
 
 func init() {
-	for _, name := range []string{"keys", "suppressions"} {
-		dashboardPages[name] = template.Must(template.New(name).Funcs(template.FuncMap{
-			"pct": func(r float64) float64 { return 100 * r },
-		}).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+	funcs := template.FuncMap{
+		"pct":  func(r float64) float64 { return 100 * r },
+		"next": func(n int) int { return n + 1 },
 	}
+	for _, name := range []string{"keys", "suppressions", "templates"} {
+		dashboardPages[name] = template.Must(template.New(name).Funcs(funcs).
+			ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+	}
+	// The editor shares the create form's fields.
+	dashboardPages["template"] = template.Must(template.New("template").Funcs(funcs).
+		ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/templates.html", "dashboard/template.html"))
 }
 
-// maxImportBytes caps the body of a suppressions CSV upload, the one
-// dashboard form larger than maxFormBytes.
+// maxImportBytes caps the body of the dashboard forms larger than
+// maxFormBytes: a suppressions CSV upload, a template (three parts of up to
+// 1 MiB each, URL-encoded), a raw message for the grader.
 const maxImportBytes = 10 << 20
 
 // dashboardBodyLimit is the body cap of a dashboard request to path.
 func dashboardBodyLimit(path string) int64 {
-	if path == "/dashboard/suppressions/import" {
+	if path == "/dashboard/suppressions/import" || path == "/dashboard/grader/submit" ||
+		strings.HasPrefix(path, "/dashboard/templates") {
 		return maxImportBytes
 	}
 	return maxFormBytes
@@ -49,4 +57,9 @@ func (s *Server) dashboardRoutesB(mux *http.ServeMux) {
 	mux.HandleFunc("POST /dashboard/suppressions/remove", s.authed(true, s.suppressionsRemove))
 	mux.HandleFunc("POST /dashboard/suppressions/import", s.authed(true, s.suppressionsImport))
 	mux.HandleFunc("GET /dashboard/suppressions/export", s.authed(true, s.suppressionsExport))
+	mux.HandleFunc("GET /dashboard/templates", s.authed(true, s.templatesPage))
+	mux.HandleFunc("POST /dashboard/templates", s.authed(true, s.templatesCreate))
+	mux.HandleFunc("GET /dashboard/templates/{id}", s.authed(true, s.templatePage))
+	mux.HandleFunc("POST /dashboard/templates/{id}", s.authed(true, s.templateSave))
+	mux.HandleFunc("POST /dashboard/templates/{id}/preview", s.authed(true, s.templatePreview))
 }

@@ -218,3 +218,55 @@ func TestDashboardSuppressions(t *testing.T) {
 	}
 	wantStatus(t, "removing another account's suppression", zed.post(page, page+"/remove", url.Values{"recipient": {"a@example.com"}}), 404)
 }
+
+func TestDashboardTemplates(t *testing.T) {
+	e := newEnv(t, dashConfig(nil))
+	dev := e.loggedIn(e.acct, "dev@example.com", "developer")
+	vic := e.loggedIn(e.acct, "vic@example.com", "viewer")
+	const list = "/dashboard/templates"
+
+	bad := dev.post(list, list, url.Values{"name": {"welcome"}, "subject": {"Hi"}, "html": {"<p>{{#name}}</p>"}})
+	wantStatus(t, "a template that does not parse", bad, 400)
+	wantIn(t, "a template that does not parse", bad, "does not parse", "&lt;p&gt;{{#name}}&lt;/p&gt;")
+	made := dev.post(list, list, url.Values{"name": {"welcome"}, "subject": {"Hi {{name}}"},
+		"html": {"<p>Hello {{name}}</p>"}, "text": {"Hello {{name}}"}})
+	if made.StatusCode != 303 || !strings.HasPrefix(made.Header.Get("Location"), "/dashboard/templates/") {
+		t.Fatalf("creating: %d %s", made.StatusCode, made.body)
+	}
+	edit := made.Header.Get("Location")
+	id := strings.TrimPrefix(edit, "/dashboard/templates/")
+	wantIn(t, "the list", dev.get(list), "welcome", id)
+	wantIn(t, "the editor", dev.get(edit), "Save as version 2", "&lt;p&gt;Hello {{name}}&lt;/p&gt;")
+
+	// Saving makes a new version; the old one stays readable.
+	wantRedirect(t, "saving", dev.post(edit, edit, url.Values{"name": {"welcome"}, "subject": {"Hello {{name}}"},
+		"html": {"<p>Welcome, {{name}}!</p>"}}), edit)
+	v2 := dev.get(edit)
+	wantIn(t, "version 2", v2, "Save as version 3", "Welcome, {{name}}!", `?version=1">1</a>`)
+	wantIn(t, "version 1", dev.get(edit+"?version=1"), "Hello {{name}}</textarea>", "an older one")
+
+	// The preview renders through the render use case, HTML escaped as the API escapes it.
+	pv := dev.post(edit, edit+"/preview", url.Values{"data": {`{"name": "<Ann>"}`}, "version": {"2"}})
+	wantStatus(t, "the preview", pv, 200)
+	wantIn(t, "the preview", pv, "Subject:</strong> Hello &lt;Ann&gt;", "Welcome, &amp;lt;Ann&amp;gt;!")
+	wantIn(t, "an older version's preview", dev.post(edit, edit+"/preview", url.Values{"data": {`{"name": "Bo"}`}, "version": {"1"}}),
+		"Hello Bo</pre>")
+	wantStatus(t, "a preview with bad data", dev.post(edit, edit+"/preview", url.Values{"data": {`[1]`}}), 400)
+
+	// The viewer previews but neither creates nor saves.
+	vp := vic.get(edit)
+	wantStatus(t, "the viewer's editor", vp, 200)
+	if strings.Contains(vp.body, "Save as version") || strings.Contains(vic.get(list).body, "Create a template") {
+		t.Errorf("the viewer is offered changes: %s", vp.body)
+	}
+	wantStatus(t, "the viewer previews", vic.post(edit, edit+"/preview", url.Values{"data": {`{"name": "V"}`}}), 200)
+	wantStatus(t, "the viewer saves", vic.post(edit, edit, url.Values{"name": {"x"}, "html": {"x"}}), 403)
+	wantStatus(t, "the viewer creates", vic.post(list, list, url.Values{"name": {"x"}, "html": {"x"}}), 403)
+	wantStatus(t, "saving without a token", dev.do("POST", edit, url.Values{"name": {"x"}, "html": {"x"}}), 403)
+	// Another account's template is not found.
+	other, _ := e.account("other", "enterprise", 1000)
+	zed := e.loggedIn(other, "zed@example.com", "owner")
+	wantStatus(t, "another account's editor", zed.get(edit), 404)
+	wantStatus(t, "another account's save", zed.post(list, edit, url.Values{"name": {"x"}, "html": {"x"}}), 404)
+	wantStatus(t, "another account's preview", zed.post(list, edit+"/preview", url.Values{"data": {"{}"}}), 404)
+}
