@@ -15,7 +15,7 @@ func init() {
 		"pct":  func(r float64) float64 { return 100 * r },
 		"next": func(n int) int { return n + 1 },
 	}
-	for _, name := range []string{"keys", "suppressions", "templates"} {
+	for _, name := range []string{"keys", "suppressions", "templates", "ips", "account"} {
 		dashboardPages[name] = template.Must(template.New(name).Funcs(funcs).
 			ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
 	}
@@ -62,4 +62,6 @@ func (s *Server) dashboardRoutesB(mux *http.ServeMux) {
 	mux.HandleFunc("GET /dashboard/templates/{id}", s.authed(true, s.templatePage))
 	mux.HandleFunc("POST /dashboard/templates/{id}", s.authed(true, s.templateSave))
 	mux.HandleFunc("POST /dashboard/templates/{id}/preview", s.authed(true, s.templatePreview))
+	mux.HandleFunc("GET /dashboard/ips", s.authed(true, s.ipsPage))
+	mux.HandleFunc("GET /dashboard/account", s.authed(true, s.accountPage))
 }

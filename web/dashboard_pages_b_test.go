@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -270,3 +271,41 @@ func TestDashboardTemplates(t *testing.T) {
 	wantStatus(t, "another account's save", zed.post(list, edit, url.Values{"name": {"x"}, "html": {"x"}}), 404)
 	wantStatus(t, "another account's preview", zed.post(list, edit+"/preview", url.Values{"data": {"{}"}}), 404)
 }
+
+func TestDashboardIPsAndAccount(t *testing.T) {
+	e := newEnv(t, dashConfig(nil))
+	vic := e.loggedIn(e.acct, "vic@example.com", "viewer")
+	other, _ := e.account("other", "enterprise", 1000)
+	e.addIP("192.0.2.2", "txn", "10,20", e.acct.ID)
+	e.addIP("192.0.2.3", "txn", "standard", other.ID)
+	e.addIP("192.0.2.9", "shared", "", "")
+	e.send(e.acct.ID, 4)
+
+	p := vic.get("/dashboard/ips")
+	wantStatus(t, "the IPs page", p, 200)
+	wantIn(t, "the IPs page", p, "192.0.2.2", "day 1 of 2", "4 sent of 10",
+		`aria-label="192.0.2.2: warm-up day 1 of 2; 4 sent today of a cap of 10"`,
+		`width="120.0" height="14"`, // 4 of 10: 40% of 300
+		`width="150.0" height="8"`, // day 1 of 2
+		"<td>shared</td>")
+	if strings.Contains(p.body, "192.0.2.3") {
+		t.Errorf("another account's IP is listed: %s", p.body)
+	}
+	if strings.Contains(strings.ToLower(p.body), "<script") {
+		t.Error("the IPs page has script")
+	}
+
+	a := vic.get("/dashboard/account")
+	wantStatus(t, "the account page", a, 200)
+	l := app.Limits(e.acct)
+	wantIn(t, "the account page", a, e.acct.Name, e.acct.ID, e.acct.Plan,
+		"<td>"+itoa(l.RateLimit)+"</td>", "<td>"+itoa(l.BatchSize)+"</td>")
+	zed := e.loggedIn(other, "zed@example.com", "owner")
+	if b := zed.get("/dashboard/account").body; strings.Contains(b, e.acct.ID) || !strings.Contains(b, "<td>1000</td>") {
+		t.Errorf("the other account's page: %s", b)
+	}
+	// Without a session, neither page.
+	wantRedirect(t, "the IPs page logged out", e.browser().get("/dashboard/ips"), "/dashboard/login")
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
