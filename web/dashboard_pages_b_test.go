@@ -286,7 +286,7 @@ func TestDashboardIPsAndAccount(t *testing.T) {
 	wantIn(t, "the IPs page", p, "192.0.2.2", "day 1 of 2", "4 sent of 10",
 		`aria-label="192.0.2.2: warm-up day 1 of 2; 4 sent today of a cap of 10"`,
 		`width="120.0" height="14"`, // 4 of 10: 40% of 300
-		`width="150.0" height="8"`, // day 1 of 2
+		`width="150.0" height="8"`,  // day 1 of 2
 		"<td>shared</td>")
 	if strings.Contains(p.body, "192.0.2.3") {
 		t.Errorf("another account's IP is listed: %s", p.body)
