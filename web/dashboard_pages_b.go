@@ -14,11 +14,15 @@ func init() {
 	funcs := template.FuncMap{
 		"pct":  func(r float64) float64 { return 100 * r },
 		"next": func(n int) int { return n + 1 },
+		"prev": func(n int) int { return n - 1 },
 	}
-	for _, name := range []string{"keys", "suppressions", "templates", "ips", "account"} {
+	for _, name := range []string{"keys", "suppressions", "templates", "ips", "account", "grader"} {
 		dashboardPages[name] = template.Must(template.New(name).Funcs(funcs).
 			ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
 	}
+	// The public check shows a result as the grader page does.
+	dashboardPages["grader_public"] = template.Must(template.New("grader_public").Funcs(funcs).
+		ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/grader.html", "dashboard/grader_public.html"))
 	// The editor shares the create form's fields.
 	dashboardPages["template"] = template.Must(template.New("template").Funcs(funcs).
 		ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/templates.html", "dashboard/template.html"))
@@ -64,4 +68,11 @@ func (s *Server) dashboardRoutesB(mux *http.ServeMux) {
 	mux.HandleFunc("POST /dashboard/templates/{id}/preview", s.authed(true, s.templatePreview))
 	mux.HandleFunc("GET /dashboard/ips", s.authed(true, s.ipsPage))
 	mux.HandleFunc("GET /dashboard/account", s.authed(true, s.accountPage))
+	mux.HandleFunc("GET /dashboard/grader", s.authed(true, s.graderPage))
+	mux.HandleFunc("POST /dashboard/grader", s.authed(true, s.graderCheckForm))
+	mux.HandleFunc("POST /dashboard/grader/submit", s.authed(true, s.graderSubmitForm))
+	mux.HandleFunc("GET /dashboard/grader/results/{id}", s.authed(true, s.graderResultPage))
+	// Public: no session; the form's token is the mailbolt_form cookie's.
+	mux.HandleFunc("GET /dashboard/grader/check", s.publicCheckPage)
+	mux.HandleFunc("POST /dashboard/grader/check", s.publicCheck)
 }

@@ -309,3 +309,62 @@ func TestDashboardIPsAndAccount(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestDashboardGrader(t *testing.T) {
+	e := newGraderEnv(t, dashConfig(func(c *Config) { c.GraderRateLimit = 3 }), nil)
+	dev := e.loggedIn(e.acct, "dev@example.com", "developer")
+	vic := e.loggedIn(e.acct, "vic@example.com", "viewer")
+	const page = "/dashboard/grader"
+
+	c := dev.post(page, page, url.Values{"domain": {"good.test"}})
+	wantStatus(t, "a domain check", c, 200)
+	wantIn(t, "a domain check", c, "good.test: grade ", "dns health", "Recommendations")
+
+	raw := "From: News <news@good.test>\r\nTo: someone@example.test\r\nSubject: Your November newsletter\r\n" +
+		"Message-ID: <1@good.test>\r\nDate: Thu, 26 Nov 2026 10:00:00 +0000\r\nList-Unsubscribe: <https://good.test/u/1>\r\n\r\n" +
+		strings.Repeat("Here is what happened this month at Good. ", 10) + "\r\n"
+	sub := dev.post(page, page+"/submit", url.Values{"raw": {raw}, "sender_ip": {"127.0.0.1"}, "helo_hostname": {"mx.good.test"}, "mail_from": {"bounce@good.test"}})
+	if sub.StatusCode != 303 || !strings.HasPrefix(sub.Header.Get("Location"), page+"/results/") {
+		t.Fatalf("analysing an email: %d %s", sub.StatusCode, sub.body)
+	}
+	result := sub.Header.Get("Location")
+	id := strings.TrimPrefix(result, page+"/results/")
+	shown := dev.get(result)
+	wantStatus(t, "the result", shown, 200)
+	wantIn(t, "the result", shown, "good.test: grade ", "<strong>SPF</strong> pass", "<strong>DMARC</strong>", id)
+	wantIn(t, "the history", vic.get(page), `href="/dashboard/grader/results/`+id+`"`)
+	wantStatus(t, "an empty message", dev.post(page, page+"/submit", url.Values{"raw": {"  "}}), 400)
+
+	// The viewer checks domains and reads results, but analyses nothing (grader:write).
+	if strings.Contains(vic.get(page).body, "Analyse a whole email") {
+		t.Error("the viewer is offered the analysis")
+	}
+	wantStatus(t, "the viewer analyses", vic.post(page, page+"/submit", url.Values{"raw": {raw}}), 403)
+	wantStatus(t, "analysing without a token", dev.do("POST", page+"/submit", url.Values{"raw": {raw}}), 403)
+	other, _ := e.account("other", "enterprise", 1000)
+	zed := e.loggedIn(other, "zed@example.com", "owner")
+	wantStatus(t, "another account's result", zed.get(result), 404)
+	if strings.Contains(zed.get(page).body, id) {
+		t.Error("another account's history lists the result")
+	}
+
+	// The public page: no login, a form token, and the limit of POST
+	// /v1/grader/check shared with the API and the signed-in form (one
+	// check used above; the limit is 3).
+	anon := e.browser()
+	form := anon.get(page + "/check")
+	wantStatus(t, "the public page", form, 200)
+	if strings.Contains(form.body, "Log out") {
+		t.Error("the public page shows a session's header")
+	}
+	wantStatus(t, "a public check without its token", anon.do("POST", page+"/check", url.Values{"domain": {"good.test"}}), 403)
+	wantIn(t, "a public check", anon.post(page+"/check", page+"/check", url.Values{"domain": {"good.test"}}), "good.test: grade ")
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
+	over := anon.post(page+"/check", page+"/check", url.Values{"domain": {"good.test"}})
+	wantStatus(t, "a public check over the limit", over, 429)
+	if over.Header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 429, "RATE_LIMITED")
+	wantStatus(t, "the signed-in check over the limit", dev.post(page, page, url.Values{"domain": {"good.test"}}), 429)
+}
