@@ -368,3 +368,11 @@ func TestDashboardGrader(t *testing.T) {
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 429, "RATE_LIMITED")
 	wantStatus(t, "the signed-in check over the limit", dev.post(page, page, url.Values{"domain": {"good.test"}}), 429)
 }
+
+func TestDashboardGraderDisabled(t *testing.T) {
+	e := newGraderEnv(t, dashConfig(nil), func(o *app.Options) { o.Grader.Disabled = true })
+	b := e.loggedIn(e.acct, "ann@example.com", "owner")
+	wantStatus(t, "the grader page", b.get("/dashboard/grader"), 503)
+	wantStatus(t, "the public check page", e.browser().get("/dashboard/grader/check"), 503)
+	wantStatus(t, "a check", b.post("/dashboard/", "/dashboard/grader", url.Values{"domain": {"good.test"}}), 503)
+}
