@@ -82,7 +82,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) bool {
 	case strings.HasPrefix(p, "/dashboard/"):
 		*r.Context().Value(routeKey{}).(*string) = "/dashboard/"
 		dashboardHeaders(w.Header())
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, dashboardBodyLimit(p))
 		s.dash.ServeHTTP(w, r)
 		return true
 	}
@@ -135,6 +135,7 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("POST /dashboard/domains/{id}/rotate-dkim", s.authed(true, s.rotateDKIMForm))
 	mux.HandleFunc("POST /dashboard/domains/{id}/delete", s.authed(true, s.deleteDomainForm))
 	mux.HandleFunc("POST /dashboard/domains/{id}/grade", s.authed(true, s.gradeDomainForm))
+	s.dashboardRoutesB(mux) // API keys, suppressions, templates, IPs, account, grader: dashboard_pages_b.go
 	mux.HandleFunc("/dashboard/", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, http.StatusNotFound, "error", page{Title: "Not found", Error: "There is no page at " + r.URL.Path + "."})
 	})
@@ -246,7 +247,7 @@ func (s *Server) withSession(elsewhere func(app.Session) string, h func(http.Res
 			return
 		}
 		if r.Method == http.MethodPost {
-			if err := r.ParseForm(); err != nil {
+			if err := parseDashboardForm(r); err != nil {
 				s.fail(w, sess, app.Validation("form", "cannot be read"))
 				return
 			}

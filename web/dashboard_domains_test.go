@@ -20,8 +20,8 @@ func TestDashboardDomains(t *testing.T) {
 			Resolver:     &dns.Resolver{Server: o.Domains.Resolver.(*dns.Resolver).Server, Timeout: time.Second},
 			IPBlocklists: []string{}, DomainBlocklists: []string{}}
 	})
-	ann := e.loggedIn("ann@example.com", "developer")
-	vic := e.loggedIn("vic@example.com", "viewer")
+	ann := e.loggedIn(e.acct, "ann@example.com", "developer")
+	vic := e.loggedIn(e.acct, "vic@example.com", "viewer")
 
 	wantStatus(t, "a viewer adds a domain", vic.post("/dashboard/domains", "/dashboard/domains", url.Values{"name": {"mail.acme.test"}}), 403)
 	if p := vic.get("/dashboard/domains"); strings.Contains(p.body, `action="/dashboard/domains"`) {

@@ -14,21 +14,12 @@ import (
 
 var secretShown = regexp.MustCompile(`<code id="secret">([^<]+)</code>`)
 
-// loggedIn is a browser logged in as a new person of e.acct with role.
-func (e *env) loggedIn(email, role string) *browser {
-	e.t.Helper()
-	e.person(e.acct, email, role)
-	b := e.browser()
-	wantRedirect(e.t, "login as "+email, b.login(email, goodPassword), "/dashboard/")
-	return b
-}
-
 func TestDashboardWebhooks(t *testing.T) {
 	e := newEnv(t, dashConfig(nil))
 	e.runWorkers()
 	rec := newHookReceiver(t, 200)
-	ann := e.loggedIn("ann@example.com", "developer")
-	vic := e.loggedIn("vic@example.com", "viewer")
+	ann := e.loggedIn(e.acct, "ann@example.com", "developer")
+	vic := e.loggedIn(e.acct, "vic@example.com", "viewer")
 
 	// Create: the secret is shown once, and signs.
 	bad := ann.post("/dashboard/webhooks", "/dashboard/webhooks", url.Values{"url": {rec.URL + "/hook"}})
