@@ -353,6 +353,13 @@ func (c *smtpConn) checkSecurity(hop Hop, sec security, tryTLS bool, failure str
 		d.reportSession(hop, sec, "", "")
 	}
 	if sec.requireTLS {
+		// RFC 8689 §4.2.1: the MX host must itself be authenticated, named
+		// by a DNSSEC-validated answer or listed by an MTA-STS policy; a
+		// verified certificate for a name an attacker put in the MX answer
+		// proves nothing. (A relay is the operator's own choice.)
+		if !hop.Relay && !hop.Secure && (sec.sts == nil || !sec.sts.Matches(hop.Host)) {
+			return securityError(hop.Host, sec, "MX host %s is named neither by a DNSSEC-validated answer nor by an MTA-STS policy", hop.Host)
+		}
 		if !c.verified {
 			return securityError(hop.Host, sec, "the certificate of MX host %s is not verified", hop.Host)
 		}

@@ -259,9 +259,11 @@ func TestDANETA(t *testing.T) {
 
 func TestRequireTLS(t *testing.T) {
 	cert, roots := selfSigned(t, "mx.example.test")
+	// A testing-mode MTA-STS policy listing the MX is enough to name it.
+	listed := staticSTS{"example.test": enforcePolicy("testing", "mx.example.test")}
 	t.Run("refused without the extension", func(t *testing.T) {
 		mx := startMX(t, ipMX+":0", withTLS(cert))
-		d, _, _ := secureDeliverer(t, mx.Port, roots, nil)
+		d, _, _ := secureDeliverer(t, mx.Port, roots, listed)
 		env := envelope("rcpt@example.test")
 		env.RequireTLS = true
 		r := only(t, d.Send(context.Background(), env))
@@ -271,16 +273,29 @@ func TestRequireTLS(t *testing.T) {
 	})
 	t.Run("refused over an unverified certificate", func(t *testing.T) {
 		mx := startMX(t, ipMX+":0", withTLS(cert), withServer(func(s *smtp.Server) { s.EnableREQUIRETLS = true }))
-		d, _, _ := secureDeliverer(t, mx.Port, nil, nil)
+		d, _, _ := secureDeliverer(t, mx.Port, nil, listed)
 		env := envelope("rcpt@example.test")
 		env.RequireTLS = true
 		if r := only(t, d.Send(context.Background(), env)); r.Status != StatusPermanent || r.Enhanced != "5.7.30" || mx.Conns() != 1 {
 			t.Fatalf("result %+v, %d connections", r, mx.Conns())
 		}
 	})
-	t.Run("delivered with the parameter", func(t *testing.T) {
+	t.Run("refused to an MX nothing authenticates", func(t *testing.T) {
+		// A verified certificate for the name an (unsigned) MX answer
+		// gave proves nothing: RFC 8689 §4.2.1 wants the MX host named by
+		// a DNSSEC-validated answer or listed by an MTA-STS policy.
 		mx := startMX(t, ipMX+":0", withTLS(cert), withServer(func(s *smtp.Server) { s.EnableREQUIRETLS = true }))
 		d, _, _ := secureDeliverer(t, mx.Port, roots, nil)
+		env := envelope("rcpt@example.test")
+		env.RequireTLS = true
+		r := only(t, d.Send(context.Background(), env))
+		if r.Status != StatusPermanent || r.Enhanced != "5.7.30" || !strings.Contains(r.Text, "MTA-STS") || len(mx.Messages()) != 0 {
+			t.Fatalf("result %+v", r)
+		}
+	})
+	t.Run("delivered with the parameter", func(t *testing.T) {
+		mx := startMX(t, ipMX+":0", withTLS(cert), withServer(func(s *smtp.Server) { s.EnableREQUIRETLS = true }))
+		d, _, _ := secureDeliverer(t, mx.Port, roots, listed)
 		env := envelope("rcpt@example.test")
 		env.RequireTLS = true
 		if r := only(t, d.Send(context.Background(), env)); r.Status != StatusDelivered || !r.TLSVerified {
