@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/audits"
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
@@ -71,6 +72,7 @@ func startChrome(t *testing.T, bin, base string) *chrome {
 	if _, err := chromedp.Call(ctx, audits.Enable, cdp.Empty{}); err != nil {
 		t.Fatalf("starting Chromium (%s): %v", bin, err)
 	}
+	c.do("setting the viewport", chromedp.EmulateViewport(1024, 700))
 	return c
 }
 
@@ -184,7 +186,11 @@ func (c *chrome) settle() {
 
 // checked fails the test if the page shown logged a problem, and saves its
 // screenshot as name.png when screenshots are asked for.
-func (c *chrome) checked(name string) {
+func (c *chrome) checked(name string) { c.t.Helper(); c.checkedAt(name, "", "") }
+
+// checkedAt is checked with the page scrolled so that the element sel is at
+// block ("start", "center" or "end") of the screenshot.
+func (c *chrome) checkedAt(name, sel, block string) {
 	c.t.Helper()
 	c.settle()
 	for _, p := range c.takeProblems() {
@@ -192,6 +198,12 @@ func (c *chrome) checked(name string) {
 	}
 	if c.shotDir == "" {
 		return
+	}
+	if sel != "" {
+		js := fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: %q})`, sel, block)
+		if _, err := chromedp.Run(c.ctx, chromedp.Evaluate[any](js)); err != nil {
+			c.t.Fatalf("scrolling to %s: %v", sel, err)
+		}
 	}
 	png, err := chromedp.Run(c.ctx, chromedp.CaptureScreenshot())
 	if err != nil {
@@ -292,7 +304,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the message's link leads to %s", loc)
 	}
 	wantText(t, "the message page", c.text("main"), "Seen in a browser", "ann@dest.test", "mx.dest.test", "message.delivered")
-	c.checked("message")
+	c.checkedAt("message", "main h2", "start")
 	c.load("opening the raw source", 200, chromedp.Click(css(`a[href="/dashboard/messages/`+id+`/source?recipient=ann%40dest.test"]`)))
 	wantText(t, "the raw source", c.text("main"), "Subject: Seen in a browser", "Hello from the browser test.")
 	c.checked("message-source")
@@ -329,7 +341,32 @@ func TestDashboardInBrowser(t *testing.T) {
 	if v := e.do("GET", "/v1/domains/"+domainID, e.key, nil).want(t, 200).json(t); v["status"] != "verified" {
 		t.Errorf("the API says the domain is %v", v["status"])
 	}
-	c.checked("domain")
+	c.checkedAt("domain", "main h2", "start")
+	// A Copy button (copy.js, the dashboard's one script) puts its record
+	// on the clipboard.
+	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
+		if _, err := chromedp.CallBrowser(c.ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: perm}, Setting: cdpbrowser.PermissionSettingGranted, Origin: e.srv.URL}); err != nil {
+			t.Fatalf("granting %s: %v", perm, err)
+		}
+	}
+	spf := record(t, e.do("GET", "/v1/domains/"+domainID, e.key, nil).want(t, 200).json(t), "spf", "")["value"].(string)
+	target, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](fmt.Sprintf(
+		`[...document.querySelectorAll("button[data-copy]:not([hidden])")].map(b => b.dataset.copy).find(id => document.getElementById(id).textContent === %q) || ""`, spf)))
+	if err != nil || target == "" {
+		t.Fatalf("no visible Copy button for the SPF value %q (%v)", spf, err)
+	}
+	copyButton := `button[data-copy="` + target + `"]`
+	c.do("copying the SPF record", chromedp.Click(css(copyButton)))
+	label, err := chromedp.Run(c.ctx, chromedp.Poll[string](fmt.Sprintf(`(t => t !== "Copy" && t)(document.querySelector(%q).textContent)`, copyButton),
+		chromedp.WithPollingTimeout(10*time.Second)))
+	if err != nil || label != "Copied" {
+		t.Errorf("the Copy button says %q (%v)", label, err)
+	}
+	if clip, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise)); err != nil || clip != spf {
+		t.Errorf("the clipboard holds %q (%v), want the SPF value %q", clip, err, spf)
+	}
+	c.checked("domain-copied")
 	c.open("/dashboard/domains")
 	c.checked("domains")
 
@@ -347,7 +384,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	c.load("opening the webhook", 200, chromedp.Click(css(`a[href="/dashboard/webhooks/`+hookID+`"]`)))
 	replay := `button[aria-label="Replay event ` + ev.ID + `"]`
 	c.do("finding the Replay button", chromedp.WaitVisible(css(replay)))
-	c.checked("webhook")
+	c.checkedAt("webhook", replay, "end")
 	rec.set(200)
 	rec.mu.Lock()
 	before := len(rec.bodies)
@@ -378,7 +415,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		chromedp.Click(css(`form[action$="/preview"] button`)))
 	wantText(t, "the preview", c.text(`section[aria-label="Rendered output"]`),
 		"Welcome, Ann", "<p>Hi Ann, your plan is &lt;b&gt;pro&lt;/b&gt;.</p>", "Hi Ann, your plan is <b>pro</b>.")
-	c.checked("template")
+	c.checkedAt("template", `form[action$="/preview"]`, "start")
 	c.open("/dashboard/templates")
 	c.checked("templates")
 
