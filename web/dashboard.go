@@ -21,16 +21,59 @@ import (
 //go:embed dashboard
 var dashboardFiles embed.FS
 
+// dashboardPageFiles are the pages and, for those made of more than their
+// own file, the files each is parsed from after the layout (in order: a
+// later file's definitions win).
+var dashboardPageFiles = map[string][]string{
+	"login": nil, "code": nil, "accounts": nil, "password": nil, "overview": nil, "messages": nil,
+	"team": nil, "audit": nil, "security": nil, "error": nil,
+	"message": nil, "source": nil, "domains": nil, "domain": nil,
+	"webhooks": {"webhooks", "webhook_fields"}, "webhook": {"webhook", "webhook_fields"},
+	"keys": nil, "suppressions": nil, "templates": nil, "ips": nil, "account": nil, "grader": nil,
+	"grader_public": {"grader", "grader_public"}, // the public check shows a result as the grader page does
+	"template":      {"templates", "template"},   // the editor shares the create form's fields
+}
+
+// dashboardFuncs are the template functions every page may use.
+var dashboardFuncs = template.FuncMap{
+	"pct":   func(r float64) float64 { return 100 * r },
+	"next":  func(n int) int { return n + 1 },
+	"prev":  func(n int) int { return n - 1 },
+	"ms":    func(ms float64) string { return strconv.FormatFloat(ms, 'f', 0, 64) + " ms" },
+	"reply": lastReply,
+}
+
 // dashboardPages are the page templates, each parsed with the layout.
 var dashboardPages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
-	for _, name := range []string{"login", "code", "accounts", "password", "overview", "messages", "team", "audit", "security", "error"} {
-		out[name] = template.Must(template.New(name).Funcs(template.FuncMap{
-			"pct": func(r float64) float64 { return 100 * r },
-		}).ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
+	for name, files := range dashboardPageFiles {
+		if files == nil {
+			files = []string{name}
+		}
+		paths := []string{"dashboard/layout.html"}
+		for _, f := range files {
+			paths = append(paths, "dashboard/"+f+".html")
+		}
+		out[name] = template.Must(template.New(name).Funcs(dashboardFuncs).ParseFS(dashboardFiles, paths...))
 	}
 	return out
 }()
+
+// lastReply is a recipient's last SMTP reply as one line: the code and the
+// enhanced code, unless the stored text begins with them already.
+func lastReply(code int, enhanced, text string) string {
+	prefix := ""
+	if code != 0 {
+		prefix = strconv.Itoa(code) + " "
+	}
+	if enhanced != "" {
+		prefix += enhanced + " "
+	}
+	if strings.HasPrefix(text, prefix) {
+		return text
+	}
+	return strings.TrimSpace(prefix + text)
+}
 
 const (
 	// sessionCookie holds the session id; only its hash is stored.

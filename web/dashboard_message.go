@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"encoding/json"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -149,24 +148,4 @@ func (s *Server) messageRawDownload(w http.ResponseWriter, r *http.Request, sess
 	h.Set("Mailbolt-DKIM-Signed", strconv.FormatBool(raw.Signed))
 	w.WriteHeader(http.StatusOK)
 	w.Write(raw.Data)
-}
-
-// The pages of dashboard_message.go, dashboard_webhooks.go and
-// dashboard_domains.go, each parsed with the layout like the others (kept
-// out of dashboardPages' list so page sets added in parallel do not
-// collide).
-func init() {
-	for name, also := range map[string][]string{"message": nil, "source": nil,
-		"webhooks": {"webhook_fields"}, "webhook": {"webhook_fields"}, "domains": nil, "domain": nil} {
-		files := []string{"dashboard/layout.html", "dashboard/" + name + ".html"}
-		for _, f := range also {
-			files = append(files, "dashboard/"+f+".html")
-		}
-		dashboardPages[name] = template.Must(template.New(name).Funcs(dashboardFuncs).ParseFS(dashboardFiles, files...))
-	}
-}
-
-// dashboardFuncs are the template functions of these pages.
-var dashboardFuncs = template.FuncMap{
-	"ms": func(ms float64) string { return strconv.FormatFloat(ms, 'f', 0, 64) + " ms" },
 }

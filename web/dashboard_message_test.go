@@ -108,3 +108,22 @@ func TestDashboardMessagePage(t *testing.T) {
 		wantStatus(t, "another account's message"+path, zed.get("/dashboard/messages/"+id+path), 404)
 	}
 }
+
+// The message page shows a recipient's last reply once, whether the stored
+// text carries its codes or not.
+func TestLastReplyShownOnce(t *testing.T) {
+	for _, c := range []struct {
+		code           int
+		enhanced, text string
+		want           string
+	}{
+		{250, "2.0.0", "250 2.0.0 OK: queued", "250 2.0.0 OK: queued"},
+		{250, "2.0.0", "OK: queued", "250 2.0.0 OK: queued"},
+		{451, "", "try later", "451 try later"},
+		{0, "", "connection refused", "connection refused"},
+	} {
+		if got := lastReply(c.code, c.enhanced, c.text); got != c.want {
+			t.Errorf("lastReply(%d, %q, %q) = %q, want %q", c.code, c.enhanced, c.text, got, c.want)
+		}
+	}
+}

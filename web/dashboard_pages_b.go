@@ -1,32 +1,13 @@
 package web
 
 import (
-	"html/template"
 	"net/http"
 	"strings"
 )
 
 // The dashboard's API keys, suppressions, templates, IPs, account and
-// grader pages (docs/dashboard.md): their templates and the routes, kept
-// here so dashboard.go lists only the first pages.
-
-func init() {
-	funcs := template.FuncMap{
-		"pct":  func(r float64) float64 { return 100 * r },
-		"next": func(n int) int { return n + 1 },
-		"prev": func(n int) int { return n - 1 },
-	}
-	for _, name := range []string{"keys", "suppressions", "templates", "ips", "account", "grader"} {
-		dashboardPages[name] = template.Must(template.New(name).Funcs(funcs).
-			ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/"+name+".html"))
-	}
-	// The public check shows a result as the grader page does.
-	dashboardPages["grader_public"] = template.Must(template.New("grader_public").Funcs(funcs).
-		ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/grader.html", "dashboard/grader_public.html"))
-	// The editor shares the create form's fields.
-	dashboardPages["template"] = template.Must(template.New("template").Funcs(funcs).
-		ParseFS(dashboardFiles, "dashboard/layout.html", "dashboard/templates.html", "dashboard/template.html"))
-}
+// grader pages (docs/dashboard.md): their routes, kept here so
+// dashboard.go lists only the first pages.
 
 // maxImportBytes caps the body of the dashboard forms larger than
 // maxFormBytes: a suppressions CSV upload, a template (three parts of up to
