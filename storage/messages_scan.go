@@ -1,0 +1,117 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"time"
+)
+
+// MessageScan is where a budgeted walk of an account's messages stopped.
+type MessageScan struct {
+	ListResult
+	// Examined counts the messages read, matching or not.
+	Examined int
+	// Spent is true when the budget ran out before the page was full:
+	// Next then continues after the last message examined, created at
+	// Reached.
+	Spent   bool
+	Reached time.Time
+}
+
+var errScanStop = errors.New("scan stopped")
+
+// ScanMessages lists one page of an account's messages that f and keep
+// (nil keeps all) accept, walking the account's time-ordered ids in the
+// order opts asks for (within f.Range, after opts.After), and reads at most
+// budget messages (0 or less: no budget). Its cost is proportional to the
+// page or the budget, whichever ends the walk first; when the budget ends
+// it, the result says so and its cursor continues where the walk stopped.
+// It needs no index but the one every message has.
+func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message) bool, opts ListOptions, budget int) ([]Message, MessageScan, error) {
+	var out []Message
+	var sc MessageScan
+	var lastKept, lastSeen []byte
+	limit := opts.Limit
+	opts.Limit, opts.Offset = -1, 0
+	_, _, err := scanMatching(tx.bucket(bucketMessages), prefix(accountID), f.Range, opts, func(k, v []byte) (struct{}, bool, error) {
+		if budget > 0 && sc.Examined == budget {
+			sc.Spent, sc.HasMore = true, true
+			sc.Next = bytes.Clone(lastSeen)
+			return struct{}{}, false, errScanStop
+		}
+		sc.Examined++
+		m, ok, err := f.match(k, v)
+		if err != nil {
+			return struct{}{}, false, err
+		}
+		lastSeen = append(lastSeen[:0], k...)
+		sc.Reached = m.CreatedAt
+		if !ok || (keep != nil && !keep(&m)) {
+			return struct{}{}, false, nil
+		}
+		if len(out) == limit {
+			sc.HasMore = true
+			sc.Next = bytes.Clone(lastKept)
+			return struct{}{}, false, errScanStop
+		}
+		out = append(out, m)
+		lastKept = append(lastKept[:0], k...)
+		return struct{}{}, false, nil
+	})
+	if err != nil && !errors.Is(err, errScanStop) {
+		return nil, MessageScan{}, err
+	}
+	if !sc.Spent {
+		sc.Reached = time.Time{}
+	}
+	return out, sc, nil
+}
+
+// AccountQueue is what the message queue holds of one account.
+type AccountQueue struct {
+	Due   int // entries due at or before now: waiting for a sender, or in flight
+	Later int // entries due later: scheduled sends and deferred retries
+	// Oldest is the account's earliest entry; HasOldest is false when
+	// none was found.
+	Oldest    QueuedMessage
+	HasOldest bool
+	// Complete is false when the budget ran out before the end of the
+	// queue: the counts are then lower bounds.
+	Complete bool
+}
+
+// AccountQueue counts one account's entries in the message queue, reading
+// at most budget entries (0 or less: all) of the deployment's queue,
+// earliest first. The queue is kept by due time for every account, so this
+// is a walk of its keys and account ids (no message is read), bounded by
+// the budget.
+func (tx *Tx) AccountQueue(accountID string, now time.Time, budget int) AccountQueue {
+	var q AccountQueue
+	limit := uint64(now.UnixNano())
+	acct := []byte(accountID)
+	c := tx.bucket(bucketMessageQueue).Cursor()
+	n := 0
+	for k, v := c.First(); ; k, v = c.Next() {
+		if k == nil {
+			q.Complete = true
+			return q
+		}
+		if budget > 0 && n == budget {
+			return q
+		}
+		n++
+		if len(k) < 8 || !bytes.Equal(v, acct) {
+			continue
+		}
+		at := getU64(k[:8])
+		if !q.HasOldest {
+			q.HasOldest = true
+			q.Oldest = QueuedMessage{At: time.Unix(0, int64(at)).UTC(), AccountID: accountID, MessageID: string(k[8:])}
+		}
+		if at <= limit {
+			q.Due++
+		} else {
+			q.Later++
+		}
+	}
+}
