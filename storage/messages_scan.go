@@ -33,6 +33,7 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message
 	var lastKept, lastSeen []byte
 	limit := opts.Limit
 	opts.Limit, opts.Offset = -1, 0
+	needles := f.needles()
 	_, _, err := scanMatching(tx.bucket(bucketMessages), prefix(accountID), f.Range, opts, func(k, v []byte) (struct{}, bool, error) {
 		if budget > 0 && sc.Examined == budget {
 			sc.Spent, sc.HasMore = true, true
@@ -40,11 +41,15 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message
 			return struct{}{}, false, errScanStop
 		}
 		sc.Examined++
+		lastSeen = append(lastSeen[:0], k...)
+		if skipBinary(v, needles) {
+			sc.Reached = messageTime(k)
+			return struct{}{}, false, nil
+		}
 		m, ok, err := f.match(k, v)
 		if err != nil {
 			return struct{}{}, false, err
 		}
-		lastSeen = append(lastSeen[:0], k...)
 		sc.Reached = m.CreatedAt
 		if !ok || (keep != nil && !keep(&m)) {
 			return struct{}{}, false, nil
@@ -65,6 +70,67 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message
 		sc.Reached = time.Time{}
 	}
 	return out, sc, nil
+}
+
+// needles are strings every record that f accepts holds as they are.
+func (f MessageFilter) needles() [][]byte {
+	var out [][]byte
+	for _, s := range []string{f.Recipient, f.Tag, f.CampaignID, f.Status} {
+		if s != "" {
+			out = append(out, []byte(s))
+		}
+	}
+	return out
+}
+
+// skipBinary reports whether v, a message record, is in the binary codec
+// (which keeps strings as they are, unlike JSON's escapes) and lacks one of
+// needles: a record that cannot match, skipped without decoding it.
+func skipBinary(v []byte, needles [][]byte) bool {
+	if len(v) == 0 || v[0] == '{' {
+		return false
+	}
+	for _, n := range needles {
+		if !bytes.Contains(v, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// messageTime is the creation time in a message key's UUIDv7 id (its first
+// 48 bits, in milliseconds), or zero if the key holds no such id.
+func messageTime(k []byte) time.Time {
+	if len(k) < 13 {
+		return time.Time{}
+	}
+	var ms int64
+	for i, c := range k[:13] {
+		if i == 8 {
+			if c != '-' {
+				return time.Time{}
+			}
+			continue
+		}
+		d := int64(unhex(c))
+		if d < 0 {
+			return time.Time{}
+		}
+		ms = ms<<4 | d
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // AccountQueue is what the message queue holds of one account.
