@@ -21,7 +21,8 @@ const MaxSubjectPrefix = 200
 // messages newest first within the time window.
 type MessageSearch struct {
 	MessageQuery
-	// SubjectPrefix matches subjects that start with it, ignoring case.
+	// SubjectPrefix matches subjects that start with it, ignoring case
+	// (both are lower cased).
 	SubjectPrefix string
 	// Budget is how many messages one page reads at most; 0 means
 	// DefaultSearchBudget.
@@ -58,32 +59,19 @@ func (a *App) SearchMessages(p Principal, q MessageSearch, opts storage.ListOpti
 		budget = DefaultSearchBudget
 	}
 	f := storage.MessageFilter{Test: p.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
-		Recipient: q.Recipient, Stream: q.Stream, Range: idRange(q.Since, q.Until)}
-	var keep func(*storage.Message) bool
-	if prefix != "" {
-		keep = func(m *storage.Message) bool { return hasPrefixFold(m.Subject, prefix) }
-	}
+		Recipient: q.Recipient, Stream: q.Stream, Range: idRange(q.Since, q.Until), SubjectPrefix: prefix}
 	opts.Reverse = true
 	var list []storage.Message
 	var sc storage.MessageScan
 	err := a.db.View(func(tx *storage.Tx) error {
 		var err error
-		list, sc, err = tx.ScanMessages(p.Account.ID, f, keep, opts, budget)
+		list, sc, err = tx.ScanMessages(p.Account.ID, f, opts, budget)
 		return err
 	})
 	if err != nil {
 		return nil, SearchResult{}, storageErr(err, "message")
 	}
 	return list, SearchResult{ListResult: sc.ListResult, Examined: sc.Examined, Spent: sc.Spent, Reached: sc.Reached}, nil
-}
-
-// hasPrefixFold reports whether s starts with lower (lower case), ignoring
-// case.
-func hasPrefixFold(s, lower string) bool {
-	if len(s) >= len(lower) && strings.EqualFold(s[:len(lower)], lower) {
-		return true
-	}
-	return strings.HasPrefix(strings.ToLower(s), lower)
 }
 
 // QueueBudget is how many entries of the deployment's message queue the

@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -20,14 +21,13 @@ type MessageScan struct {
 
 var errScanStop = errors.New("scan stopped")
 
-// ScanMessages lists one page of an account's messages that f and keep
-// (nil keeps all) accept, walking the account's time-ordered ids in the
+// ScanMessages lists one page of an account's messages that f accepts, walking the account's time-ordered ids in the
 // order opts asks for (within f.Range, after opts.After), and reads at most
 // budget messages (0 or less: no budget). Its cost is proportional to the
 // page or the budget, whichever ends the walk first; when the budget ends
 // it, the result says so and its cursor continues where the walk stopped.
 // It needs no index but the one every message has.
-func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message) bool, opts ListOptions, budget int) ([]Message, MessageScan, error) {
+func (tx *Tx) ScanMessages(accountID string, f MessageFilter, opts ListOptions, budget int) ([]Message, MessageScan, error) {
 	var out []Message
 	var sc MessageScan
 	var lastKept, lastSeen []byte
@@ -42,7 +42,7 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message
 		}
 		sc.Examined++
 		lastSeen = append(lastSeen[:0], k...)
-		if skipBinary(v, needles) {
+		if skipBinary(v, needles, f.SubjectPrefix) {
 			sc.Reached = messageTime(k)
 			return struct{}{}, false, nil
 		}
@@ -51,7 +51,7 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message
 			return struct{}{}, false, err
 		}
 		sc.Reached = m.CreatedAt
-		if !ok || (keep != nil && !keep(&m)) {
+		if !ok {
 			return struct{}{}, false, nil
 		}
 		if len(out) == limit {
@@ -72,7 +72,8 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, keep func(*Message
 	return out, sc, nil
 }
 
-// needles are strings every record that f accepts holds as they are.
+// needles are strings every record that f accepts holds as they are (the
+// subject prefix is checked apart, ignoring case).
 func (f MessageFilter) needles() [][]byte {
 	var out [][]byte
 	for _, s := range []string{f.Recipient, f.Tag, f.CampaignID, f.Status} {
@@ -85,9 +86,10 @@ func (f MessageFilter) needles() [][]byte {
 
 // skipBinary reports whether v, a message record, is in the binary codec
 // (which keeps strings as they are, unlike JSON's escapes) and lacks one of
-// needles: a record that cannot match, skipped without decoding it.
-func skipBinary(v []byte, needles [][]byte) bool {
-	if len(v) == 0 || v[0] == '{' {
+// needles or has a subject that does not start with subjectPrefix: a
+// record that cannot match, skipped without decoding it.
+func skipBinary(v []byte, needles [][]byte, subjectPrefix string) bool {
+	if len(v) == 0 || v[0] < messageCodecV1 || v[0] > messageCodecV4 {
 		return false
 	}
 	for _, n := range needles {
@@ -95,7 +97,54 @@ func skipBinary(v []byte, needles [][]byte) bool {
 			return true
 		}
 	}
+	if subjectPrefix != "" {
+		if subject, ok := binarySubject(v); ok && !hasPrefixLower(subject, subjectPrefix) {
+			return true
+		}
+	}
 	return false
+}
+
+// binarySubject is the subject of a binary message record, read in place:
+// the fields before it are skipped, not decoded.
+func binarySubject(v []byte) ([]byte, bool) {
+	r := &reader{b: v[1:]}
+	for range 5 { // id, account, status, from, domain
+		r.take(r.uvarint())
+	}
+	r.take(1)     // test
+	for range 4 { // to, cc, bcc, reply-to
+		if n := r.uvarint(); n > 0 {
+			for range n - 1 {
+				r.take(r.uvarint())
+				if r.err != nil {
+					break
+				}
+			}
+		}
+	}
+	subject := r.take(r.uvarint())
+	return subject, r.err == nil
+}
+
+// hasPrefixLower reports whether s, lower cased (strings.ToLower), starts
+// with lower. ASCII is compared in place; the rest of s is lower cased
+// from its first non-ASCII byte only.
+func hasPrefixLower[S ~string | ~[]byte](s S, lower string) bool {
+	i := 0
+	for ; i < len(s) && i < len(lower); i++ {
+		c := s[i]
+		if c >= 0x80 || lower[i] >= 0x80 {
+			return strings.HasPrefix(strings.ToLower(string(s[i:])), lower[i:])
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return i == len(lower)
 }
 
 // messageTime is the creation time in a message key's UUIDv7 id (its first

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestScanMessagesBudgetAndAccountQueue(t *testing.T) {
 		var sc MessageScan
 		db.View(func(tx *Tx) error {
 			var err error
-			list, sc, err = tx.ScanMessages("a1", MessageFilter{Recipient: "ann@dest.test"}, nil, ListOptions{Reverse: true, Limit: 5, After: after}, 4)
+			list, sc, err = tx.ScanMessages("a1", MessageFilter{Recipient: "ann@dest.test"}, ListOptions{Reverse: true, Limit: 5, After: after}, 4)
 			return err
 		})
 		return list, sc
@@ -74,4 +75,23 @@ func TestScanMessagesBudgetAndAccountQueue(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The subject is read in place from a binary record as decoding reads it,
+// and the prefix test lower cases as strings.ToLower does, ASCII or not.
+func TestSubjectPrefixInPlace(t *testing.T) {
+	for _, subject := range []string{"", "Invoice 42", "ÜBERWEISUNG fällig", "\u212Aelvin", "İstanbul", "invoic"} {
+		m := Message{ID: "x", AccountID: "a", Status: "queued", To: []string{"a@b.test", "c@d.test"}, Cc: []string{"e@f.test"},
+			Subject: subject, Recipients: []Recipient{{Email: "a@b.test"}}}
+		got, ok := binarySubject(encodeMessage(&m))
+		if !ok || string(got) != subject {
+			t.Errorf("binarySubject of %q: %q, %v", subject, got, ok)
+		}
+		for _, prefix := range []string{"", "invoice", "über", "kelvin", "k", "i̇stan", "istan", "invoice 42 and more"} {
+			want := strings.HasPrefix(strings.ToLower(subject), prefix)
+			if hasPrefixLower(subject, prefix) != want || hasPrefixLower(got, prefix) != want {
+				t.Errorf("hasPrefixLower(%q, %q) is not %v", subject, prefix, want)
+			}
+		}
+	}
 }
