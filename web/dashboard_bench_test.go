@@ -25,7 +25,8 @@ import (
 // stored) and measures every dashboard page for a logged-in owner, one
 // request at a time, reporting p50 and p95. The search pages are included:
 // a subject prefix and a recipient that match almost nothing, so each page
-// reads its whole budget (5,000 messages). Run:
+// reads its whole budget (5,000 messages), and a stream filter that
+// matches nothing and must decode each message it reads. Run:
 //
 //	flock /tmp/bench.lock go test ./web -bench Dashboard -run '^$'
 //
@@ -169,6 +170,9 @@ func BenchmarkDashboard(b *testing.B) {
 		{"messages-recipient", "/dashboard/messages?recipient=rare@dest.test"},
 		{"messages-tag-window", "/dashboard/messages?tag=bench&since=" + since},
 		{"messages-subject", "/dashboard/messages?subject=invoice"},
+		// The dearest page: no message is broadcast and no byte test can
+		// tell, so each of the 5,000 is decoded.
+		{"messages-stream", "/dashboard/messages?stream=broadcast"},
 		{"messages-subject-window", "/dashboard/messages?subject=invoice&since=" + since},
 		{"message", "/dashboard/messages/" + own},
 		{"message-source", "/dashboard/messages/" + own + "/source?recipient=" + url.QueryEscape(ownTo)},
