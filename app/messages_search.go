@@ -61,6 +61,9 @@ func (a *App) SearchMessages(p Principal, q MessageSearch, opts storage.ListOpti
 	f := storage.MessageFilter{Test: p.Test, Status: q.Status, CampaignID: q.CampaignID, Tag: q.Tag,
 		Recipient: q.Recipient, Stream: q.Stream, Range: idRange(q.Since, q.Until), SubjectPrefix: prefix}
 	opts.Reverse = true
+	if opts.Limit <= 0 {
+		opts.Limit = 50 // a page, never the whole history
+	}
 	var list []storage.Message
 	var sc storage.MessageScan
 	err := a.db.View(func(tx *storage.Tx) error {
