@@ -321,10 +321,13 @@ type MessageFilter struct {
 	Recipient  string // lower case
 	Stream     string
 	Range      Range // over message ids (UUIDv7: creation time)
+	// SubjectPrefix (lower case) keeps messages whose subject, lower
+	// cased, starts with it. Only ScanMessages takes it.
+	SubjectPrefix string
 }
 
 func (f MessageFilter) plain() bool {
-	return f.Status == "" && f.CampaignID == "" && f.Tag == "" && f.Recipient == "" && f.Stream == "" && f.Range.Lower == nil && f.Range.Upper == nil
+	return f.Status == "" && f.CampaignID == "" && f.Tag == "" && f.Recipient == "" && f.Stream == "" && f.SubjectPrefix == "" && f.Range.Lower == nil && f.Range.Upper == nil
 }
 
 func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
@@ -336,7 +339,8 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 		(f.Status == "" || m.Status == f.Status) &&
 		(f.CampaignID == "" || m.CampaignID == f.CampaignID) &&
 		(f.Tag == "" || slices.Contains(m.Tags, f.Tag)) &&
-		(f.Stream == "" || StreamOf(m) == f.Stream)
+		(f.Stream == "" || StreamOf(m) == f.Stream) &&
+		(f.SubjectPrefix == "" || hasPrefixLower(m.Subject, f.SubjectPrefix))
 	if ok && f.Recipient != "" {
 		ok = false
 		for _, r := range m.Recipients {

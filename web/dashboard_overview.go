@@ -69,6 +69,9 @@ type overviewData struct {
 	Bounced  app.BounceCounts
 	Rates    app.Rates
 	CanRead  bool // the role may read analytics
+	// Queue is the account's part of the message queue (nil when the
+	// role may not read messages).
+	Queue *app.QueueSummary
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess app.Session) {
@@ -97,8 +100,20 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, sess app.Sessi
 			d.Charts = append(d.Charts, chartOf(m.name, sum.Daily, m.value))
 		}
 	}
+	if app.HasScope(sess.Principal.Scopes, app.ScopeMessagesRead) {
+		q, err := s.app.QueueSummary(sess.Principal)
+		if err != nil {
+			s.fail(w, sess, err)
+			return
+		}
+		d.Queue = &q
+	}
 	s.render(w, http.StatusOK, "overview", s.pageOf(sess, "Overview", page{Data: d}))
 }
+
+// messagesBudget is how many messages one page of the Messages list reads
+// at most (tests lower it).
+var messagesBudget = app.DefaultSearchBudget
 
 // messagesData is one page of the Messages list with its filters.
 type messagesData struct {
@@ -106,16 +121,25 @@ type messagesData struct {
 	Statuses []string
 	Messages []storage.Message
 	Next     template.URL // the next page's address: the filters and the cursor
+	// Spent is true when the page's budget ran out before it was full:
+	// the account was searched down to Reached, and Next continues.
+	Spent    bool
+	Reached  string
+	Examined int
 }
 
 // messagesPage lists the account's (live) messages, newest first, filtered
 // like GET /v1/messages (exact recipient, status, tag, campaign, stream,
-// a time range), a page at a time.
+// a time range) and by a subject prefix, a page at a time. Each page reads
+// at most app.DefaultSearchBudget messages (SearchMessages), so a filter
+// that matches few of many messages answers "searched down to …;
+// continue" rather than walking them all.
 func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request, sess app.Session) {
 	q := r.URL.Query()
 	mq := app.MessageQuery{Status: q.Get("status"), CampaignID: strings.TrimSpace(q.Get("campaign_id")),
 		Tag: strings.TrimSpace(q.Get("tag")), Stream: q.Get("stream"),
 		Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
+	search := app.MessageSearch{MessageQuery: mq, SubjectPrefix: q.Get("subject"), Budget: messagesBudget}
 	var err error
 	switch {
 	case mq.Status != "" && !slices.Contains(app.MessageStatuses, mq.Status):
@@ -136,12 +160,16 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request, sess app.S
 		s.fail(w, sess, err)
 		return
 	}
-	list, res, _, err := s.app.ListMessages(sess.Principal, mq, pq.options(), false)
+	search.MessageQuery = mq
+	list, res, err := s.app.SearchMessages(sess.Principal, search, pq.options())
 	if err != nil {
 		s.fail(w, sess, err)
 		return
 	}
-	d := messagesData{Query: q, Statuses: app.MessageStatuses, Messages: list}
+	d := messagesData{Query: q, Statuses: app.MessageStatuses, Messages: list, Spent: res.Spent, Examined: res.Examined}
+	if res.Spent {
+		d.Reached = res.Reached.UTC().Format("2006-01-02 15:04:05")
+	}
 	if res.HasMore {
 		next := url.Values{}
 		for k, v := range q {
