@@ -41,11 +41,12 @@ type SearchResult struct {
 }
 
 // SearchMessages lists the caller's messages of its key's mode, newest
-// first, that match q. The store keeps messages by account and creation
-// time only (no index by recipient, tag or subject), so each page walks
-// them newest first and reads at most q.Budget: a page's cost is bounded by
-// the page or the budget, and a search over many messages answers a
-// continuation cursor instead of walking them all.
+// first, that match q. A filter by recipient, campaign or tag walks that
+// index of the store; the others (subject, status, stream) walk the
+// account's messages newest first. Either way each page reads at most
+// q.Budget messages: a page's cost is bounded by the page or the budget,
+// and a search over many messages answers a continuation cursor instead
+// of walking them all.
 func (a *App) SearchMessages(p Principal, q MessageSearch, opts storage.ListOptions) ([]storage.Message, SearchResult, error) {
 	if err := a.authorize(p, ScopeMessagesRead); err != nil {
 		return nil, SearchResult{}, err

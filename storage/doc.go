@@ -138,6 +138,15 @@
 //	    <email>·<account_id>      -> <member_id>   (the accounts a person belongs to)
 //	audit/
 //	    <account_id>·<entry_id>   -> AuditEntry (JSON; entry ids are UUIDv7: time order)
+//	messages_by_recipient/                         (schema v16)
+//	    <account_id>·<address>·<message_id> -> ""  (every to, cc and bcc address, lower case)
+//	messages_by_tag/
+//	    <account_id>·<tag>·<message_id> -> ""
+//	messages_by_campaign/
+//	    <account_id>·<campaign_id>·<message_id> -> ""
+//	                                                (message ids are UUIDv7: within a value, key order is
+//	                                                creation-time order, the order of messages/; written and
+//	                                                removed with the message; see messages_index.go)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret, TOTP keys in people. secretClasses

@@ -161,6 +161,9 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	if err := tx.putMessage(m, nil, ""); err != nil {
 		return err
 	}
+	if err := indexMessage(tx.bucket, &m, false); err != nil {
+		return err
+	}
 	if m.Test {
 		tx.gauge.inserted[1]++
 	} else {
@@ -330,8 +333,15 @@ func (f MessageFilter) plain() bool {
 	return f.Status == "" && f.CampaignID == "" && f.Tag == "" && f.Recipient == "" && f.Stream == "" && f.SubjectPrefix == "" && f.Range.Lower == nil && f.Range.Upper == nil
 }
 
+// onDecodeMessage, when set (by tests), is told of every message record
+// a list decodes.
+var onDecodeMessage func()
+
 func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 	var m Message
+	if onDecodeMessage != nil {
+		onDecodeMessage()
+	}
 	if err := decodeMessage(v, &m); err != nil {
 		return m, false, fmt.Errorf("decode %q: %w", k, err)
 	}
@@ -354,17 +364,25 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 }
 
 // Messages lists one page of an account's messages, newest first unless
-// opts says otherwise, with the total that page mode reports.
+// opts says otherwise, with the total that page mode reports. A filter by
+// recipient, campaign or tag walks that index (messages_index.go) and
+// reads only the messages it lists; the others walk the account's messages.
 func (tx *Tx) Messages(accountID string, f MessageFilter, opts ListOptions, withTotal bool) ([]Message, ListResult, int, error) {
-	b := tx.bucket(bucketMessages)
-	list, res, err := scanMatching(b, prefix(accountID), f.Range, opts, f.match)
+	list, res, err := walkMessages(tx, accountID, f, opts, f.match)
 	if err != nil || !withTotal {
 		return list, res, 0, err
 	}
 	if f.plain() {
 		return list, res, tx.count(messageCollection(f.Test), accountID), nil
 	}
-	total, err := countMatching(b, prefix(accountID), f.Range, f.match)
+	total := 0
+	_, _, err = walkMessages(tx, accountID, f, ListOptions{Limit: -1}, func(k, v []byte) (struct{}, bool, error) {
+		_, ok, err := f.match(k, v)
+		if ok {
+			total++
+		}
+		return struct{}{}, false, err
+	})
 	return list, res, total, err
 }
 
@@ -387,6 +405,9 @@ func expireMessage(tx *Tx, key []byte, now time.Time) error {
 		return err
 	}
 	if err := b.Delete(key); err != nil {
+		return err
+	}
+	if err := indexMessage(tx.bucket, &m, true); err != nil {
 		return err
 	}
 	if err := tx.bucket(bucketMessageContent).Delete([]byte(m.ID)); err != nil {

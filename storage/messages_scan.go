@@ -26,7 +26,8 @@ var errScanStop = errors.New("scan stopped")
 // budget messages (0 or less: no budget). Its cost is proportional to the
 // page or the budget, whichever ends the walk first; when the budget ends
 // it, the result says so and its cursor continues where the walk stopped.
-// It needs no index but the one every message has.
+// A filter by recipient, campaign or tag walks that index instead of every
+// message (walkMessages), so the budget is spent on candidates only.
 func (tx *Tx) ScanMessages(accountID string, f MessageFilter, opts ListOptions, budget int) ([]Message, MessageScan, error) {
 	var out []Message
 	var sc MessageScan
@@ -34,7 +35,7 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, opts ListOptions, 
 	limit := opts.Limit
 	opts.Limit, opts.Offset = -1, 0
 	needles := f.needles()
-	_, _, err := scanMatching(tx.bucket(bucketMessages), prefix(accountID), f.Range, opts, func(k, v []byte) (struct{}, bool, error) {
+	_, _, err := walkMessages(tx, accountID, f, opts, func(k, v []byte) (struct{}, bool, error) {
 		if budget > 0 && sc.Examined == budget {
 			sc.Spent, sc.HasMore = true, true
 			sc.Next = bytes.Clone(lastSeen)

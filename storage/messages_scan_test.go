@@ -7,26 +7,26 @@ import (
 	"time"
 )
 
-// A budgeted scan reads at most its budget of messages per page, newest
-// first, skips records that cannot match without decoding them, and
-// continues from where it stopped; the queue count sees one account's
-// entries only.
+// A budgeted scan (by subject: a filter no index serves) reads at most its
+// budget of messages per page, newest first, skips records that cannot
+// match without decoding them, and continues from where it stopped; the
+// queue count sees one account's entries only.
 func TestScanMessagesBudgetAndAccountQueue(t *testing.T) {
 	db := openTest(t)
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	err := db.Update(func(tx *Tx) error {
 		for i := range 10 {
 			at := base.Add(time.Duration(i) * time.Minute)
-			to := "other@dest.test"
+			to, subject := "other@dest.test", "Other"
 			if i == 1 || i == 8 {
-				to = "ann@dest.test"
+				to, subject = "ann@dest.test", "Ann's invoice"
 			}
 			acct := "a1"
 			if i == 5 {
 				acct = "a2"
 			}
 			m := Message{ID: fmt.Sprintf("%08x-%04x-7000-8000-%012x", at.UnixMilli()>>16, at.UnixMilli()&0xffff, i),
-				AccountID: acct, Status: "queued", To: []string{to}, CreatedAt: at, ExpiresAt: at.Add(time.Hour), QueueAt: &at,
+				AccountID: acct, Status: "queued", To: []string{to}, Subject: subject, CreatedAt: at, ExpiresAt: at.Add(time.Hour), QueueAt: &at,
 				Recipients: []Recipient{{Email: to, Kind: "to", Status: "queued"}}}
 			if err := tx.InsertMessage(m, MessageContent{}, nil); err != nil {
 				return err
@@ -42,7 +42,7 @@ func TestScanMessagesBudgetAndAccountQueue(t *testing.T) {
 		var sc MessageScan
 		db.View(func(tx *Tx) error {
 			var err error
-			list, sc, err = tx.ScanMessages("a1", MessageFilter{Recipient: "ann@dest.test"}, ListOptions{Reverse: true, Limit: 5, After: after}, 4)
+			list, sc, err = tx.ScanMessages("a1", MessageFilter{SubjectPrefix: "ann's"}, ListOptions{Reverse: true, Limit: 5, After: after}, 4)
 			return err
 		})
 		return list, sc

@@ -44,6 +44,7 @@ var migrations = []migration{
 	{13, "inbound domains, routes and received messages", plain(migrateInbound), false},
 	{14, "MTA-STS policy cache and TLS report counts", plain(migrateTransport), false},
 	{15, "dashboard people, password links, sessions, memberships by email, the audit log", plain(migrateDashboard), false},
+	{16, "messages by recipient, tag and campaign, backfilled", plain(migrateMessageIndexes), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {

@@ -91,6 +91,10 @@ var (
 	bucketAudit           = []byte("audit")
 	bucketSTSPolicies     = []byte("mta_sts_policies")
 	bucketTLSCounts       = []byte("tls_report_counts")
+
+	bucketMessagesByRecipient = []byte("messages_by_recipient")
+	bucketMessagesByTag       = []byte("messages_by_tag")
+	bucketMessagesByCampaign  = []byte("messages_by_campaign")
 )
 
 var (

@@ -1,0 +1,162 @@
+package storage
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The message indexes (schema v16) list an account's messages by one exact
+// value: a recipient address (to, cc or bcc, lower cased), a tag or a
+// campaign id. A key is <account_id>·<value>·<message_id>: message ids are
+// UUIDv7, so within one value key order is creation-time order and the
+// same as the order of messages/<account_id>·<message_id>. That makes a
+// walk of an index answer the ranges and cursors of a walk of the messages
+// themselves, byte for byte. Status is not indexed (it changes over a
+// message's life); stream has two values, where a walk is as good.
+
+// messageIndexEntries are the index keys of m, by bucket. A value holding
+// the separator byte is not indexed (no such address, tag or campaign id
+// passes validation; a walk finds it all the same).
+func messageIndexEntries(m *Message) map[string][][]byte {
+	out := map[string][][]byte{}
+	add := func(bucket []byte, value string) {
+		if value == "" || strings.IndexByte(value, sep) >= 0 {
+			return
+		}
+		k := join(m.AccountID, value, m.ID)
+		for _, have := range out[string(bucket)] {
+			if bytes.Equal(have, k) {
+				return
+			}
+		}
+		out[string(bucket)] = append(out[string(bucket)], k)
+	}
+	for _, list := range [][]string{m.To, m.Cc, m.Bcc} {
+		for _, a := range list {
+			add(bucketMessagesByRecipient, strings.ToLower(addressOf(a)))
+		}
+	}
+	for _, r := range m.Recipients {
+		add(bucketMessagesByRecipient, strings.ToLower(r.Email))
+	}
+	for _, t := range m.Tags {
+		add(bucketMessagesByTag, t)
+	}
+	add(bucketMessagesByCampaign, m.CampaignID)
+	return out
+}
+
+// addressOf is the address in "Name <addr>", or s as it is.
+func addressOf(s string) string {
+	if i := strings.LastIndexByte(s, '<'); i >= 0 {
+		if j := strings.IndexByte(s[i:], '>'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return s
+}
+
+var messageIndexBuckets = [][]byte{bucketMessagesByRecipient, bucketMessagesByTag, bucketMessagesByCampaign}
+
+// indexMessage writes (or, with del, removes) the index entries of m.
+func indexMessage(get func([]byte) *bolt.Bucket, m *Message, del bool) error {
+	for name, keys := range messageIndexEntries(m) {
+		b := get([]byte(name))
+		for _, k := range keys {
+			var err error
+			if del {
+				err = b.Delete(k)
+			} else {
+				err = b.Put(k, nil)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// messageIndex picks the index that serves f: the bucket and the key
+// prefix of f's value, or nil when f names no indexed value. A recipient is
+// the most selective, then a campaign, then a tag.
+func (f MessageFilter) messageIndex(accountID string) ([]byte, []byte) {
+	for _, c := range []struct {
+		bucket []byte
+		value  string
+	}{{bucketMessagesByRecipient, strings.ToLower(f.Recipient)}, {bucketMessagesByCampaign, f.CampaignID}, {bucketMessagesByTag, f.Tag}} {
+		if c.value != "" && strings.IndexByte(c.value, sep) < 0 {
+			return c.bucket, append(join(accountID, c.value), sep)
+		}
+	}
+	return nil, nil
+}
+
+// walkMessages is scanMatching over an account's messages that f accepts:
+// through an index when f names an indexed value (reading only the
+// messages the index lists), otherwise over every message of the account.
+// Keys handed to match are message ids, as in either walk; f.Range and
+// opts.After are message ids too.
+func walkMessages[T any](tx *Tx, accountID string, f MessageFilter, opts ListOptions, match func(k, v []byte) (T, bool, error)) ([]T, ListResult, error) {
+	msgs := tx.bucket(bucketMessages)
+	bucket, pfx := f.messageIndex(accountID)
+	if bucket == nil {
+		return scanMatching(msgs, prefix(accountID), f.Range, opts, match)
+	}
+	return scanMatching(tx.bucket(bucket), pfx, f.Range, opts, func(id, _ []byte) (T, bool, error) {
+		var zero T
+		if bytes.IndexByte(id, sep) >= 0 {
+			return zero, false, nil // a longer value's entry under this prefix
+		}
+		v := msgs.Get(append(prefix(accountID), id...))
+		if v == nil {
+			return zero, false, nil
+		}
+		return match(id, v)
+	})
+}
+
+// migrateMessageIndexes creates the message indexes and fills them from
+// the messages already stored, in batches of keys read ahead of the
+// writes.
+func migrateMessageIndexes(tx *bolt.Tx) error {
+	for _, name := range messageIndexBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	const batch = 1000
+	msgs := tx.Bucket(bucketMessages)
+	var after []byte
+	for {
+		type rec struct{ k, v []byte }
+		var recs []rec
+		c := msgs.Cursor()
+		k, v := c.First()
+		if after != nil {
+			k, v = c.Seek(after)
+			if k != nil && bytes.Equal(k, after) {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && len(recs) < batch; k, v = c.Next() {
+			recs = append(recs, rec{bytes.Clone(k), bytes.Clone(v)})
+		}
+		for _, r := range recs {
+			var m Message
+			if err := decodeMessage(r.v, &m); err != nil {
+				return fmt.Errorf("decode %q: %w", r.k, err)
+			}
+			if err := indexMessage(tx.Bucket, &m, false); err != nil {
+				return err
+			}
+		}
+		if len(recs) < batch {
+			return nil
+		}
+		after = recs[len(recs)-1].k
+	}
+}
