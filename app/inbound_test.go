@@ -228,10 +228,15 @@ func TestFeedbackLoopAddress(t *testing.T) {
 		return arf
 	}
 	local, _, _ := strings.Cut(ann, "@")
+	// A MAC one character off: the last one changed to one it is not.
+	other := "q"
+	if strings.HasSuffix(local, other) {
+		other = "r"
+	}
 	for name, data := range map[string][]byte{
 		"no Return-Path":        report(""),
 		"old-form Return-Path":  report(hex + "@bounces.acme.test"),
-		"Return-Path, bad MAC":  report(local[:len(local)-1] + "q@bounces.acme.test"),
+		"Return-Path, bad MAC":  report(local[:len(local)-1] + other + "@bounces.acme.test"),
 		"a DSN, not a report":   fixture(t, "dsn/postfix-user-unknown.eml", "nobody@example.org", "bob@dest.test"),
 		"Return-Path elsewhere": report("bounce@example.org"),
 	} {
