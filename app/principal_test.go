@@ -64,6 +64,7 @@ func useCases(a *App) []useCase {
 		{"Template", ScopeTemplatesRead, func(p Principal) error { _, _, e := a.Template(p, "nope", 0); return e }},
 		{"TemplateVersions", ScopeTemplatesRead, func(p Principal) error { _, _, _, e := a.TemplateVersions(p, "nope", none); return e }},
 		{"RenderTemplate", ScopeTemplatesRead, func(p Principal) error { _, e := a.RenderTemplate(p, "nope", 0, nil); return e }},
+		{"RenderDraft", ScopeTemplatesWrite, func(p Principal) error { _, e := a.RenderDraft(p, "nope", TemplateInput{}, nil); return e }},
 		{"CreateTemplate", ScopeTemplatesWrite, func(p Principal) error { _, _, e := a.CreateTemplate(p, TemplateInput{}); return e }},
 		{"UpdateTemplate", ScopeTemplatesWrite, func(p Principal) error { _, _, e := a.UpdateTemplate(p, "nope", TemplateInput{}); return e }},
 		{"Team", ScopeTeamRead, func(p Principal) error { _, _, _, e := a.Team(p, none); return e }},

@@ -283,6 +283,34 @@ func (a *App) RenderTemplate(p Principal, id string, version int, data map[strin
 	return render(v, data, a.renderLimits())
 }
 
+// RenderDraft renders content that is not saved: the template's newest
+// version with in's fields replaced, as saving it would store it (the
+// editor's live preview). It needs templates:write, as saving does, and
+// id names one of the caller's templates; nothing is stored. The output's
+// Version is 0. The parts are bounded as saving bounds them; the render
+// has the limits of RenderTemplate.
+func (a *App) RenderDraft(p Principal, id string, in TemplateInput, data map[string]any) (Rendered, error) {
+	if err := a.authorize(p, ScopeTemplatesWrite); err != nil {
+		return Rendered{}, err
+	}
+	_, v, e := a.template(p.Account.ID, id, 0)
+	if e != nil {
+		return Rendered{}, e
+	}
+	applyInput(&v, in)
+	if strings.ContainsAny(v.Subject, "\r\n\x00") {
+		return Rendered{}, Validation("subject", "must be one line (no CR, LF or NUL)")
+	}
+	for _, p := range parts(v) {
+		if len(p.src) > MaxTemplatePart {
+			return Rendered{}, Validation(p.name, fmt.Sprintf("must be at most %d bytes", MaxTemplatePart))
+		}
+	}
+	out, err := render(v, data, a.renderLimits())
+	out.Version = 0
+	return out, err
+}
+
 // renderLimits are the bounds of one render: the output may be as large as
 // a whole message.
 func (a *App) renderLimits() RenderLimits {

@@ -82,9 +82,10 @@ const (
 	// exists (login, set password): the form must post the same value.
 	formCookie = "mailbolt_form"
 	// dashboardCSP forbids every frame ancestor, and every resource but the
-	// dashboard's own stylesheet, images and script files (copy buttons:
-	// no inline script runs).
-	dashboardCSP = "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; form-action 'self'; " +
+	// dashboard's own stylesheet, images and script files (copy buttons,
+	// the live template preview: no inline script runs) and the preview's
+	// requests to the dashboard itself (connect-src).
+	dashboardCSP = "default-src 'none'; style-src 'self'; img-src 'self'; script-src 'self'; connect-src 'self'; form-action 'self'; " +
 		"frame-ancestors 'none'; base-uri 'none'"
 	// maxFormBytes caps a dashboard form's body.
 	maxFormBytes = 64 << 10

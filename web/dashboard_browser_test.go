@@ -416,6 +416,50 @@ func TestDashboardInBrowser(t *testing.T) {
 	wantText(t, "the preview", c.text(`section[aria-label="Rendered output"]`),
 		"Welcome, Ann", "<p>Hi Ann, your plan is &lt;b&gt;pro&lt;/b&gt;.</p>", "Hi Ann, your plan is <b>pro</b>.")
 	c.checkedAt("template", `form[action$="/preview"]`, "start")
+	// The live preview (preview.js): typing into the editor renders the
+	// unsaved draft with the preview's data, the HTML only in a sandboxed
+	// frame, with no script error or CSP violation (the frame's srcdoc
+	// passes the dashboard's policy).
+	livePoll := func(what, js string) string {
+		t.Helper()
+		got, err := chromedp.Run(c.ctx, chromedp.Poll[string](js, chromedp.WithPollingTimeout(10*time.Second)))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return got
+	}
+	livePoll("the live preview of the saved form", `(s => s === "Welcome, Ann" && s)(document.getElementById("live-subject").textContent)`)
+	c.do("typing into the editor",
+		chromedp.Clear(css("#subject")), chromedp.SendKeys(css("#subject"), "Hello {{name}}!"),
+		chromedp.Clear(css("#html")), chromedp.SendKeys(css("#html"), "<h1>Bye {{name}}</h1><p>{{plan}}</p>"),
+		chromedp.Clear(css("#text")), chromedp.SendKeys(css("#text"), "Bye {{name}}"))
+	livePoll("the live preview after typing",
+		`(f => f.srcdoc === "<h1>Bye Ann</h1><p>&lt;b&gt;pro&lt;/b&gt;</p>" && document.getElementById("live-text").textContent === "Bye Ann" && f.srcdoc)(document.getElementById("live-html"))`)
+	wantText(t, "the live preview", c.text("#live-preview"), "Hello Ann!", "Bye Ann")
+	if sb, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.getElementById("live-html").getAttribute("sandbox")`)); err != nil || sb != "" {
+		t.Errorf("the live preview's frame has sandbox=%q (%v), want it empty: no scripts, an opaque origin", sb, err)
+	}
+	if v := e.do("GET", "/v1/templates/"+strings.TrimSuffix(strings.TrimPrefix(c.location(), "/dashboard/templates/"), "/preview"), e.key, nil).want(t, 200).json(t); v["version"] != 1.0 {
+		t.Errorf("typing saved the template: version %v", v["version"])
+	}
+	c.checkedAt("template-live", "#live-preview", "start")
+	// A script in the template does not run in the preview: the frame is
+	// sandboxed without allow-scripts, and keeps the dashboard's policy. Had
+	// it run, its message would reach this page before the frame's load.
+	const withScript = `<p>x</p><script>parent.postMessage("ran", "*")</script>`
+	if _, err := chromedp.Run(c.ctx, chromedp.Evaluate[bool](`window.ran = 0; addEventListener("message", e => { if (e.data === "ran") window.ran++ });
+document.getElementById("live-html").addEventListener("load", e => { window.loaded = e.target.srcdoc }); true`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(c.ctx, chromedp.Evaluate[string](`document.getElementById("html").value = ""`)); err != nil {
+		t.Fatal(err)
+	}
+	c.do("typing a script into the editor", chromedp.SendKeys(css("#html"), withScript))
+	livePoll("the live preview of a script", fmt.Sprintf(`window.loaded === %q && window.loaded`, withScript))
+	if ran, err := chromedp.Run(c.ctx, chromedp.Evaluate[int](`window.ran`)); err != nil || ran != 0 {
+		t.Errorf("a script in the live preview ran %d times (%v)", ran, err)
+	}
+	c.checked("template-live-script")
 	c.open("/dashboard/templates")
 	c.checked("templates")
 

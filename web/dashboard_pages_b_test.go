@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -254,6 +255,80 @@ func TestDashboardTemplates(t *testing.T) {
 		"Hello Bo</pre>")
 	wantStatus(t, "a preview with bad data", dev.post(edit, edit+"/preview", url.Values{"data": {`[1]`}}), 400)
 
+	// The live preview (preview.js): the same route answers JSON when asked.
+	// A post with the editor's fields renders that unsaved draft, escaped as
+	// the API escapes; nothing is stored.
+	page := dev.get(edit)
+	wantIn(t, "the editor's live preview", page, `<iframe id="live-html" sandbox referrerpolicy="no-referrer"`,
+		`<script src="/dashboard/assets/preview.js" defer></script>`, `id="template-editor"`, `id="preview-form"`)
+	if strings.Contains(page.body, "allow-scripts") || strings.Contains(page.body, "allow-same-origin") || strings.Contains(page.body, "<script>") {
+		t.Errorf("the live preview's frame is not sandboxed, or the page has inline script: %s", page.body)
+	}
+	js := dev.get("/dashboard/assets/preview.js")
+	if js.StatusCode != 200 || !strings.Contains(js.Header.Get("Content-Type"), "javascript") || !strings.Contains(js.body, "srcdoc") {
+		t.Errorf("preview.js: %d %s", js.StatusCode, js.Header.Get("Content-Type"))
+	}
+	previewJSON := func(who *browser, from string, form url.Values) (pageReply, map[string]any) {
+		t.Helper()
+		saved := who.hdr
+		who.hdr = []string{"Accept", "application/json"}
+		defer func() { who.hdr = saved }()
+		form.Set("csrf", who.csrf(from))
+		r := who.do("POST", edit+"/preview", form)
+		var v map[string]any
+		if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			if err := json.Unmarshal([]byte(r.body), &v); err != nil {
+				t.Fatalf("the JSON preview: %v: %s", err, r.body)
+			}
+		}
+		return r, v
+	}
+	draft := url.Values{"data": {`{"name": "<Ann>"}`}, "version": {"2"}, "subject": {"Hey {{name}}"},
+		"html": {`<p>Hey {{name}}</p><script>alert(1)</script>`}, "text": {"Hey {{name}}"}}
+	r, v := previewJSON(dev, edit, draft)
+	wantStatus(t, "the JSON preview of a draft", r, 200)
+	if v["subject"] != "Hey <Ann>" || v["html"] != "<p>Hey &lt;Ann&gt;</p><script>alert(1)</script>" || v["text"] != "Hey <Ann>" || v["version"] != 0.0 {
+		t.Errorf("the JSON preview of a draft: %v", v)
+	}
+	if r.Header.Get("Content-Security-Policy") == "" || r.Header.Get("X-Content-Type-Options") != "nosniff" || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the JSON preview's headers: %v", r.Header)
+	}
+	wantIn(t, "after a draft preview", dev.get(edit), "Save as version 3", "Welcome, {{name}}!")
+	// Without the editor's fields: a stored version, as the form renders it.
+	if r, v := previewJSON(dev, edit, url.Values{"data": {`{"name": "Bo"}`}, "version": {"1"}}); r.StatusCode != 200 || v["text"] != "Hello Bo" || v["version"] != 1.0 {
+		t.Errorf("the JSON preview of version 1: %d %v", r.StatusCode, v)
+	}
+	// Errors come in the envelope.
+	for _, c := range []struct {
+		what   string
+		form   url.Values
+		status int
+		code   string
+	}{
+		{"bad data", url.Values{"data": {"[1]"}, "html": {"x"}}, 400, "VALIDATION_ERROR"},
+		{"a draft that does not parse", url.Values{"html": {"<p>{{#name}}</p>"}}, 400, "INVALID_TEMPLATE"},
+		{"a strict draft without its data", url.Values{"html": {"{{name}}"}, "strict": {"1"}}, 422, "TEMPLATE_RENDER_FAILED"},
+	} {
+		r, v := previewJSON(dev, edit, c.form)
+		if env, _ := v["error"].(map[string]any); r.StatusCode != c.status || env["code"] != c.code {
+			t.Errorf("the JSON preview of %s: %d %s", c.what, r.StatusCode, r.body)
+		}
+	}
+	// The viewer renders saved versions only; drafts are the editor's.
+	if r, v := previewJSON(vic, edit, url.Values{"data": {`{"name": "V"}`}}); r.StatusCode != 200 || v["html"] != "<p>Welcome, V!</p>" {
+		t.Errorf("the viewer's JSON preview: %d %s", r.StatusCode, r.body)
+	}
+	if r, v := previewJSON(vic, edit, url.Values{"data": {"{}"}, "html": {"<p>mine</p>"}}); r.StatusCode != 403 || strings.Contains(r.body, "<p>mine</p>") || v["error"] == nil {
+		t.Errorf("the viewer's draft preview: %d %s", r.StatusCode, r.body)
+	}
+	// Without the CSRF token, nothing is rendered.
+	dev.hdr = []string{"Accept", "application/json"}
+	noToken := dev.do("POST", edit+"/preview", url.Values{"html": {"<p>{{name}} tokenless</p>"}, "data": {`{"name": "Zed"}`}})
+	dev.hdr = nil
+	if noToken.StatusCode != 403 || strings.Contains(noToken.body, "Zed tokenless") {
+		t.Errorf("a JSON preview without a token: %d %s", noToken.StatusCode, noToken.body)
+	}
+
 	// The viewer previews but neither creates nor saves.
 	vp := vic.get(edit)
 	wantStatus(t, "the viewer's editor", vp, 200)
@@ -270,6 +345,9 @@ func TestDashboardTemplates(t *testing.T) {
 	wantStatus(t, "another account's editor", zed.get(edit), 404)
 	wantStatus(t, "another account's save", zed.post(list, edit, url.Values{"name": {"x"}, "html": {"x"}}), 404)
 	wantStatus(t, "another account's preview", zed.post(list, edit+"/preview", url.Values{"data": {"{}"}}), 404)
+	if r, _ := previewJSON(zed, list, url.Values{"data": {"{}"}, "html": {"<p>x</p>"}}); r.StatusCode != 404 {
+		t.Errorf("another account's JSON preview: %d %s", r.StatusCode, r.body)
+	}
 }
 
 func TestDashboardIPsAndAccount(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"mailbolt/app"
 	"mailbolt/storage"
@@ -150,13 +151,17 @@ func (s *Server) templateSave(w http.ResponseWriter, r *http.Request, sess app.S
 
 // templatePreview renders a stored version with the posted JSON data
 // through the same use case as POST /v1/templates/{id}/render, and shows
-// the output under the editor.
+// the output under the editor. Asked for JSON (preview.js, the live
+// preview) it answers the output as the render endpoint does, or the
+// error envelope; a post that carries the editor's subject, html or text
+// renders that unsaved draft (app.RenderDraft: templates:write).
 func (s *Server) templatePreview(w http.ResponseWriter, r *http.Request, sess app.Session) {
 	raw := r.PostForm.Get("data")
 	version, err := strconv.Atoi(r.PostForm.Get("version"))
 	if err != nil || version < 0 {
 		version = 0
 	}
+	asJSON := wantsJSON(r)
 	show := func(status int, out *app.Rendered, msg string) {
 		s.showTemplate(w, r, sess, status, version, nil, raw, out, msg)
 	}
@@ -164,9 +169,31 @@ func (s *Server) templatePreview(w http.ResponseWriter, r *http.Request, sess ap
 	if len(bytes.TrimSpace([]byte(raw))) > 0 {
 		dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
 		if err := dec.Decode(&data); err != nil {
+			if asJSON {
+				s.writeError(w, r, app.Validation("data", "must be a JSON object such as {\"name\": \"Ann\"}"))
+				return
+			}
 			show(http.StatusBadRequest, nil, "data: must be a JSON object such as {\"name\": \"Ann\"}")
 			return
 		}
+	}
+	if asJSON {
+		w.Header().Set("Cache-Control", "no-store")
+		var out app.Rendered
+		if isDraft(r) {
+			f := postedTemplate(r)
+			in := f.input()
+			in.Name, in.Alias = nil, nil // a draft's output does not depend on them
+			out, err = s.app.RenderDraft(sess.Principal, r.PathValue("id"), in, data)
+		} else {
+			out, err = s.app.RenderTemplate(sess.Principal, r.PathValue("id"), version, data)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, renderedView{Subject: out.Subject, HTML: out.HTML, Text: out.Text, Version: out.Version})
+		return
 	}
 	out, err := s.app.RenderTemplate(sess.Principal, r.PathValue("id"), version, data)
 	if err != nil {
@@ -179,4 +206,19 @@ func (s *Server) templatePreview(w http.ResponseWriter, r *http.Request, sess ap
 		return
 	}
 	show(http.StatusOK, &out, "")
+}
+
+// wantsJSON is whether a dashboard request asks for JSON in place of a page.
+func wantsJSON(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// isDraft is whether a preview posts the editor's content.
+func isDraft(r *http.Request) bool {
+	for _, k := range []string{"subject", "html", "text"} {
+		if _, ok := r.PostForm[k]; ok {
+			return true
+		}
+	}
+	return false
 }
