@@ -41,9 +41,9 @@ type SearchResult struct {
 }
 
 // SearchMessages lists the caller's messages of its key's mode, newest
-// first, that match q. A filter by recipient, campaign or tag walks that
-// index of the store; the others (subject, status, stream) walk the
-// account's messages newest first. Either way each page reads at most
+// first, that match q. A filter by recipient, campaign, tag, status or
+// stream walks that index of the store; subject or a time range alone
+// walks the account's messages newest first. Either way each page reads at most
 // q.Budget messages: a page's cost is bounded by the page or the budget,
 // and a search over many messages answers a continuation cursor instead
 // of walking them all.

@@ -144,9 +144,15 @@
 //	    <account_id>·<tag>·<message_id> -> ""
 //	messages_by_campaign/
 //	    <account_id>·<campaign_id>·<message_id> -> ""
+//	messages_by_stream/                            (schema v17)
+//	    <account_id>·<stream>·<message_id> -> ""   (transactional or broadcast; fixed for the message's life)
+//	messages_by_status/
+//	    <account_id>·<status>·<message_id> -> ""   (the current status only: moved in the transaction
+//	                                                that rewrites the message with another status)
 //	                                                (message ids are UUIDv7: within a value, key order is
 //	                                                creation-time order, the order of messages/; written and
-//	                                                removed with the message; see messages_index.go)
+//	                                                removed with the message, the status entry moved with its
+//	                                                status; see messages_index.go)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret, TOTP keys in people. secretClasses

@@ -158,10 +158,10 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	if err := tx.bucket(bucketMessageOwner).Put([]byte(m.ID), []byte(m.AccountID)); err != nil {
 		return err
 	}
-	if err := tx.putMessage(m, nil, ""); err != nil {
+	if err := tx.putMessage(m, nil, ""); err != nil { // files the status entry
 		return err
 	}
-	if err := indexMessage(tx.bucket, &m, false); err != nil {
+	if err := writeIndexEntries(tx.bucket, lifelongIndexEntries(&m), false); err != nil {
 		return err
 	}
 	if m.Test {
@@ -185,7 +185,24 @@ func (tx *Tx) UpdateMessage(m Message) error {
 	return tx.putMessage(m, m.filedAt, m.filedStatus)
 }
 
+// putMessage writes m's record, moving its queue entry from oldQueue and
+// its messages_by_status entry from oldStatus ("" for a new message). Every
+// write of a message record goes through here, so the status index follows
+// the record in the same transaction.
 func (tx *Tx) putMessage(m Message, oldQueue *time.Time, oldStatus string) error {
+	if oldStatus != m.Status {
+		b := tx.bucket(bucketMessagesByStatus)
+		if k := statusIndexKey(m.AccountID, oldStatus, m.ID); k != nil {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		if k := statusIndexKey(m.AccountID, m.Status, m.ID); k != nil {
+			if err := b.Put(k, nil); err != nil {
+				return err
+			}
+		}
+	}
 	if oldQueue != nil {
 		tx.gauge.queue(oldStatus, -1)
 	}
@@ -365,8 +382,9 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 
 // Messages lists one page of an account's messages, newest first unless
 // opts says otherwise, with the total that page mode reports. A filter by
-// recipient, campaign or tag walks that index (messages_index.go) and
-// reads only the messages it lists; the others walk the account's messages.
+// recipient, campaign, tag, status or stream walks that index
+// (messages_index.go) and reads only the messages it lists; the others
+// walk the account's messages.
 func (tx *Tx) Messages(accountID string, f MessageFilter, opts ListOptions, withTotal bool) ([]Message, ListResult, int, error) {
 	list, res, err := walkMessages(tx, accountID, f, opts, f.match)
 	if err != nil || !withTotal {

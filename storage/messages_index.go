@@ -3,24 +3,47 @@ package storage
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// The message indexes (schema v16) list an account's messages by one exact
-// value: a recipient address (to, cc or bcc, lower cased), a tag or a
-// campaign id. A key is <account_id>·<value>·<message_id>: message ids are
-// UUIDv7, so within one value key order is creation-time order and the
-// same as the order of messages/<account_id>·<message_id>. That makes a
-// walk of an index answer the ranges and cursors of a walk of the messages
-// themselves, byte for byte. Status is not indexed (it changes over a
-// message's life); stream has two values, where a walk is as good.
+// The message indexes list an account's messages by one exact value: a
+// recipient address (to, cc or bcc, lower cased), a tag or a campaign id
+// (schema v16), a stream or a status (schema v17). A key is
+// <account_id>·<value>·<message_id>: message ids are UUIDv7, so within one
+// value key order is creation-time order and the same as the order of
+// messages/<account_id>·<message_id>. That makes a walk of an index answer
+// the ranges and cursors of a walk of the messages themselves, byte for
+// byte. Every value but the status is fixed for a message's life: those
+// entries are written on insert and removed on expiry. The status entry is
+// moved by putMessage whenever the record is rewritten with another status.
 
-// messageIndexEntries are the index keys of m, by bucket. A value holding
-// the separator byte is not indexed (no such address, tag or campaign id
-// passes validation; a walk finds it all the same).
+// messageIndexEntries are the index keys of m, by bucket, its status entry
+// included.
 func messageIndexEntries(m *Message) map[string][][]byte {
+	out := lifelongIndexEntries(m)
+	if k := statusIndexKey(m.AccountID, m.Status, m.ID); k != nil {
+		out[string(bucketMessagesByStatus)] = [][]byte{k}
+	}
+	return out
+}
+
+// statusIndexKey is the messages_by_status key of a message with status,
+// or nil for none (an empty status, or one holding the separator).
+func statusIndexKey(accountID, status, id string) []byte {
+	if status == "" || strings.IndexByte(status, sep) >= 0 {
+		return nil
+	}
+	return join(accountID, status, id)
+}
+
+// lifelongIndexEntries are the index keys of m, by bucket, that hold for
+// its whole life: all but the status. A value holding the separator byte
+// is not indexed (no such address, tag or campaign id passes validation; a
+// walk finds it all the same).
+func lifelongIndexEntries(m *Message) map[string][][]byte {
 	out := map[string][][]byte{}
 	add := func(bucket []byte, value string) {
 		if value == "" || strings.IndexByte(value, sep) >= 0 {
@@ -46,6 +69,7 @@ func messageIndexEntries(m *Message) map[string][][]byte {
 		add(bucketMessagesByTag, t)
 	}
 	add(bucketMessagesByCampaign, m.CampaignID)
+	add(bucketMessagesByStream, StreamOf(*m))
 	return out
 }
 
@@ -59,11 +83,21 @@ func addressOf(s string) string {
 	return s
 }
 
-var messageIndexBuckets = [][]byte{bucketMessagesByRecipient, bucketMessagesByTag, bucketMessagesByCampaign}
+// The message indexes by the schema version that added them.
+var (
+	messageIndexesV16   = [][]byte{bucketMessagesByRecipient, bucketMessagesByTag, bucketMessagesByCampaign}
+	messageIndexesV17   = [][]byte{bucketMessagesByStream, bucketMessagesByStatus}
+	messageIndexBuckets = slices.Concat(messageIndexesV16, messageIndexesV17)
+)
 
-// indexMessage writes (or, with del, removes) the index entries of m.
+// indexMessage writes (or, with del, removes) every index entry of m.
 func indexMessage(get func([]byte) *bolt.Bucket, m *Message, del bool) error {
-	for name, keys := range messageIndexEntries(m) {
+	return writeIndexEntries(get, messageIndexEntries(m), del)
+}
+
+// writeIndexEntries puts (or, with del, deletes) entries, by bucket.
+func writeIndexEntries(get func([]byte) *bolt.Bucket, entries map[string][][]byte, del bool) error {
+	for name, keys := range entries {
 		b := get([]byte(name))
 		for _, k := range keys {
 			var err error
@@ -82,12 +116,13 @@ func indexMessage(get func([]byte) *bolt.Bucket, m *Message, del bool) error {
 
 // messageIndex picks the index that serves f: the bucket and the key
 // prefix of f's value, or nil when f names no indexed value. A recipient is
-// the most selective, then a campaign, then a tag.
+// the most selective, then a campaign, a tag, a status and a stream.
 func (f MessageFilter) messageIndex(accountID string) ([]byte, []byte) {
 	for _, c := range []struct {
 		bucket []byte
 		value  string
-	}{{bucketMessagesByRecipient, strings.ToLower(f.Recipient)}, {bucketMessagesByCampaign, f.CampaignID}, {bucketMessagesByTag, f.Tag}} {
+	}{{bucketMessagesByRecipient, strings.ToLower(f.Recipient)}, {bucketMessagesByCampaign, f.CampaignID}, {bucketMessagesByTag, f.Tag},
+		{bucketMessagesByStatus, f.Status}, {bucketMessagesByStream, f.Stream}} {
 		if c.value != "" && strings.IndexByte(c.value, sep) < 0 {
 			return c.bucket, append(join(accountID, c.value), sep)
 		}
@@ -119,11 +154,21 @@ func walkMessages[T any](tx *Tx, accountID string, f MessageFilter, opts ListOpt
 	})
 }
 
-// migrateMessageIndexes creates the message indexes and fills them from
-// the messages already stored, in batches of keys read ahead of the
-// writes.
-func migrateMessageIndexes(tx *bolt.Tx) error {
-	for _, name := range messageIndexBuckets {
+// migrateMessageIndexes (v16) creates the indexes by recipient, tag and
+// campaign and fills them from the messages already stored.
+func migrateMessageIndexes(tx *bolt.Tx) error { return backfillMessageIndexes(tx, messageIndexesV16) }
+
+// migrateMessageStatusIndexes (v17) creates the indexes by stream and
+// status and fills them from the messages already stored.
+func migrateMessageStatusIndexes(tx *bolt.Tx) error {
+	return backfillMessageIndexes(tx, messageIndexesV17)
+}
+
+// backfillMessageIndexes creates the index buckets named and fills them
+// (only them) from the messages already stored, in batches of keys read
+// ahead of the writes.
+func backfillMessageIndexes(tx *bolt.Tx, buckets [][]byte) error {
+	for _, name := range buckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -150,7 +195,13 @@ func migrateMessageIndexes(tx *bolt.Tx) error {
 			if err := decodeMessage(r.v, &m); err != nil {
 				return fmt.Errorf("decode %q: %w", r.k, err)
 			}
-			if err := indexMessage(tx.Bucket, &m, false); err != nil {
+			entries := messageIndexEntries(&m)
+			for name := range entries {
+				if !slices.ContainsFunc(buckets, func(b []byte) bool { return string(b) == name }) {
+					delete(entries, name)
+				}
+			}
+			if err := writeIndexEntries(tx.Bucket, entries, false); err != nil {
 				return err
 			}
 		}

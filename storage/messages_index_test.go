@@ -33,7 +33,9 @@ func indexKeys(t *testing.T, db *DB, bucket []byte) []string {
 }
 
 // A message's index entries are written with it (every to, cc and bcc
-// address lower cased, each tag, its campaign) and removed when it expires.
+// address lower cased, each tag, its campaign, its stream and status), the
+// status entry moves when an update changes the status, and all are
+// removed when it expires.
 func TestMessageIndexesFollowTheMessage(t *testing.T) {
 	db := openTest(t)
 	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -41,7 +43,7 @@ func TestMessageIndexesFollowTheMessage(t *testing.T) {
 		Cc: []string{"bob@dest.test"}, Bcc: []string{"cy@dest.test"}, Tags: []string{"welcome", "welcome", "eu"},
 		CampaignID: "c7", CreatedAt: at, ExpiresAt: at.Add(48 * time.Hour),
 		Recipients: []Recipient{{Email: "ann@dest.test", Kind: "to"}, {Email: "bob@dest.test", Kind: "cc"}, {Email: "cy@dest.test", Kind: "bcc"}}}
-	gone := Message{ID: indexMsgID(at, 2), AccountID: "a1", Status: "delivered", To: []string{"ann@dest.test"},
+	gone := Message{ID: indexMsgID(at, 2), AccountID: "a1", Status: "queued", Stream: StreamBroadcast, To: []string{"ann@dest.test"},
 		Tags: []string{"eu"}, CampaignID: "c8", CreatedAt: at, ExpiresAt: at.Add(time.Hour),
 		Recipients: []Recipient{{Email: "ann@dest.test", Kind: "to"}}}
 	if err := db.Update(func(tx *Tx) error {
@@ -57,11 +59,34 @@ func TestMessageIndexesFollowTheMessage(t *testing.T) {
 		"messages_by_recipient": {"a1|ann@dest.test|" + k1, "a1|ann@dest.test|" + k2, "a1|bob@dest.test|" + k1, "a1|cy@dest.test|" + k1},
 		"messages_by_tag":       {"a1|eu|" + k1, "a1|eu|" + k2, "a1|welcome|" + k1},
 		"messages_by_campaign":  {"a1|c7|" + k1, "a1|c8|" + k2},
+		"messages_by_stream":    {"a1|broadcast|" + k2, "a1|transactional|" + k1},
+		"messages_by_status":    {"a1|queued|" + k1, "a1|queued|" + k2},
 	}
 	for name, keys := range want {
 		if got := indexKeys(t, db, []byte(name)); !slices.Equal(got, keys) {
 			t.Errorf("%s after insert: %q, want %q", name, got, keys)
 		}
+	}
+	// Status changes through the update path move the entry; an update
+	// that keeps the status leaves it.
+	setStatus := func(id, status string) {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error {
+			m, err := tx.Message("a1", id)
+			if err != nil {
+				return err
+			}
+			m.Status = status
+			return tx.UpdateMessage(m)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStatus(k2, "sending")
+	setStatus(k2, "delivered")
+	setStatus(k1, "queued")
+	if got, keys := indexKeys(t, db, bucketMessagesByStatus), []string{"a1|delivered|" + k2, "a1|queued|" + k1}; !slices.Equal(got, keys) {
+		t.Errorf("messages_by_status after updates: %q, want %q", got, keys)
 	}
 	if err := db.Update(func(tx *Tx) error { _, err := tx.SweepExpired(at.Add(2*time.Hour), 100); return err }); err != nil {
 		t.Fatal(err)
@@ -70,6 +95,8 @@ func TestMessageIndexesFollowTheMessage(t *testing.T) {
 		"messages_by_recipient": {"a1|ann@dest.test|" + k1, "a1|bob@dest.test|" + k1, "a1|cy@dest.test|" + k1},
 		"messages_by_tag":       {"a1|eu|" + k1, "a1|welcome|" + k1},
 		"messages_by_campaign":  {"a1|c7|" + k1},
+		"messages_by_stream":    {"a1|transactional|" + k1},
+		"messages_by_status":    {"a1|queued|" + k1},
 	}
 	for name, keys := range want {
 		if got := indexKeys(t, db, []byte(name)); !slices.Equal(got, keys) {
@@ -130,12 +157,14 @@ func messageIDs(list []Message) []string {
 }
 
 // Filtered lists served from an index are the walk's answer: the same
-// messages, pages, cursors and totals, both ways, within time ranges.
+// messages, pages, cursors and totals, both ways, within time ranges, also
+// after statuses changed through the update path.
 func TestIndexedFiltersEqualTheWalk(t *testing.T) {
 	db := openTest(t)
 	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	msgs := mixedMessages(base, 240)
 	if err := db.Update(func(tx *Tx) error {
-		for _, m := range mixedMessages(base, 240) {
+		for _, m := range msgs {
 			if err := tx.InsertMessage(m, MessageContent{}, nil); err != nil {
 				return err
 			}
@@ -143,6 +172,35 @@ func TestIndexedFiltersEqualTheWalk(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+	// Statuses move on after insert, one transaction per message as the
+	// queue and the API do: some twice, some back to where they were.
+	changed := 0
+	for i, m := range msgs {
+		var steps []string
+		switch i % 8 {
+		case 1:
+			steps = []string{"sent"}
+		case 2:
+			steps = []string{"sending", "bounced"}
+		case 4:
+			steps = []string{"cancelled"}
+		case 6:
+			steps = []string{"sending", m.Status}
+		}
+		for _, st := range steps {
+			if err := db.Update(func(tx *Tx) error {
+				got, err := tx.Message(m.AccountID, m.ID)
+				if err != nil {
+					return err
+				}
+				got.Status = st
+				return tx.UpdateMessage(got)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			changed++
+		}
 	}
 	lower := []byte(indexMsgID(base.Add(40*time.Minute), 0)[:13])
 	upper := []byte(indexMsgID(base.Add(200*time.Minute), 0))
@@ -152,6 +210,11 @@ func TestIndexedFiltersEqualTheWalk(t *testing.T) {
 		{CampaignID: "c1", Tag: "t2", Recipient: "cy@dest.test"}, {Recipient: "dee@dest.test", Stream: StreamBroadcast},
 		{Tag: "t2", Range: Range{Lower: lower, Upper: upper}}, {Recipient: "bob@dest.test", Range: Range{Upper: upper}},
 		{CampaignID: "c1", Range: Range{Lower: lower}},
+		{Status: "queued"}, {Status: "sent"}, {Status: "bounced", Test: true}, {Status: "cancelled"}, {Status: "sending"},
+		{Status: "delivered", Range: Range{Lower: lower, Upper: upper}}, {Status: "nonesuch"},
+		{Stream: StreamBroadcast}, {Stream: StreamTransactional, Test: true}, {Stream: "nonesuch"},
+		{Stream: StreamTransactional, Status: "cancelled"}, {Stream: StreamBroadcast, Range: Range{Upper: upper}},
+		{Status: "bounced", Tag: "t1"}, {Status: "sent", CampaignID: "c2", Stream: StreamBroadcast},
 	}
 	checked := 0
 	db.View(func(tx *Tx) error {
@@ -189,8 +252,8 @@ func TestIndexedFiltersEqualTheWalk(t *testing.T) {
 		}
 		return nil
 	})
-	if checked < 200 {
-		t.Fatalf("only %d messages compared: the store is not mixed enough", checked)
+	if checked < 200 || changed < 100 {
+		t.Fatalf("only %d messages compared, %d status changes: the store is not mixed enough", checked, changed)
 	}
 }
 
@@ -232,11 +295,11 @@ func TestRecipientFilterReadsOnlyTheIndex(t *testing.T) {
 		if err != nil || len(list) != 2 || sc.Spent || sc.Examined != 2 || decodes != 2 {
 			t.Errorf("search for ann: %v %+v %v, %d decoded", messageIDs(list), sc, err, decodes)
 		}
-		// The walk, for contrast: a filter no index serves decodes its way
-		// through the account.
+		// The walk, for contrast: a filter no index serves (the mode alone)
+		// decodes its way through the account.
 		decodes = 0
-		if _, _, _, err := tx.Messages("a1", MessageFilter{Status: "bounced"}, ListOptions{Limit: 10, Reverse: true}, false); err != nil || decodes != 2000 {
-			t.Errorf("status walk: %d decoded, %v", decodes, err)
+		if _, _, _, err := tx.Messages("a1", MessageFilter{Test: true}, ListOptions{Limit: 10, Reverse: true}, false); err != nil || decodes != 2000 {
+			t.Errorf("mode walk: %d decoded, %v", decodes, err)
 		}
 		return nil
 	})
@@ -283,14 +346,148 @@ func TestMigration16IndexesStoredMessages(t *testing.T) {
 		}
 	}
 	db.View(func(tx *Tx) error {
-		if v := schemaVersion(tx.btx); v != 16 {
-			t.Errorf("version %d, want 16", v)
+		if v, last := schemaVersion(tx.btx), migrations[len(migrations)-1].version; v != last {
+			t.Errorf("version %d, want %d", v, last)
 		}
 		for _, f := range []MessageFilter{{Recipient: "ann@dest.test"}, {Tag: "t3"}, {CampaignID: "c2", Test: true}} {
 			got, _, total, err := tx.Messages("a1", f, ListOptions{Limit: 20, Reverse: true}, true)
 			want, _, wantTotal, _ := unindexedMessages(tx, "a1", f, ListOptions{Limit: 20, Reverse: true})
 			if err != nil || len(got) != 20 || !slices.Equal(messageIDs(got), messageIDs(want)) || total != wantTotal {
 				t.Errorf("%+v after v16: %v %d %v, walk %v %d", f, messageIDs(got), total, err, messageIDs(want), wantTotal)
+			}
+		}
+		return nil
+	})
+}
+
+// A status filter over many messages of other statuses decodes only the
+// messages of its status, though their statuses changed after insert: the
+// index is read, not the account. A stream filter likewise.
+func TestStatusFilterReadsOnlyTheIndex(t *testing.T) {
+	db := openTest(t)
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	var ids []string
+	if err := db.Update(func(tx *Tx) error {
+		for i := range 2000 {
+			at := base.Add(time.Duration(i) * time.Second)
+			m := Message{ID: indexMsgID(at, i), AccountID: "a1", Status: "queued", To: []string{"x@dest.test"},
+				CreatedAt: at, ExpiresAt: at.Add(time.Hour), Recipients: []Recipient{{Email: "x@dest.test", Kind: "to"}}}
+			if i == 7 || i == 1200 || i == 1999 {
+				m.Stream = StreamBroadcast
+			}
+			ids = append(ids, m.ID)
+			if err := tx.InsertMessage(m, MessageContent{}, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *Tx) error {
+		for i, id := range ids {
+			m, err := tx.Message("a1", id)
+			if err != nil {
+				return err
+			}
+			m.Status = "delivered"
+			if i == 5 || i == 1500 {
+				m.Status = "bounced"
+			}
+			if err := tx.UpdateMessage(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	decodes := 0
+	onDecodeMessage = func() { decodes++ }
+	defer func() { onDecodeMessage = nil }()
+	db.View(func(tx *Tx) error {
+		for _, c := range []struct {
+			f    MessageFilter
+			want []string
+		}{
+			{MessageFilter{Status: "bounced"}, []string{ids[1500], ids[5]}},
+			{MessageFilter{Status: "queued"}, nil},
+			{MessageFilter{Stream: StreamBroadcast}, []string{ids[1999], ids[1200], ids[7]}},
+		} {
+			decodes = 0
+			list, _, total, err := tx.Messages("a1", c.f, ListOptions{Limit: 10, Reverse: true}, true)
+			if err != nil || !slices.Equal(messageIDs(list), c.want) || total != len(c.want) {
+				t.Errorf("%+v: %v %d %v, want %v", c.f, messageIDs(list), total, err, c.want)
+			}
+			if decodes != 2*len(c.want) { // the page and the total
+				t.Errorf("%+v: %d messages decoded for a page and total of %d", c.f, decodes, len(c.want))
+			}
+		}
+		return nil
+	})
+}
+
+// Migration 17 fills the stream and status indexes (only those) from the
+// messages a version-16 file holds (more than one batch of them), so
+// status and stream filters find them at once.
+func TestMigration17IndexesStoredMessages(t *testing.T) {
+	b, path := openAt(t, 16)
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	msgs := mixedMessages(base, 2500)
+	if err := b.Update(func(tx *bolt.Tx) error {
+		for _, m := range msgs {
+			if err := tx.Bucket(bucketMessages).Put(join(m.AccountID, m.ID), encodeMessage(&m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.View(func(tx *bolt.Tx) error {
+		for _, name := range messageIndexesV17 {
+			if tx.Bucket(name) != nil {
+				t.Errorf("a version-16 file has %s", name)
+			}
+		}
+		return nil
+	})
+	b.Close()
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	want := map[string][]string{}
+	for _, m := range msgs {
+		for name, keys := range messageIndexEntries(&m) {
+			for _, k := range keys {
+				want[name] = append(want[name], string(bytes.ReplaceAll(k, []byte{sep}, []byte("|"))))
+			}
+		}
+	}
+	for _, name := range messageIndexesV17 {
+		w := want[string(name)]
+		slices.Sort(w)
+		if got := indexKeys(t, db, name); len(got) != 2500 || !slices.Equal(got, w) {
+			t.Errorf("%s: %d entries, want the %d of the stored messages", name, len(got), len(w))
+		}
+	}
+	// The messages were written after migration 16: migration 17 does not
+	// fill its indexes.
+	if got := indexKeys(t, db, bucketMessagesByTag); len(got) != 0 {
+		t.Errorf("migration 17 wrote %d tag entries", len(got))
+	}
+	db.View(func(tx *Tx) error {
+		if v := schemaVersion(tx.btx); v < 17 {
+			t.Errorf("version %d, want 17 or later", v)
+		}
+		for _, f := range []MessageFilter{{Status: "bounced"}, {Stream: StreamBroadcast}, {Status: "queued", Test: true}} {
+			got, _, total, err := tx.Messages("a1", f, ListOptions{Limit: 20, Reverse: true}, true)
+			want, _, wantTotal, _ := unindexedMessages(tx, "a1", f, ListOptions{Limit: 20, Reverse: true})
+			if err != nil || len(got) != 20 || !slices.Equal(messageIDs(got), messageIDs(want)) || total != wantTotal {
+				t.Errorf("%+v after v17: %v %d %v, walk %v %d", f, messageIDs(got), total, err, messageIDs(want), wantTotal)
 			}
 		}
 		return nil

@@ -26,7 +26,7 @@ var errScanStop = errors.New("scan stopped")
 // budget messages (0 or less: no budget). Its cost is proportional to the
 // page or the budget, whichever ends the walk first; when the budget ends
 // it, the result says so and its cursor continues where the walk stopped.
-// A filter by recipient, campaign or tag walks that index instead of every
+// A filter by recipient, campaign, tag, status or stream walks that index instead of every
 // message (walkMessages), so the budget is spent on candidates only.
 func (tx *Tx) ScanMessages(accountID string, f MessageFilter, opts ListOptions, budget int) ([]Message, MessageScan, error) {
 	var out []Message

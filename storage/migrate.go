@@ -45,6 +45,7 @@ var migrations = []migration{
 	{14, "MTA-STS policy cache and TLS report counts", plain(migrateTransport), false},
 	{15, "dashboard people, password links, sessions, memberships by email, the audit log", plain(migrateDashboard), false},
 	{16, "messages by recipient, tag and campaign, backfilled", plain(migrateMessageIndexes), false},
+	{17, "messages by stream and status, backfilled", plain(migrateMessageStatusIndexes), false},
 }
 
 func schemaVersion(tx *bolt.Tx) int {

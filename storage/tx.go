@@ -95,6 +95,8 @@ var (
 	bucketMessagesByRecipient = []byte("messages_by_recipient")
 	bucketMessagesByTag       = []byte("messages_by_tag")
 	bucketMessagesByCampaign  = []byte("messages_by_campaign")
+	bucketMessagesByStream    = []byte("messages_by_stream")
+	bucketMessagesByStatus    = []byte("messages_by_status")
 )
 
 var (
