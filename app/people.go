@@ -253,20 +253,8 @@ func (a *App) RemoveMember(p Principal, memberID string) (storage.TeamMember, er
 		if e := mayGrant(p, m.Role); e != nil {
 			return e
 		}
-		if m.Role == "owner" {
-			owners := 0
-			list, _, err := tx.TeamMembers(p.Account.ID, storage.ListOptions{Limit: -1})
-			if err != nil {
-				return err
-			}
-			for _, o := range list {
-				if o.Role == "owner" && o.Status == "active" {
-					owners++
-				}
-			}
-			if owners <= 1 {
-				return Conflict("the account's last owner cannot be removed")
-			}
+		if err := keepAnOwner(tx, m, "the account's last owner cannot be removed"); err != nil {
+			return err
 		}
 		if err := tx.DeleteTeamMember(p.Account.ID, memberID); err != nil {
 			return err
@@ -278,6 +266,68 @@ func (a *App) RemoveMember(p Principal, memberID string) (storage.TeamMember, er
 		return storage.TeamMember{}, e
 	}
 	return m, nil
+}
+
+// ChangeRole gives a member of p's account another role. Granting or
+// revoking owner or admin needs "*" (mayGrant), both the role taken away
+// and the one given; the last active owner keeps the role (409 CONFLICT).
+// The member's sessions read the new role from their next request.
+func (a *App) ChangeRole(p Principal, memberID, role string) (storage.TeamMember, error) {
+	if err := a.authorize(p, ScopeTeamWrite); err != nil {
+		return storage.TeamMember{}, err
+	}
+	if !slices.Contains(Roles, role) {
+		return storage.TeamMember{}, Validation("role", "must be one of "+strings.Join(Roles, ", "))
+	}
+	var m storage.TeamMember
+	err := update(a, p, action{"team.role", memberID + " " + role}, &m, func(tx *storage.Tx) error {
+		var err error
+		if m, err = tx.TeamMember(p.Account.ID, memberID); err != nil {
+			return err
+		}
+		if e := mayGrant(p, m.Role); e != nil {
+			return e
+		}
+		if e := mayGrant(p, role); e != nil {
+			return e
+		}
+		if m.Role == role {
+			return nil
+		}
+		if role != "owner" {
+			if err := keepAnOwner(tx, m, "the account's last owner keeps the role: make someone else owner first"); err != nil {
+				return err
+			}
+		}
+		m.Role = role
+		return tx.UpdateTeamMember(m)
+	})
+	if e := storageErr(err, "team member"); e != nil {
+		return storage.TeamMember{}, e
+	}
+	return m, nil
+}
+
+// keepAnOwner refuses (409 CONFLICT, why) to take m out of the owners when
+// m is the account's last active owner.
+func keepAnOwner(tx *storage.Tx, m storage.TeamMember, why string) error {
+	if m.Role != "owner" || m.Status != "active" {
+		return nil
+	}
+	list, _, err := tx.TeamMembers(m.AccountID, storage.ListOptions{Limit: -1})
+	if err != nil {
+		return err
+	}
+	owners := 0
+	for _, o := range list {
+		if o.Role == "owner" && o.Status == "active" {
+			owners++
+		}
+	}
+	if owners <= 1 {
+		return Conflict(why)
+	}
+	return nil
 }
 
 // MemberByEmail reads the member of p's account with that email.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"mailbolt/storage"
 	"testing"
 	"time"
 )
@@ -171,5 +172,63 @@ func TestSecondFactorLocksAfterWrongCodes(t *testing.T) {
 	if got := []time.Duration{codeLock(5), codeLock(10), codeLock(15), codeLock(500)}; got[0] != 15*time.Minute ||
 		got[1] != 30*time.Minute || got[2] != time.Hour || got[3] != 24*time.Hour {
 		t.Errorf("locks %v", got)
+	}
+}
+
+// Roles change under the granting rules: an admin moves members between
+// developer and viewer but neither makes nor unmakes an admin or owner;
+// the last owner keeps the role; each change is in the audit log.
+func TestChangeRole(t *testing.T) {
+	a, _ := newTestApp(t)
+	acct, err := a.CreateAccount(AccountInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, _ := a.OperatorIn(acct.ID)
+	member := func(email, role string) string {
+		m, _, err := a.AddMember(op, email, role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.ID
+	}
+	owner := member("olga@example.com", "owner")
+	dev := member("dev@example.com", "developer")
+	adm := member("adm@example.com", "admin")
+	admin := Principal{Kind: KindSession, Account: acct, Scopes: RoleScopes["admin"], Actor: "adm@example.com"}
+
+	if m, err := a.ChangeRole(admin, dev, "viewer"); err != nil || m.Role != "viewer" {
+		t.Fatalf("an admin making a developer a viewer: %+v %v", m, err)
+	}
+	_, err = a.ChangeRole(admin, dev, "admin")
+	wantCode(t, err, CodeForbidden)
+	_, err = a.ChangeRole(admin, adm, "developer")
+	wantCode(t, err, CodeForbidden)
+	_, err = a.ChangeRole(op, dev, "boss")
+	wantCode(t, err, CodeValidation)
+	_, err = a.ChangeRole(op, "nope", "viewer")
+	wantCode(t, err, CodeNotFound)
+
+	// The last owner keeps the role; once another owner exists, not.
+	_, err = a.ChangeRole(op, owner, "admin")
+	wantCode(t, err, CodeConflict)
+	if m, err := a.ChangeRole(op, dev, "owner"); err != nil || m.Role != "owner" {
+		t.Fatalf("the operator making an owner: %+v %v", m, err)
+	}
+	if m, err := a.ChangeRole(op, owner, "admin"); err != nil || m.Role != "admin" {
+		t.Fatalf("an owner stepping down beside another: %+v %v", m, err)
+	}
+	list, _, _, err := a.AuditLog(op, storage.ListOptions{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes := 0
+	for _, e := range list {
+		if e.Action == "team.role" {
+			changes++
+		}
+	}
+	if changes != 3 {
+		t.Errorf("%d team.role entries in the audit log, want 3 (refused changes leave none)", changes)
 	}
 }

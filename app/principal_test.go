@@ -69,6 +69,7 @@ func useCases(a *App) []useCase {
 		{"UpdateTemplate", ScopeTemplatesWrite, func(p Principal) error { _, _, e := a.UpdateTemplate(p, "nope", TemplateInput{}); return e }},
 		{"Team", ScopeTeamRead, func(p Principal) error { _, _, _, e := a.Team(p, none); return e }},
 		{"Invite", ScopeTeamWrite, func(p Principal) error { _, e := a.Invite(p, "", ""); return e }},
+		{"ChangeRole", ScopeTeamWrite, func(p Principal) error { _, e := a.ChangeRole(p, "nope", "viewer"); return e }},
 		{"ListWebhooks", ScopeWebhooksRead, func(p Principal) error { _, _, _, e := a.ListWebhooks(p, none); return e }},
 		{"Webhook", ScopeWebhooksRead, func(p Principal) error { _, e := a.Webhook(p, "nope"); return e }},
 		{"Deliveries", ScopeWebhooksRead, func(p Principal) error { _, _, _, e := a.Deliveries(p, "nope", "", none); return e }},

@@ -159,6 +159,7 @@ func (s *Server) dashboardMux() *http.ServeMux {
 	mux.HandleFunc("GET /dashboard/team", s.authed(true, s.teamPage))
 	mux.HandleFunc("POST /dashboard/team/invite", s.authed(true, s.teamInvite))
 	mux.HandleFunc("POST /dashboard/team/remove", s.authed(true, s.teamRemove))
+	mux.HandleFunc("POST /dashboard/team/role", s.authed(true, s.teamRole))
 	mux.HandleFunc("GET /dashboard/audit-log", s.authed(true, s.auditPage))
 	// The message page; webhooks; domains (dashboard_message.go, dashboard_webhooks.go, dashboard_domains.go).
 	mux.HandleFunc("GET /dashboard/messages/{id}", s.authed(true, s.messagePage))

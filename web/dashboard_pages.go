@@ -51,6 +51,14 @@ func (s *Server) teamRemove(w http.ResponseWriter, r *http.Request, sess app.Ses
 	http.Redirect(w, r, "/dashboard/team", http.StatusSeeOther)
 }
 
+func (s *Server) teamRole(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	if _, err := s.app.ChangeRole(sess.Principal, r.PostForm.Get("member"), r.PostForm.Get("role")); err != nil {
+		s.fail(w, sess, err)
+		return
+	}
+	http.Redirect(w, r, "/dashboard/team", http.StatusSeeOther)
+}
+
 // auditData is one page of the audit log and the cursor of the next.
 type auditData struct {
 	Entries []storage.AuditEntry

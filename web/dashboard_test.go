@@ -348,6 +348,22 @@ func TestDashboardRolesDecideWhatAPersonMayDo(t *testing.T) {
 	}
 	wantStatus(t, "the admin removes the owner", ada.post("/dashboard/team", "/dashboard/team/remove", url.Values{"member": {annID}}), 403)
 	wantStatus(t, "the owner removes herself, the last owner", ann.post("/dashboard/team", "/dashboard/team/remove", url.Values{"member": {annID}}), 409)
+
+	// Roles change from the same page, under the same rules.
+	role := func(b *browser, id, r string) pageReply {
+		return b.post("/dashboard/team", "/dashboard/team/role", url.Values{"member": {id}, "role": {r}})
+	}
+	wantStatus(t, "the admin demotes the owner", role(ada, annID, "viewer"), 403)
+	wantStatus(t, "the last owner steps down", role(ann, annID, "admin"), 409)
+	wantStatus(t, "another account's member", role(ann, stranger.ID, "viewer"), 404)
+	adaID := ""
+	for _, m := range e.team(e.key) {
+		if m := m.(map[string]any); m["email"] == "ada@example.com" {
+			adaID = m["id"].(string)
+		}
+	}
+	wantRedirect(t, "the owner makes the admin a viewer", role(ann, adaID, "viewer"), "/dashboard/team")
+	wantStatus(t, "the former admin invites", invite(ada, "late@example.com", "viewer"), 403)
 }
 
 func TestDashboardAccountPicker(t *testing.T) {
