@@ -89,20 +89,7 @@ and is kept.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if cfg.jsonOut {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				rep.print(out)
-			}
-			if !rep.Complete {
-				return errors.New("the run did not complete: see the report")
-			}
-			return nil
+			return writeBenchReport(cmd.OutOrStdout(), cfg.jsonOut, rep, rep.print, rep.Complete)
 		},
 	}
 	f := cmd.Flags()

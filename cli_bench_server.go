@@ -335,17 +335,22 @@ func runRemoteCommand(cmd *cobra.Command, cfg benchConfig) error {
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
-	if cfg.jsonOut {
+	return writeBenchReport(cmd.OutOrStdout(), cfg.jsonOut, rep, rep.print, rep.Complete)
+}
+
+// writeBenchReport writes a bench run's report to out, as indented JSON
+// or as text (print), and fails the command when the run was incomplete.
+func writeBenchReport(out io.Writer, asJSON bool, rep any, print func(io.Writer), complete bool) error {
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
 		}
 	} else {
-		rep.print(out)
+		print(out)
 	}
-	if !rep.Complete {
+	if !complete {
 		return errors.New("the run did not complete: see the report")
 	}
 	return nil
