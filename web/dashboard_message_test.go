@@ -17,16 +17,28 @@ import (
 // loopback sink, the MX of dest.test, from the verified domain acme.test.
 func deliveringEnv(t *testing.T) (*env, *smtptest.Server) {
 	t.Helper()
-	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{})
+	return newDeliveringEnv(t, dashConfig(nil), smtptest.Options{}, nil)
+}
+
+// newDeliveringEnv is a test server with cfg that delivers over SMTP to a
+// loopback sink started with sinkOpts, the MX of dest.test, from the
+// verified domain acme.test; tune, when not nil, adjusts the app's and
+// the SMTP client's options before they are used.
+func newDeliveringEnv(t *testing.T, cfg Config, sinkOpts smtptest.Options, tune func(*app.Options, *mta.Options)) (*env, *smtptest.Server) {
+	t.Helper()
+	sink, err := smtptest.Start("127.0.0.1:0", sinkOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sink.Close() })
-	e := newEnvWith(t, dashConfig(nil), func(o *app.Options) {
+	e := newEnvWith(t, cfg, func(o *app.Options) {
 		mo := mta.DefaultOptions()
 		mo.Resolver, mo.MXPort, mo.HELO = o.Domains.Resolver.(*dns.Resolver), sink.Port, "mx.mailbolt.test"
 		mo.MXGuard.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 		mo.CommandTimeout, mo.ConnectTimeout, mo.DataTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+		if tune != nil {
+			tune(o, &mo)
+		}
 		d, err := mta.NewDeliverer(mo)
 		if err != nil {
 			t.Fatal(err)

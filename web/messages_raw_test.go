@@ -2,14 +2,12 @@ package web
 
 import (
 	"bytes"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"mailbolt/app"
 	"mailbolt/mta"
-	"mailbolt/mta/dns"
 	"mailbolt/mta/smtptest"
 )
 
@@ -19,27 +17,9 @@ import (
 // source is byte for byte what the sink received for that recipient, and
 // before the first attempt it is the same bytes without the signature.
 func TestMessageRawEqualsWhatTheSinkReceived(t *testing.T) {
-	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Close() })
-	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) {
+	e, sink := newDeliveringEnv(t, DefaultConfig(), smtptest.Options{}, func(o *app.Options, mo *mta.Options) {
 		o.PublicURL = "https://mail.acme.test"
-		mo := mta.DefaultOptions()
-		mo.Resolver, mo.MXPort, mo.HELO = o.Domains.Resolver.(*dns.Resolver), sink.Port, "mx.mailbolt.test"
-		mo.MXGuard.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-		mo.CommandTimeout, mo.ConnectTimeout, mo.DataTimeout = 5*time.Second, 5*time.Second, 5*time.Second
-		d, err := mta.NewDeliverer(mo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		o.Delivery.Sender = d
 	})
-	e.zone.MX("dest.test", 10, "mx.dest.test")
-	e.zone.A("mx.dest.test", "127.0.0.1")
-	e.verifiedDomain("acme.test")
 
 	sent := e.do("POST", "/v1/messages", e.key, map[string]any{
 		"from": "News <news@acme.test>", "to": []string{"Ann <ann@dest.test>"}, "cc": []string{"bob@dest.test"},

@@ -8,13 +8,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
-	"net/netip"
 	"testing"
 	"time"
 
 	"mailbolt/app"
 	"mailbolt/mta"
-	"mailbolt/mta/dns"
 	"mailbolt/mta/smtptest"
 )
 
@@ -39,27 +37,9 @@ func selfSignedFor(t *testing.T, name string) (tls.Certificate, *x509.CertPool) 
 // 5.7.30, against a live server delivering to a go-smtp MX over STARTTLS.
 func TestMessageTLSDetailsAndRequireTLS(t *testing.T) {
 	cert, roots := selfSignedFor(t, "mx.dest.test")
-	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Close() })
-	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) {
-		mo := mta.DefaultOptions()
-		mo.Resolver, mo.MXPort, mo.HELO = o.Domains.Resolver.(*dns.Resolver), sink.Port, "mx.mailbolt.test"
-		mo.MXGuard.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-		mo.CommandTimeout, mo.ConnectTimeout, mo.DataTimeout = 5*time.Second, 5*time.Second, 5*time.Second
+	e, sink := newDeliveringEnv(t, DefaultConfig(), smtptest.Options{TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}, func(o *app.Options, mo *mta.Options) {
 		mo.RootCAs = roots
-		d, err := mta.NewDeliverer(mo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		o.Delivery.Sender = d
 	})
-	e.zone.MX("dest.test", 10, "mx.dest.test")
-	e.zone.A("mx.dest.test", "127.0.0.1")
-	e.verifiedDomain("acme.test")
 
 	plain := e.do("POST", "/v1/messages", e.key, map[string]any{"from": "a@acme.test", "to": []string{"ann@dest.test"},
 		"subject": "plain", "text": "hi"}).want(t, 202).json(t)["id"].(string)

@@ -9,14 +9,12 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"mailbolt/app"
 	"mailbolt/mta"
-	"mailbolt/mta/dns"
 	"mailbolt/mta/smtptest"
 	"mailbolt/mta/transport"
 	"mailbolt/storage"
@@ -26,27 +24,9 @@ import (
 // rua address: multipart/report with the gzip JSON, DKIM-signed with the
 // system sender's domain key, carrying the counts it was built from.
 func TestTLSReportReachesTheRuaThroughTheQueue(t *testing.T) {
-	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sink.Close() })
-	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) {
+	e, sink := newDeliveringEnv(t, DefaultConfig(), smtptest.Options{}, func(o *app.Options, mo *mta.Options) {
 		o.SystemFrom = "TLS reports <tls-reports@acme.test>"
-		mo := mta.DefaultOptions()
-		mo.Resolver, mo.MXPort, mo.HELO = o.Domains.Resolver.(*dns.Resolver), sink.Port, "mx.mailbolt.test"
-		mo.MXGuard.Allow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
-		mo.CommandTimeout, mo.ConnectTimeout, mo.DataTimeout = 5*time.Second, 5*time.Second, 5*time.Second
-		d, err := mta.NewDeliverer(mo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		o.Delivery.Sender = d
 	})
-	e.zone.MX("dest.test", 10, "mx.dest.test")
-	e.zone.A("mx.dest.test", "127.0.0.1")
-	e.verifiedDomain("acme.test")
 
 	day := transport.Day(e.clock.Now()) - 1
 	reports := transport.BuildReports(day, []storage.TLSCount{{Day: day, Domain: "dest.test", Policy: "sts", Success: 7,
