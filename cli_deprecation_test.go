@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -134,23 +133,7 @@ func TestServeMailsTheDeprecationNoticeToOwnersOnce(t *testing.T) {
 	// The first start: a verified system domain and an owner who accepted.
 	base, out, stop := startServe(t, dir, args...)
 	live := liveKeyRe.FindStringSubmatch(out.String())[1]
-	call := func(method, path, body string, want int) map[string]any {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", live)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		json.NewDecoder(resp.Body).Decode(&m)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, m)
-		}
-		return m
-	}
+	call := apiCaller(t, base, live)
 	dom := call("POST", "/v1/domains", `{"name":"sys.test"}`, 201)
 	for _, r := range dom["records"].([]any) {
 		rec := r.(map[string]any)

@@ -91,23 +91,7 @@ func TestServeEnforcesMTASTS(t *testing.T) {
 		"--mta-sts-port", policyPort, "--tls-roots", roots)
 	defer stop()
 	live := liveKeyRe.FindStringSubmatch(out.String())[1]
-	call := func(method, path, body string, want int) map[string]any {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-API-Key", live)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var m map[string]any
-		json.NewDecoder(resp.Body).Decode(&m)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, m)
-		}
-		return m
-	}
+	call := apiCaller(t, base, live)
 	dom := call("POST", "/v1/domains", `{"name":"acme.test"}`, 201)
 	for _, r := range dom["records"].([]any) {
 		rec := r.(map[string]any)
@@ -133,5 +117,27 @@ func TestServeEnforcesMTASTS(t *testing.T) {
 	d, _ := r["tls_details"].(map[string]any)
 	if d == nil || d["policy"] != "mta-sts" || d["verified"] != true || len(sink.Messages()) != 1 {
 		t.Fatalf("recipient %v", r)
+	}
+}
+
+// apiCaller calls a running serve's API at base with key: a JSON body, the
+// status wanted, and the answer decoded.
+func apiCaller(t *testing.T, base, key string) func(method, path, body string, want int) map[string]any {
+	return func(method, path, body string, want int) map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("X-API-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, m)
+		}
+		return m
 	}
 }
