@@ -308,32 +308,8 @@ func TestRecipientFilterReadsOnlyTheIndex(t *testing.T) {
 // Migration 16 fills the indexes from the messages a version-15 file holds
 // (more than one batch of them), so filtered lists find them at once.
 func TestMigration16IndexesStoredMessages(t *testing.T) {
-	b, path := openAt(t, 15)
-	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	msgs := mixedMessages(base, 2500)
-	if err := b.Update(func(tx *bolt.Tx) error {
-		for _, m := range msgs {
-			if err := tx.Bucket(bucketMessages).Put(join(m.AccountID, m.ID), encodeMessage(&m)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	b.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketMessagesByRecipient) != nil {
-			t.Errorf("a version-15 file has messages_by_recipient")
-		}
-		return nil
-	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	msgs := mixedMessages(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 2500)
+	db := migratedWithMessages(t, 15, msgs, [][]byte{bucketMessagesByRecipient})
 	want := map[string]int{}
 	for _, m := range msgs {
 		for name, keys := range messageIndexEntries(&m) {
@@ -431,34 +407,8 @@ func TestStatusFilterReadsOnlyTheIndex(t *testing.T) {
 // messages a version-16 file holds (more than one batch of them), so
 // status and stream filters find them at once.
 func TestMigration17IndexesStoredMessages(t *testing.T) {
-	b, path := openAt(t, 16)
-	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-	msgs := mixedMessages(base, 2500)
-	if err := b.Update(func(tx *bolt.Tx) error {
-		for _, m := range msgs {
-			if err := tx.Bucket(bucketMessages).Put(join(m.AccountID, m.ID), encodeMessage(&m)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	b.View(func(tx *bolt.Tx) error {
-		for _, name := range messageIndexesV17 {
-			if tx.Bucket(name) != nil {
-				t.Errorf("a version-16 file has %s", name)
-			}
-		}
-		return nil
-	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	msgs := mixedMessages(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), 2500)
+	db := migratedWithMessages(t, 16, msgs, messageIndexesV17)
 	want := map[string][]string{}
 	for _, m := range msgs {
 		for name, keys := range messageIndexEntries(&m) {
@@ -492,4 +442,38 @@ func TestMigration17IndexesStoredMessages(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// migratedWithMessages is a file at schema version holding msgs as raw
+// records, without the buckets absent (checked), opened so the later
+// migrations run; it is closed when the test ends.
+func migratedWithMessages(t *testing.T, version int, msgs []Message, absent [][]byte) *DB {
+	t.Helper()
+	b, path := openAt(t, version)
+	if err := b.Update(func(tx *bolt.Tx) error {
+		for _, m := range msgs {
+			if err := tx.Bucket(bucketMessages).Put(join(m.AccountID, m.ID), encodeMessage(&m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.View(func(tx *bolt.Tx) error {
+		for _, name := range absent {
+			if tx.Bucket(name) != nil {
+				t.Errorf("a version-%d file has %s", version, name)
+			}
+		}
+		return nil
+	})
+	b.Close()
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
