@@ -57,5 +57,5 @@ func (tx *Tx) Accounts(opts ListOptions) ([]Account, ListResult, error) {
 
 // AccountCount is the number of accounts.
 func (tx *Tx) AccountCount() int {
-	return tx.bucket(bucketAccounts).Stats().KeyN
+	return tx.bucket(bucketAccounts).KeyN()
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // op is one caller's unit of work waiting for the committer.
@@ -71,7 +69,7 @@ func (db *DB) commitBatch(batch []*op) {
 		var changed Change
 		var gauge gaugeDelta
 		start := time.Now()
-		err := db.bolt.Update(func(btx *bolt.Tx) error {
+		err := db.kv.Update(func(btx kvTx) error {
 			tx := &Tx{btx: btx, seal: db.seal, decoded: db.decoded}
 			for i, o := range batch {
 				if err := db.runOne(o.fn, tx); err != nil {

@@ -50,7 +50,8 @@ type Options struct {
 
 // DB is an open Mailbolt database.
 type DB struct {
-	bolt     *bolt.DB
+	kv       kvStore  // the engine's transactions
+	bolt     *bolt.DB // the embedded engine's file; nil for PostgreSQL
 	path     string
 	opts     Options
 	ops      chan *op
@@ -126,7 +127,7 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	db := &DB{bolt: b, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{}),
+	db := &DB{bolt: b, kv: boltStore{b}, path: path, opts: opts, ops: make(chan *op, 4096), finished: make(chan struct{}),
 		decoded: newDecodedCaches()}
 	if err := db.loadSecretKey(); err != nil {
 		b.Close()
@@ -137,7 +138,7 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 			db.bolt.Close()
 			return nil, err
 		}
-		if err := voidOutboxLease(db.bolt); err != nil {
+		if err := voidOutboxLease(db.kv); err != nil {
 			db.bolt.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}
@@ -183,7 +184,7 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 			return err
 		}
 	}
-	return db.bolt.View(func(btx *bolt.Tx) error {
+	return db.kv.View(func(btx kvTx) error {
 		return fn(&Tx{btx: btx, seal: db.seal, decoded: db.decoded})
 	})
 }
@@ -191,7 +192,7 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 // SchemaVersion reports the schema version stored in the file.
 func (db *DB) SchemaVersion() (int, error) {
 	var v int
-	err := db.bolt.View(func(btx *bolt.Tx) error {
+	err := db.kv.View(func(btx kvTx) error {
 		v = schemaVersion(btx)
 		return nil
 	})

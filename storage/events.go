@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Event is one entry of an account's event history (spec §6). Envelope is
@@ -251,7 +249,7 @@ var keyOutboxLease = []byte("outbox_lease")
 
 // outboxLease reads the outbox lease: its holder and end; ok is false when
 // there is none.
-func outboxLease(b *bolt.Bucket) (holder string, until int64, ok bool) {
+func outboxLease(b kvBucket) (holder string, until int64, ok bool) {
 	v := b.Get(keyOutboxLease)
 	if len(v) < 8 {
 		return "", 0, false
@@ -275,9 +273,9 @@ func (tx *Tx) LeaseOutbox(holder string, now, until time.Time) bool {
 // one process at a time use the file, so a lease found now was left by a
 // process that has ended, and its sends were never saved. A stop that
 // released its lease leaves none, and costs no commit here.
-func voidOutboxLease(db *bolt.DB) error {
+func voidOutboxLease(db kvStore) error {
 	var found bool
-	err := db.View(func(btx *bolt.Tx) error {
+	err := db.View(func(btx kvTx) error {
 		if b := btx.Bucket(bucketMeta); b != nil {
 			_, _, found = outboxLease(b)
 		}
@@ -286,7 +284,7 @@ func voidOutboxLease(db *bolt.DB) error {
 	if err != nil || !found {
 		return err
 	}
-	return db.Update(func(btx *bolt.Tx) error { return btx.Bucket(bucketMeta).Delete(keyOutboxLease) })
+	return db.Update(func(btx kvTx) error { return btx.Bucket(bucketMeta).Delete(keyOutboxLease) })
 }
 
 // ReleaseOutbox ends holder's lease on the outbox, if it still holds it.

@@ -4,8 +4,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Gauges are the sizes of the queues, for monitoring. They are counted
@@ -90,7 +88,7 @@ func (db *DB) MessagesInserted(test bool) int64 {
 // message waiting longest is (or was) due. ok is false when the queue is
 // empty. It reads one key.
 func (db *DB) QueueHead() (at time.Time, ok bool) {
-	db.bolt.View(func(btx *bolt.Tx) error {
+	db.kv.View(func(btx kvTx) error {
 		k, _ := btx.Bucket(bucketMessageQueue).Cursor().First()
 		if len(k) >= 8 {
 			at, ok = time.Unix(0, int64(getU64(k[:8]))).UTC(), true
@@ -107,7 +105,7 @@ func (db *DB) QueueHead() (at time.Time, ok bool) {
 func (db *DB) countGauges() error {
 	g := &db.gauges
 	g.queued = map[string]int64{}
-	return db.bolt.View(func(btx *bolt.Tx) error {
+	return db.kv.View(func(btx kvTx) error {
 		msgs := btx.Bucket(bucketMessages)
 		err := btx.Bucket(bucketMessageQueue).ForEach(func(k, v []byte) error {
 			if len(k) < 8 {
@@ -124,7 +122,7 @@ func (db *DB) countGauges() error {
 		if err != nil {
 			return err
 		}
-		g.outbox = int64(btx.Bucket(bucketEventOutbox).Stats().KeyN)
+		g.outbox = int64(btx.Bucket(bucketEventOutbox).KeyN())
 		pfx := join(collectionDeliveries+"_"+DeliveryPending, "")
 		c := btx.Bucket(bucketCounts).Cursor()
 		for k, v := c.Seek(pfx); k != nil && len(k) >= len(pfx) && string(k[:len(pfx)]) == string(pfx); k, v = c.Next() {

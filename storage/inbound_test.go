@@ -144,7 +144,7 @@ func TestInboundRoutesAndMessagesExpire(t *testing.T) {
 		if _, err := tx.InboundRaw(other); !errors.Is(err, ErrNotFound) {
 			t.Errorf("another account reads the raw message: %v", err)
 		}
-		if n := tx.bucket(bucketInboundRaw).Stats().KeyN; n != 1 {
+		if n := tx.bucket(bucketInboundRaw).KeyN(); n != 1 {
 			t.Errorf("%d raw records for two copies of one message", n)
 		}
 		return nil
@@ -168,7 +168,7 @@ func TestInboundRoutesAndMessagesExpire(t *testing.T) {
 		if _, err := tx.InboundRaw(m); !errors.Is(err, ErrNotFound) {
 			t.Errorf("after expiry the raw message is still there: %v", err)
 		}
-		if n := tx.bucket(bucketInboundRaw).Stats().KeyN; n != 0 {
+		if n := tx.bucket(bucketInboundRaw).KeyN(); n != 0 {
 			t.Errorf("%d raw records left after expiry", n)
 		}
 		for _, id := range []string{"m1", "m2"} {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Message is one accepted message of an account: its envelope, its state
@@ -224,7 +222,7 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time, oldStatus string) error
 }
 
 // getMessage reads the message record at key.
-func getMessage(b *bolt.Bucket, key []byte, m *Message) error {
+func getMessage(b kvBucket, key []byte, m *Message) error {
 	data := b.Get(key)
 	if data == nil {
 		return ErrNotFound
@@ -310,7 +308,7 @@ func (tx *Tx) DropQueued(at time.Time, id string) error {
 }
 
 // QueueLength counts the queue entries: messages waiting or in flight.
-func (tx *Tx) QueueLength() int { return tx.bucket(bucketMessageQueue).Stats().KeyN }
+func (tx *Tx) QueueLength() int { return tx.bucket(bucketMessageQueue).KeyN() }
 
 // PutLease records that a message is being delivered by this process, so
 // a restart can hand it out again at once instead of waiting for the lease

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // The message indexes list an account's messages by one exact value: a
@@ -91,12 +89,12 @@ var (
 )
 
 // indexMessage writes (or, with del, removes) every index entry of m.
-func indexMessage(get func([]byte) *bolt.Bucket, m *Message, del bool) error {
+func indexMessage(get func([]byte) kvBucket, m *Message, del bool) error {
 	return writeIndexEntries(get, messageIndexEntries(m), del)
 }
 
 // writeIndexEntries puts (or, with del, deletes) entries, by bucket.
-func writeIndexEntries(get func([]byte) *bolt.Bucket, entries map[string][][]byte, del bool) error {
+func writeIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte, del bool) error {
 	for name, keys := range entries {
 		b := get([]byte(name))
 		for _, k := range keys {
@@ -156,18 +154,18 @@ func walkMessages[T any](tx *Tx, accountID string, f MessageFilter, opts ListOpt
 
 // migrateMessageIndexes (v16) creates the indexes by recipient, tag and
 // campaign and fills them from the messages already stored.
-func migrateMessageIndexes(tx *bolt.Tx) error { return backfillMessageIndexes(tx, messageIndexesV16) }
+func migrateMessageIndexes(tx kvTx) error { return backfillMessageIndexes(tx, messageIndexesV16) }
 
 // migrateMessageStatusIndexes (v17) creates the indexes by stream and
 // status and fills them from the messages already stored.
-func migrateMessageStatusIndexes(tx *bolt.Tx) error {
+func migrateMessageStatusIndexes(tx kvTx) error {
 	return backfillMessageIndexes(tx, messageIndexesV17)
 }
 
 // backfillMessageIndexes creates the index buckets named and fills them
 // (only them) from the messages already stored, in batches of keys read
 // ahead of the writes.
-func backfillMessageIndexes(tx *bolt.Tx, buckets [][]byte) error {
+func backfillMessageIndexes(tx kvTx, buckets [][]byte) error {
 	for _, name := range buckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // migration moves the schema from version-1 to version. Migrations run in
@@ -15,15 +13,15 @@ import (
 type migration struct {
 	version int
 	name    string
-	up      func(tx *bolt.Tx, s *sealer) error
+	up      func(tx kvTx, s *sealer) error
 	// compact: the migration leaves secrets in clear in freed pages, which
 	// bbolt does not wipe; the file is rewritten once the migrations end.
 	compact bool
 }
 
 // plain adapts a migration that needs no secret key.
-func plain(up func(tx *bolt.Tx) error) func(*bolt.Tx, *sealer) error {
-	return func(tx *bolt.Tx, _ *sealer) error { return up(tx) }
+func plain(up func(tx kvTx) error) func(kvTx, *sealer) error {
+	return func(tx kvTx, _ *sealer) error { return up(tx) }
 }
 
 // migrations is the ordered schema history. Append only; never edit a
@@ -48,7 +46,7 @@ var migrations = []migration{
 	{17, "messages by stream and status, backfilled", plain(migrateMessageStatusIndexes), false},
 }
 
-func schemaVersion(tx *bolt.Tx) int {
+func schemaVersion(tx kvTx) int {
 	b := tx.Bucket(bucketMeta)
 	if b == nil {
 		return 0
@@ -58,7 +56,7 @@ func schemaVersion(tx *bolt.Tx) int {
 
 // migrate runs the migrations of list that the file has not had, and
 // reports whether one of them asks for the file to be compacted.
-func migrate(db *bolt.DB, list []migration, s *sealer) (compact bool, _ error) {
+func migrate(db kvStore, list []migration, s *sealer) (compact bool, _ error) {
 	current, err := checkSchema(db, list)
 	if err != nil {
 		return false, err
@@ -68,7 +66,7 @@ func migrate(db *bolt.DB, list []migration, s *sealer) (compact bool, _ error) {
 			continue
 		}
 		compact = compact || m.compact
-		err := db.Update(func(tx *bolt.Tx) error {
+		err := db.Update(func(tx kvTx) error {
 			if err := m.up(tx, s); err != nil {
 				return err
 			}
@@ -87,9 +85,9 @@ func migrate(db *bolt.DB, list []migration, s *sealer) (compact bool, _ error) {
 
 // checkSchema reads the file's schema version and refuses one newer than
 // list knows: an older binary never writes to a newer file.
-func checkSchema(db *bolt.DB, list []migration) (int, error) {
+func checkSchema(db kvStore, list []migration) (int, error) {
 	var current int
-	if err := db.View(func(tx *bolt.Tx) error { current = schemaVersion(tx); return nil }); err != nil {
+	if err := db.View(func(tx kvTx) error { current = schemaVersion(tx); return nil }); err != nil {
 		return 0, fmt.Errorf("read the schema version: %w", err)
 	}
 	if latest := list[len(list)-1].version; current > latest {
@@ -98,7 +96,7 @@ func checkSchema(db *bolt.DB, list []migration) (int, error) {
 	return current, nil
 }
 
-func migrateBaseBuckets(tx *bolt.Tx) error {
+func migrateBaseBuckets(tx kvTx) error {
 	for _, name := range [][]byte{bucketMeta, bucketAccounts, bucketAPIKeys, bucketAPIKeyHashes,
 		bucketAPIKeysByAccount, bucketSuppressions, bucketTeam, bucketTeamEmails,
 		bucketIdempotency, bucketExpiry} {
@@ -112,7 +110,7 @@ func migrateBaseBuckets(tx *bolt.Tx) error {
 // migrateCounts adds the counts bucket that list totals are read from and
 // fills it from the records already stored, so page-mode totals cost one
 // read instead of a walk over every record.
-func migrateCounts(tx *bolt.Tx) error {
+func migrateCounts(tx kvTx) error {
 	counts, err := tx.CreateBucketIfNotExists(bucketCounts)
 	if err != nil {
 		return err
@@ -144,7 +142,7 @@ func migrateCounts(tx *bolt.Tx) error {
 	return perOwner(bucketTeam, collectionTeam)
 }
 
-func migrateDomainsTemplates(tx *bolt.Tx) error {
+func migrateDomainsTemplates(tx kvTx) error {
 	for _, name := range [][]byte{bucketDomains, bucketDomainsByAccount, bucketDomainNames,
 		bucketDomainSchedule, bucketTemplates, bucketTemplateVersions} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -154,7 +152,7 @@ func migrateDomainsTemplates(tx *bolt.Tx) error {
 	return nil
 }
 
-func migrateWebhooks(tx *bolt.Tx) error {
+func migrateWebhooks(tx kvTx) error {
 	for _, name := range [][]byte{bucketEvents, bucketEventBodies, bucketEventOutbox, bucketWebhooks, bucketWebhookIDs,
 		bucketDeliveries, bucketDeliveriesByWebhook, bucketDeliveriesByStatus, bucketDeliveryByEvent,
 		bucketDeliveryQueue} {
@@ -169,7 +167,7 @@ func migrateWebhooks(tx *bolt.Tx) error {
 // by message, dedicated IPs with their daily counts, and per-mode event
 // counts (a test key sees only test events), backfilled from the events
 // already stored.
-func migrateMessages(tx *bolt.Tx) error {
+func migrateMessages(tx kvTx) error {
 	for _, name := range [][]byte{bucketMessages, bucketMessageContent, bucketMessageQueue, bucketMessageLeases,
 		bucketEventsByMessage, bucketIPs, bucketIPCounts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -200,7 +198,7 @@ func migrateMessages(tx *bolt.Tx) error {
 // migrateDomainStatus adds the status-by-name index that the sending path
 // reads instead of whole domain records (which hold the DKIM keys), filled
 // from the domains already stored, and the bucket of built messages.
-func migrateDomainStatus(tx *bolt.Tx) error {
+func migrateDomainStatus(tx kvTx) error {
 	status, err := tx.CreateBucketIfNotExists(bucketDomainStatus)
 	if err != nil {
 		return err
@@ -222,7 +220,7 @@ func migrateDomainStatus(tx *bolt.Tx) error {
 // the owner of each message by id (inbound reports name only the message),
 // backfilled, and buckets for tracked links, per-message engagement and
 // daily statistics.
-func migrateEngagement(tx *bolt.Tx) error {
+func migrateEngagement(tx kvTx) error {
 	for _, name := range [][]byte{bucketMessageOwner, bucketMessageLinks, bucketEngagement, bucketStats} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
@@ -247,7 +245,7 @@ func migrateEngagement(tx *bolt.Tx) error {
 	})
 }
 
-func migrateGrader(tx *bolt.Tx) error {
+func migrateGrader(tx kvTx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketGraderResults)
 	return err
 }
@@ -257,7 +255,7 @@ func migrateGrader(tx *bolt.Tx) error {
 // from a server that may have been deprecating a version before it
 // recorded announcements: it is marked, so that the first announcement
 // it records is taken as that older one (warned about, not refused).
-func migrateAnnouncements(tx *bolt.Tx) error {
+func migrateAnnouncements(tx kvTx) error {
 	for _, name := range [][]byte{bucketAnnouncements, bucketNotices} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
@@ -271,7 +269,7 @@ func migrateAnnouncements(tx *bolt.Tx) error {
 
 // migrateTemplateAliases adds the index of template aliases. Templates
 // stored before it have no alias, so there is nothing to fill.
-func migrateTemplateAliases(tx *bolt.Tx) error {
+func migrateTemplateAliases(tx kvTx) error {
 	_, err := tx.CreateBucketIfNotExists(bucketTemplateAliases)
 	return err
 }
@@ -280,7 +278,7 @@ func migrateTemplateAliases(tx *bolt.Tx) error {
 // unsubscribe stops marketing mail, not password resets. Their entries
 // move from account\0recipient to account\0recipient\0broadcast; the
 // list count is unchanged. Other reasons stay entries for all streams.
-func migrateSuppressionStreams(tx *bolt.Tx) error {
+func migrateSuppressionStreams(tx kvTx) error {
 	b := tx.Bucket(bucketSuppressions)
 	if b == nil {
 		return nil
@@ -323,7 +321,7 @@ func migrateSuppressionStreams(tx *bolt.Tx) error {
 
 // migrateInbound adds the buckets of inbound mail. Nothing was received
 // before it, so there is nothing to fill.
-func migrateInbound(tx *bolt.Tx) error {
+func migrateInbound(tx kvTx) error {
 	for _, name := range [][]byte{bucketInboundDomains, bucketInboundDomainNames, bucketInboundVerified,
 		bucketInboundRoutes, bucketInboundRoutesByDomain, bucketInboundMessages, bucketInboundRaw, bucketInboundCounts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -335,7 +333,7 @@ func migrateInbound(tx *bolt.Tx) error {
 
 // migrateTransport adds the outbound transport security buckets: the
 // MTA-STS policies fetched and the TLS report counts. Both start empty.
-func migrateTransport(tx *bolt.Tx) error {
+func migrateTransport(tx kvTx) error {
 	for _, name := range [][]byte{bucketSTSPolicies, bucketTLSCounts} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
@@ -346,7 +344,7 @@ func migrateTransport(tx *bolt.Tx) error {
 
 // migrateDashboard creates the dashboard's buckets and indexes every team
 // member by email, so a person's accounts are found without a scan.
-func migrateDashboard(tx *bolt.Tx) error {
+func migrateDashboard(tx kvTx) error {
 	for _, name := range [][]byte{bucketPeople, bucketPasswordLinks, bucketSessions, bucketSessionsByEmail,
 		bucketTeamByEmail, bucketAudit} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {

@@ -37,7 +37,7 @@ func TestMigration1CreatesBuckets(t *testing.T) {
 				t.Errorf("bucket %s missing", name)
 			}
 		}
-		if v := schemaVersion(tx); v != 1 {
+		if v := schemaVersion(boltTx{tx}); v != 1 {
 			t.Errorf("version %d", v)
 		}
 		return nil
@@ -226,7 +226,7 @@ func migrateTo(t *testing.T, b *bolt.DB, v int) {
 			upTo = append(upTo, m)
 		}
 	}
-	if _, err := migrate(b, upTo, testSealer(t)); err != nil {
+	if _, err := migrate(boltStore{b}, upTo, testSealer(t)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -251,7 +251,7 @@ func TestMigration4AddsEventAndWebhookBuckets(t *testing.T) {
 	}
 	migrateTo(t, b, 4)
 	b.View(func(tx *bolt.Tx) error {
-		if v := schemaVersion(tx); v != 4 {
+		if v := schemaVersion(boltTx{tx}); v != 4 {
 			t.Errorf("version %d, want 4", v)
 		}
 		for _, name := range added {
@@ -326,7 +326,7 @@ func TestMigration7AddsSecretAndBackfillsMessageOwners(t *testing.T) {
 	migrateTo(t, b, 7)
 	secret := secretOf(b)
 	b.View(func(tx *bolt.Tx) error {
-		if v := schemaVersion(tx); v != 7 {
+		if v := schemaVersion(boltTx{tx}); v != 7 {
 			t.Errorf("version %d, want 7", v)
 		}
 		for _, name := range [][]byte{bucketMessageOwner, bucketMessageLinks, bucketEngagement, bucketStats} {

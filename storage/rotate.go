@@ -59,7 +59,7 @@ func RotateSecretKey(dataDir string, opts Options, now time.Time) (kept string, 
 		os.Remove(next)
 		return "", err
 	}
-	err = db.bolt.Update(func(tx *bolt.Tx) error { return resealAll(tx, db.seal, to) })
+	err = db.kv.Update(func(tx kvTx) error { return resealAll(tx, db.seal, to) })
 	if err != nil {
 		os.Remove(next)
 		os.Remove(kept)
@@ -82,7 +82,7 @@ func CheckSecretKey(path, keyFile string) error {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer b.Close()
-	return b.View(func(tx *bolt.Tx) error {
+	return boltStore{b}.View(func(tx kvTx) error {
 		if schemaVersion(tx) < sealedSince {
 			return nil
 		}

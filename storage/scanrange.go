@@ -2,8 +2,6 @@ package storage
 
 import (
 	"bytes"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Range narrows a list to keys between Lower (inclusive) and Upper
@@ -19,7 +17,7 @@ type Range struct {
 // accepts; Offset and Limit count only those. Its cost is proportional to
 // the records walked until the page is full: with a selective filter that
 // can be many more than the page. A negative Limit walks to the end.
-func scanMatching[T any](b *bolt.Bucket, pfx []byte, rg Range, opts ListOptions, match func(k, v []byte) (T, bool, error)) ([]T, ListResult, error) {
+func scanMatching[T any](b kvBucket, pfx []byte, rg Range, opts ListOptions, match func(k, v []byte) (T, bool, error)) ([]T, ListResult, error) {
 	c := b.Cursor()
 	abs := func(rel []byte) []byte { return append(append([]byte{}, pfx...), rel...) }
 	var k, v []byte
@@ -96,7 +94,7 @@ func scanMatching[T any](b *bolt.Bucket, pfx []byte, rg Range, opts ListOptions,
 
 // countMatching counts the records of b under pfx within rg that match
 // accepts: a walk over all of them, for page-mode totals of filtered lists.
-func countMatching[T any](b *bolt.Bucket, pfx []byte, rg Range, match func(k, v []byte) (T, bool, error)) (int, error) {
+func countMatching[T any](b kvBucket, pfx []byte, rg Range, match func(k, v []byte) (T, bool, error)) (int, error) {
 	n := 0
 	_, _, err := scanMatching(b, pfx, rg, ListOptions{Limit: -1}, func(k, v []byte) (struct{}, bool, error) {
 		_, ok, err := match(k, v)

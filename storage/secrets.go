@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // resealFunc gets one stored secret with its context and returns what to
@@ -17,7 +15,7 @@ type resealFunc func(context string, stored []byte) ([]byte, error)
 // stored (non-empty) value of the class.
 type secretClass struct {
 	name string
-	each func(tx *bolt.Tx, fn resealFunc) error
+	each func(tx kvTx, fn resealFunc) error
 }
 
 // secretClasses is every kind of secret the database holds sealed: the
@@ -36,7 +34,7 @@ func webhookContext(webhookID, field string) string { return "webhook/" + webhoo
 
 const ctxServerSecret = "meta/server_secret"
 
-func eachDKIMKey(tx *bolt.Tx, fn resealFunc) error {
+func eachDKIMKey(tx kvTx, fn resealFunc) error {
 	b := tx.Bucket(bucketDomains)
 	changed := map[string]Domain{}
 	err := b.ForEach(func(k, v []byte) error {
@@ -70,7 +68,7 @@ func eachDKIMKey(tx *bolt.Tx, fn resealFunc) error {
 	return nil
 }
 
-func eachWebhookSecret(tx *bolt.Tx, fn resealFunc) error {
+func eachWebhookSecret(tx kvTx, fn resealFunc) error {
 	b := tx.Bucket(bucketWebhooks)
 	changed := map[string]Webhook{}
 	err := b.ForEach(func(k, v []byte) error {
@@ -107,7 +105,7 @@ func eachWebhookSecret(tx *bolt.Tx, fn resealFunc) error {
 	return nil
 }
 
-func eachTOTPSeed(tx *bolt.Tx, fn resealFunc) error {
+func eachTOTPSeed(tx kvTx, fn resealFunc) error {
 	b := tx.Bucket(bucketPeople)
 	if b == nil {
 		return nil // before schema v15
@@ -144,7 +142,7 @@ func eachTOTPSeed(tx *bolt.Tx, fn resealFunc) error {
 	return nil
 }
 
-func eachServerSecret(tx *bolt.Tx, fn resealFunc) error {
+func eachServerSecret(tx kvTx, fn resealFunc) error {
 	meta := tx.Bucket(bucketMeta)
 	v := meta.Get(keyServerSecret)
 	if len(v) == 0 {
@@ -159,7 +157,7 @@ func eachServerSecret(tx *bolt.Tx, fn resealFunc) error {
 
 // sealAll seals every secret stored in clear and writes the key check:
 // schema migration 9.
-func sealAll(tx *bolt.Tx, s *sealer) error {
+func sealAll(tx kvTx, s *sealer) error {
 	for _, c := range secretClasses {
 		err := c.each(tx, func(context string, clear []byte) ([]byte, error) { return s.seal(context, clear), nil })
 		if err != nil {
@@ -171,7 +169,7 @@ func sealAll(tx *bolt.Tx, s *sealer) error {
 
 // resealAll opens every sealed secret with from and seals it with to, and
 // replaces the key check: a rotation, in the caller's one transaction.
-func resealAll(tx *bolt.Tx, from, to *sealer) error {
+func resealAll(tx kvTx, from, to *sealer) error {
 	for _, c := range secretClasses {
 		err := c.each(tx, func(context string, sealed []byte) ([]byte, error) {
 			clear, err := from.open(context, sealed)
@@ -189,7 +187,7 @@ func resealAll(tx *bolt.Tx, from, to *sealer) error {
 
 // openAll opens every sealed secret with s, changing nothing: the proof
 // that s is the key of a database or a backup.
-func openAll(tx *bolt.Tx, s *sealer) error {
+func openAll(tx kvTx, s *sealer) error {
 	for _, c := range secretClasses {
 		err := c.each(tx, func(context string, sealed []byte) ([]byte, error) {
 			_, err := s.open(context, sealed)
@@ -221,7 +219,7 @@ func (tx *Tx) openValue(context string, sealed []byte) ([]byte, error) {
 func (db *DB) loadSecretKey() error {
 	db.keyFile = keyFilePath(db.path, db.opts)
 	var check []byte
-	err := db.bolt.View(func(tx *bolt.Tx) error {
+	err := db.kv.View(func(tx kvTx) error {
 		if meta := tx.Bucket(bucketMeta); meta != nil {
 			check = append([]byte(nil), meta.Get(keySecretKeyCheck)...)
 			if len(check) == 0 {

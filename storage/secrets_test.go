@@ -311,7 +311,7 @@ func TestMigration9SealsExistingSecrets(t *testing.T) {
 	}
 	defer old.Close()
 	old.View(func(tx *bolt.Tx) error {
-		if v := schemaVersion(tx); v != 8 {
+		if v := schemaVersion(boltTx{tx}); v != 8 {
 			t.Errorf("pre-migration copy at version %d", v)
 		}
 		return nil
@@ -422,7 +422,7 @@ func TestInterruptedRotationIsFinishedAtOpen(t *testing.T) {
 	// The state a crash leaves after the commit, before the rename.
 	key := newKey()
 	to, _ := newSealer(key, db.SecretKeyFile())
-	if err := db.bolt.Update(func(tx *bolt.Tx) error { return resealAll(tx, db.seal, to) }); err != nil {
+	if err := db.kv.Update(func(tx kvTx) error { return resealAll(tx, db.seal, to) }); err != nil {
 		t.Fatal(err)
 	}
 	keyFile := db.SecretKeyFile()

@@ -5,15 +5,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Tx is one unit of work: a read-only transaction inside DB.View or a
 // read-write one inside DB.Update. Values it returns are copies, safe to keep
 // after the transaction ends.
 type Tx struct {
-	btx     *bolt.Tx
+	btx     kvTx
 	changed Change         // what this write transaction filed for the workers
 	gauge   gaugeDelta     // what it changed of the gauges (gauges.go)
 	seal    *sealer        // seals and opens secrets (seal.go); nil only read-only without a key file
@@ -109,27 +107,13 @@ var (
 
 const sep = 0x00
 
-func (tx *Tx) bucket(name []byte) *bolt.Bucket {
+func (tx *Tx) bucket(name []byte) kvBucket {
 	b := tx.btx.Bucket(name)
 	if b == nil {
 		// Migrations create every bucket; a missing one is a programming error.
 		panic(fmt.Sprintf("storage: bucket %q missing", name))
 	}
-	if appendMostly[string(name)] {
-		// Keys arrive in increasing order (UUIDv7 ids, times): a split
-		// page is never written to again, so fill it.
-		b.FillPercent = 0.95
-	}
 	return b
-}
-
-// appendMostly are the buckets whose new keys sort after the existing
-// ones (per account, or globally).
-var appendMostly = map[string]bool{
-	string(bucketMessages): true, string(bucketMessageContent): true, string(bucketMessageRaw): true,
-	string(bucketMessageOwner): true, string(bucketEvents): true, string(bucketEventBodies): true,
-	string(bucketEventOutbox): true, string(bucketExpiry): true, string(bucketEventsByMessage): true,
-	string(bucketAudit): true,
 }
 
 // join builds a composite key: parts separated by 0x00.
@@ -164,7 +148,7 @@ func getU64(b []byte) uint64 {
 	return binary.BigEndian.Uint64(b)
 }
 
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
+func putJSON(b kvBucket, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
@@ -172,7 +156,7 @@ func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	return b.Put(key, data)
 }
 
-func getJSON(b *bolt.Bucket, key []byte, v any) error {
+func getJSON(b kvBucket, key []byte, v any) error {
 	data := b.Get(key)
 	if data == nil {
 		return ErrNotFound
@@ -206,7 +190,7 @@ type ListResult struct {
 }
 
 // scanJSON lists the JSON records stored under pfx in b, one page of them.
-func scanJSON[T any](b *bolt.Bucket, pfx []byte, opts ListOptions) ([]T, ListResult, error) {
+func scanJSON[T any](b kvBucket, pfx []byte, opts ListOptions) ([]T, ListResult, error) {
 	var out []T
 	res, err := scan(b, pfx, opts, func(k, v []byte) error {
 		var x T
@@ -223,7 +207,7 @@ func scanJSON[T any](b *bolt.Bucket, pfx []byte, opts ListOptions) ([]T, ListRes
 // calling fn with the key (without pfx) and value of each record on the
 // page. Its cost is proportional to Offset+Limit, never to the number of
 // records under pfx.
-func scan(b *bolt.Bucket, pfx []byte, opts ListOptions, fn func(k, v []byte) error) (ListResult, error) {
+func scan(b kvBucket, pfx []byte, opts ListOptions, fn func(k, v []byte) error) (ListResult, error) {
 	c := b.Cursor()
 	var k, v []byte
 	var step func() ([]byte, []byte)

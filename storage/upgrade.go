@@ -16,7 +16,7 @@ import (
 // clear in freed pages is followed by a compaction, which rewrites the
 // file from its live records only.
 func (db *DB) upgrade() error {
-	current, err := checkSchema(db.bolt, migrations)
+	current, err := checkSchema(db.kv, migrations)
 	if err != nil {
 		return err
 	}
@@ -27,7 +27,7 @@ func (db *DB) upgrade() error {
 		}
 		db.preMigration = dest
 	}
-	compact, err := migrate(db.bolt, migrations, db.seal)
+	compact, err := migrate(db.kv, migrations, db.seal)
 	if err != nil {
 		return err
 	}
@@ -108,6 +108,6 @@ func (db *DB) compact() error {
 	if err != nil {
 		return openError(db.path, err)
 	}
-	db.bolt = b
+	db.bolt, db.kv = b, boltStore{b}
 	return nil
 }
