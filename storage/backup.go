@@ -21,6 +21,9 @@ func (db *DB) Backup(dest string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if db.bolt == nil {
+		return 0, ErrSharedEngine
+	}
 	if dest == db.path {
 		return 0, errors.New("backup: refusing to overwrite the live database")
 	}

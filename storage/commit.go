@@ -78,6 +78,9 @@ func (db *DB) commitBatch(batch []*op) {
 				}
 			}
 			changed, gauge = tx.changed, tx.gauge
+			if n, ok := btx.(interface{ setNotify(Change) }); ok {
+				n.setNotify(changed) // other nodes' workers wait for it too
+			}
 			return nil
 		})
 		if failed >= 0 {

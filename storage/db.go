@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -42,6 +43,17 @@ type Options struct {
 	// shared by several nodes leaves it unset, so that every node is given
 	// the one key file and none makes its own.
 	CreateSecretKey bool
+	// Database, when set, is a postgres:// URL: the shared engine
+	// (db_pg.go) instead of the file in the data directory.
+	Database string
+	// DatabaseInsecure allows a non-loopback database host without
+	// sslmode=verify-full.
+	DatabaseInsecure bool
+	// DatabaseConns caps the connections to the database (0: 16).
+	DatabaseConns int
+	// Logger hears what goes wrong in the background (the shared engine's
+	// wait for other nodes' commits); nil: slog's default.
+	Logger *slog.Logger
 	// CommitObserver, when set, is told how long each commit of the
 	// committer took, fsync included (for the commit duration metric). It
 	// runs on the committer goroutine and must be quick.
@@ -70,11 +82,18 @@ type DB struct {
 	keyFile      string // where the key was read from
 	keyCreated   bool   // this Open created keyFile
 	preMigration string // the copy taken before this Open migrated the schema
+
+	pg         *pgStore // the shared engine; nil for the embedded one
+	stopListen func()   // ends the wait for other nodes' commits (db_pg.go)
+	listening  chan struct{}
 }
 
 // Open opens (creating if needed) the database in dataDir and brings its
 // schema up to date. A database held by another process gives ErrLocked.
 func Open(dataDir string, opts Options) (*DB, error) {
+	if opts.Database != "" {
+		return openPostgres(dataDir, opts)
+	}
 	if !opts.ReadOnly && !opts.MustExist {
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data dir: %w", err)
@@ -173,7 +192,11 @@ func (db *DB) Close() error {
 	}
 	db.mu.Unlock()
 	<-db.finished
-	return db.bolt.Close()
+	if db.stopListen != nil {
+		db.stopListen()
+		<-db.listening
+	}
+	return db.kv.Close()
 }
 
 // View runs fn in a read-only transaction. Keep fn short and free of I/O:

@@ -20,4 +20,7 @@ var (
 	// whole database: empty, truncated or with pages that make no sense.
 	// Its message names the file; the remedy is to restore a backup.
 	ErrDamaged = errors.New("storage: the database file is damaged")
+	// ErrSharedEngine is returned by what only the embedded file can do
+	// (Backup) when the database is PostgreSQL.
+	ErrSharedEngine = errors.New("storage: the database is PostgreSQL: back it up with pg_dump and restore it with pg_restore")
 )

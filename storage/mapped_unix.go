@@ -17,6 +17,9 @@ import (
 // with what is in use. It runs inside a read transaction, which keeps
 // bbolt from remapping the file meanwhile.
 func (db *DB) ReleaseMapped() error {
+	if db.bolt == nil {
+		return nil // nothing is mapped
+	}
 	return db.bolt.View(func(btx *bolt.Tx) error {
 		info := db.bolt.Info()
 		fi, err := os.Stat(db.path)

@@ -11,7 +11,7 @@ import (
 
 func openTest(t testing.TB) *DB {
 	t.Helper()
-	db, err := Open(t.TempDir(), DefaultOptions())
+	db, err := Open(t.TempDir(), testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}

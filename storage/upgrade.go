@@ -20,7 +20,7 @@ func (db *DB) upgrade() error {
 	if err != nil {
 		return err
 	}
-	if current > 0 && current < LatestSchemaVersion() {
+	if current > 0 && current < LatestSchemaVersion() && db.bolt != nil {
 		dest := fmt.Sprintf("%s.pre-migration-v%d-%s", db.path, current, time.Now().UTC().Format("20060102T150405Z"))
 		if _, err := writeSnapshot(db.bolt, dest); err != nil {
 			return fmt.Errorf("copy the database before migrating it: %w", err)
@@ -31,7 +31,7 @@ func (db *DB) upgrade() error {
 	if err != nil {
 		return err
 	}
-	if compact {
+	if compact && db.bolt != nil {
 		if err := db.compact(); err != nil {
 			return fmt.Errorf("compact the database after sealing its secrets: %w", err)
 		}

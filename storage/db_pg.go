@@ -1,0 +1,134 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// openPostgres opens the shared engine at opts.Database. Several nodes may
+// open the same database at once: each is a normal server, and storage
+// keeps them from stepping on each other (kv_pg.go). The secret key file
+// is never created here: every node is given the same one, and it is
+// checked against the database's key-check value.
+func openPostgres(dataDir string, opts Options) (*DB, error) {
+	if opts.LockTimeout <= 0 || opts.MaxBatch < 1 {
+		return nil, errors.New("storage: the lock timeout and the commit batch must be positive (start from DefaultOptions)")
+	}
+	cfg, err := PostgresConfig(opts.Database, opts.DatabaseInsecure)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 16
+	if opts.DatabaseConns > 0 {
+		cfg.MaxConns = int32(opts.DatabaseConns)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.LockTimeout+30e9)
+	defer cancel()
+	s, err := openPGStore(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", RedactURL(opts.Database), err)
+	}
+	if opts.SecretKeyFile == "" {
+		opts.SecretKeyFile = filepath.Join(dataDir, SecretKeyFileName)
+	}
+	opts.CreateSecretKey = false
+	db := &DB{kv: s, pg: s, path: RedactURL(opts.Database), opts: opts, ops: make(chan *op, 4096),
+		finished: make(chan struct{}), decoded: newDecodedCaches()}
+	if err := db.loadSecretKey(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if opts.ReadOnly {
+		close(db.finished)
+		return db, nil
+	}
+	if err := db.upgrade(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := db.countGauges(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("open database: count the queues: %w", err)
+	}
+	go db.commitLoop()
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	db.stopListen, db.listening = stop, make(chan struct{})
+	go func() {
+		defer close(db.listening)
+		s.listen(lctx, db.runAfterCommit, func(err error) {
+			log.Warn("database: waiting for other nodes' commits; reconnecting", "err", err)
+		})
+	}()
+	return db, nil
+}
+
+// Shared reports whether other nodes may use the database at the same
+// time (the PostgreSQL engine): work found under a lease at start may be
+// theirs, not an orphan.
+func (db *DB) Shared() bool { return db.pg != nil }
+
+// PostgresConfig parses a postgres:// URL and applies the transport rule:
+// a host that is not loopback (or a Unix socket) needs
+// sslmode=verify-full, unless insecure is set.
+func PostgresConfig(rawURL string, insecure bool) (*pgxpool.Config, error) {
+	if !IsPostgresURL(rawURL) {
+		return nil, fmt.Errorf("--database: %q is not a postgres:// URL", RedactURL(rawURL))
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("--database: %w", errors.New("not a valid URL"))
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("--database %s: %w", RedactURL(rawURL), err)
+	}
+	if !insecure && u.Query().Get("sslmode") != "verify-full" {
+		hosts := []string{cfg.ConnConfig.Host}
+		for _, f := range cfg.ConnConfig.Fallbacks {
+			hosts = append(hosts, f.Host)
+		}
+		for _, h := range hosts {
+			if !loopbackHost(h) {
+				return nil, fmt.Errorf("--database: the host %s is not loopback, so the connection must be verified: add sslmode=verify-full to the URL (or give --database-insecure)", h)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// IsPostgresURL reports whether s names the PostgreSQL engine.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+func loopbackHost(h string) bool {
+	if strings.HasPrefix(h, "/") || h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// RedactURL is u without its password, for messages and logs.
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		if err != nil {
+			return "(unparsable URL)"
+		}
+		return s
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,598 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgStore is the shared engine: every bucket's keys and values in one
+// PostgreSQL table, mailbolt_kv, keyed by (bucket, key) in byte order.
+//
+// Write transactions take one transaction-scoped advisory lock first, so
+// that, across every node sharing the database, they run one at a time as
+// bbolt's do: each sees every write committed before it began, and the
+// record logic above (queue claims and their leases, idempotency keys,
+// warm-up caps, name claims) is exactly as safe as on one file. Group
+// commit (commit.go) puts many units of work in each of those
+// transactions. A transaction's writes are held in memory and sent
+// together, in one round trip, before its next range read and with its
+// COMMIT. Read-only transactions are REPEATABLE READ snapshots and never
+// wait for the lock.
+type pgStore struct {
+	pool *pgxpool.Pool
+
+	mu      sync.RWMutex
+	buckets map[string]bool // bucket names; they change only in migrations
+
+	pidMu sync.Mutex
+	pids  map[uint32]bool // backend pids of this node's connections (notifications it sent)
+}
+
+// pgWriteLock is the advisory lock every write transaction holds.
+const pgWriteLock = 0x6d61696c626f6c74 // "mailbolt"
+
+// pgNotifyChannel carries each commit's Change to every node.
+const pgNotifyChannel = "mailbolt_change"
+
+// pgTimeout bounds one transaction's statements.
+const pgTimeout = 2 * time.Minute
+
+// pgSchema is the SQL schema's migrations: each entry is one version,
+// applied in order under the write lock and recorded in
+// mailbolt_sql_schema. The records' own schema (migrate.go) lives in the
+// meta bucket, as on bbolt.
+var pgSchema = []string{
+	1: `CREATE TABLE mailbolt_buckets (name text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL DEFAULT 0);
+CREATE TABLE mailbolt_kv (bucket text COLLATE "C" NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (bucket, key));`,
+}
+
+func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &pgStore{pool: pool, pids: map[uint32]bool{}}
+	if err := s.migrateSQL(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.loadBuckets(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrateSQL brings the SQL schema up to date, refusing a newer one.
+func (s *pgStore) migrateSQL(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "BEGIN; SELECT pg_advisory_xact_lock("+strconv.Itoa(pgWriteLock)+"); "+
+		"CREATE TABLE IF NOT EXISTS mailbolt_sql_schema (version int NOT NULL)"); err != nil {
+		return fmt.Errorf("prepare the schema: %w", err)
+	}
+	defer conn.Exec(context.Background(), "ROLLBACK")
+	var current int
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM mailbolt_sql_schema").Scan(&current); err != nil {
+		return err
+	}
+	latest := len(pgSchema) - 1
+	if current > latest {
+		return fmt.Errorf("the database's SQL schema version %d is newer than this build supports (%d): upgrade mailbolt", current, latest)
+	}
+	for v := current + 1; v <= latest; v++ {
+		if _, err := conn.Exec(ctx, pgSchema[v]); err != nil {
+			return fmt.Errorf("SQL schema version %d: %w", v, err)
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO mailbolt_sql_schema VALUES ("+strconv.Itoa(v)+")"); err != nil {
+			return err
+		}
+	}
+	_, err = conn.Exec(ctx, "COMMIT")
+	return err
+}
+
+func (s *pgStore) loadBuckets(ctx context.Context) error {
+	rows, err := s.pool.Query(ctx, "SELECT name FROM mailbolt_buckets")
+	if err != nil {
+		return err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.buckets = map[string]bool{}
+	for _, n := range names {
+		s.buckets[n] = true
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *pgStore) Close() error { s.pool.Close(); return nil }
+
+func (s *pgStore) View(fn func(kvTx) error) error { return s.run(false, fn) }
+
+func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
+
+func (s *pgStore) run(writable bool, fn func(kvTx) error) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	defer conn.Release()
+	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	if writable {
+		begin = "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(" + strconv.Itoa(pgWriteLock) + ")"
+		s.pidMu.Lock()
+		s.pids[conn.Conn().PgConn().PID()] = true
+		s.pidMu.Unlock()
+	}
+	if _, err := conn.Exec(ctx, begin); err != nil {
+		conn.Conn().Close(context.Background()) // its state is unknown
+		return fmt.Errorf("storage: begin: %w", err)
+	}
+	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, open: map[string]*pgBucket{}}
+	done := false
+	defer func() {
+		if !done {
+			if _, rerr := conn.Exec(context.Background(), "ROLLBACK"); rerr != nil {
+				conn.Conn().Close(context.Background())
+			}
+		}
+	}()
+	ferr := fn(t)
+	if t.err != nil {
+		return fmt.Errorf("storage: %w", t.err)
+	}
+	if ferr != nil {
+		return ferr
+	}
+	if err := t.commit(); err != nil {
+		done = true // the batch ended the transaction, or the connection is gone
+		conn.Conn().Close(context.Background())
+		return fmt.Errorf("storage: commit: %w", err)
+	}
+	done = true
+	if writable {
+		s.mu.Lock()
+		for name, created := range t.created {
+			if created {
+				s.buckets[name] = true
+			} else {
+				delete(s.buckets, name)
+			}
+		}
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// ownPID reports whether pid is one of this node's connections.
+func (s *pgStore) ownPID(pid uint32) bool {
+	s.pidMu.Lock()
+	defer s.pidMu.Unlock()
+	return s.pids[pid]
+}
+
+// listen calls fn with the Change of every commit made by another node,
+// until ctx ends; a lost connection is re-made. After a reconnection fn is
+// called with every Change, since notifications sent meanwhile are lost
+// (the first connection misses nothing: the workers read the queues at start).
+func (s *pgStore) listen(ctx context.Context, fn func(Change), logf func(error)) {
+	all := OutboxWritten | WebhookQueueWritten | MessageQueueWritten
+	for first := true; ctx.Err() == nil; first = false {
+		conn, err := s.pool.Acquire(ctx)
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+pgNotifyChannel)
+			if err == nil {
+				if !first {
+					fn(all)
+				}
+				for {
+					n, werr := conn.Conn().WaitForNotification(ctx)
+					if werr != nil {
+						err = werr
+						break
+					}
+					if s.ownPID(n.PID) {
+						continue
+					}
+					if c, perr := strconv.ParseUint(n.Payload, 10, 8); perr == nil {
+						fn(Change(c))
+					}
+				}
+			}
+			conn.Conn().Close(context.Background())
+			conn.Release()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		logf(err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// pgTx is one transaction on one connection.
+type pgTx struct {
+	s        *pgStore
+	conn     *pgx.Conn
+	ctx      context.Context
+	writable bool
+	err      error // the first failed read: the transaction fails with it
+
+	open    map[string]*pgBucket
+	created map[string]bool // buckets created (true) or deleted (false) here
+	notify  Change
+}
+
+func (t *pgTx) Writable() bool { return t.writable }
+
+func (t *pgTx) fail(err error) {
+	if t.err == nil && err != nil {
+		t.err = err
+	}
+}
+
+func (t *pgTx) exists(name string) bool {
+	if c, ok := t.created[name]; ok {
+		return c
+	}
+	t.s.mu.RLock()
+	defer t.s.mu.RUnlock()
+	return t.s.buckets[name]
+}
+
+func (t *pgTx) Bucket(name []byte) kvBucket {
+	if b := t.open[string(name)]; b != nil {
+		return b
+	}
+	if !t.exists(string(name)) {
+		return nil
+	}
+	b := &pgBucket{t: t, name: string(name), written: map[string]pgValue{}, read: map[string][]byte{}}
+	t.open[b.name] = b
+	return b
+}
+
+func (t *pgTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
+	if !t.writable {
+		return nil, errors.New("storage: create a bucket in a read-only transaction")
+	}
+	if !t.exists(string(name)) {
+		if _, err := t.conn.Exec(t.ctx, "INSERT INTO mailbolt_buckets (name) VALUES ($1) ON CONFLICT DO NOTHING", string(name)); err != nil {
+			return nil, err
+		}
+		if t.created == nil {
+			t.created = map[string]bool{}
+		}
+		t.created[string(name)] = true
+	}
+	return t.Bucket(name), nil
+}
+
+func (t *pgTx) DeleteBucket(name []byte) error {
+	if !t.writable {
+		return errors.New("storage: delete a bucket in a read-only transaction")
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if _, err := t.conn.Exec(t.ctx, "DELETE FROM mailbolt_kv WHERE bucket = $1", string(name)); err != nil {
+		return err
+	}
+	if _, err := t.conn.Exec(t.ctx, "DELETE FROM mailbolt_buckets WHERE name = $1", string(name)); err != nil {
+		return err
+	}
+	delete(t.open, string(name))
+	if t.created == nil {
+		t.created = map[string]bool{}
+	}
+	t.created[string(name)] = false
+	return nil
+}
+
+// setNotify asks the commit to tell every node what it changed.
+func (t *pgTx) setNotify(c Change) { t.notify |= c }
+
+// queueFlush adds this transaction's unsent writes to batch, leaving them
+// sent once batch is.
+func (t *pgTx) queueFlush(batch *pgx.Batch) {
+	var putB, delB []string
+	var putK, putV, delK [][]byte
+	for _, b := range t.open {
+		for k := range b.dirty {
+			w := b.written[k]
+			if w.deleted {
+				delB, delK = append(delB, b.name), append(delK, []byte(k))
+			} else {
+				putB, putK, putV = append(putB, b.name), append(putK, []byte(k)), append(putV, w.value)
+			}
+		}
+		b.dirty = nil
+		if b.seqDirty {
+			batch.Queue("UPDATE mailbolt_buckets SET seq = $2 WHERE name = $1", b.name, int64(b.seq))
+			b.seqDirty = false
+		}
+	}
+	if len(delK) > 0 {
+		batch.Queue("DELETE FROM mailbolt_kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))", delB, delK)
+	}
+	if len(putK) > 0 {
+		batch.Queue("INSERT INTO mailbolt_kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]) "+
+			"ON CONFLICT (bucket, key) DO UPDATE SET value = excluded.value", putB, putK, putV)
+	}
+}
+
+// flush sends the unsent writes.
+func (t *pgTx) flush() error {
+	batch := &pgx.Batch{}
+	t.queueFlush(batch)
+	if batch.Len() == 0 {
+		return nil
+	}
+	return t.conn.SendBatch(t.ctx, batch).Close()
+}
+
+// commit sends the unsent writes, the notification and COMMIT in one
+// round trip.
+func (t *pgTx) commit() error {
+	batch := &pgx.Batch{}
+	if t.writable {
+		t.queueFlush(batch)
+		if t.notify != 0 {
+			batch.Queue("SELECT pg_notify($1, $2)", pgNotifyChannel, strconv.Itoa(int(t.notify)))
+		}
+	}
+	batch.Queue("COMMIT")
+	return t.conn.SendBatch(t.ctx, batch).Close()
+}
+
+// rows runs a range query after sending the unsent writes, in one round
+// trip, and returns its key/value pairs.
+func (t *pgTx) rows(sql string, args ...any) ([]pgPair, error) {
+	batch := &pgx.Batch{}
+	t.queueFlush(batch)
+	var out []pgPair
+	batch.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var p pgPair
+			if err := rows.Scan(&p.k, &p.v); err != nil {
+				return err
+			}
+			out = append(out, p)
+		}
+		return rows.Err()
+	})
+	if err := t.conn.SendBatch(t.ctx, batch).Close(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type pgPair struct{ k, v []byte }
+
+type pgValue struct {
+	value   []byte
+	deleted bool
+}
+
+// pgBucket is one bucket within one transaction: its writes so far, and
+// the values it has read.
+type pgBucket struct {
+	t       *pgTx
+	name    string
+	written map[string]pgValue  // every write of this transaction
+	dirty   map[string]struct{} // the writes not sent yet
+	read    map[string][]byte   // values read (nil: none stored)
+	version int                 // counts writes, so cursors know to re-read
+
+	seq      uint64
+	seqRead  bool
+	seqDirty bool
+}
+
+func (b *pgBucket) Get(key []byte) []byte {
+	if w, ok := b.written[string(key)]; ok {
+		if w.deleted {
+			return nil
+		}
+		return w.value
+	}
+	if v, ok := b.read[string(key)]; ok {
+		return v
+	}
+	var v []byte
+	err := b.t.conn.QueryRow(b.t.ctx, "SELECT value FROM mailbolt_kv WHERE bucket = $1 AND key = $2", b.name, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		v, err = nil, nil
+	}
+	if err != nil {
+		b.t.fail(err)
+		return nil
+	}
+	if v == nil && err == nil {
+		b.read[string(key)] = nil
+		return nil
+	}
+	b.read[string(key)] = v
+	return v
+}
+
+func (b *pgBucket) write(key []byte, w pgValue) error {
+	if !b.t.writable {
+		return errors.New("storage: write in a read-only transaction")
+	}
+	if len(key) == 0 {
+		return errors.New("storage: empty key")
+	}
+	b.written[string(key)] = w
+	if b.dirty == nil {
+		b.dirty = map[string]struct{}{}
+	}
+	b.dirty[string(key)] = struct{}{}
+	b.version++
+	return nil
+}
+
+func (b *pgBucket) Put(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return b.write(key, pgValue{value: value})
+}
+
+func (b *pgBucket) Delete(key []byte) error { return b.write(key, pgValue{deleted: true}) }
+
+func (b *pgBucket) Cursor() kvCursor { return &pgCursor{b: b} }
+
+func (b *pgBucket) ForEach(fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return b.t.err
+}
+
+func (b *pgBucket) NextSequence() (uint64, error) {
+	if !b.t.writable {
+		return 0, errors.New("storage: sequence in a read-only transaction")
+	}
+	if !b.seqRead {
+		var seq int64
+		if err := b.t.conn.QueryRow(b.t.ctx, "SELECT seq FROM mailbolt_buckets WHERE name = $1", b.name).Scan(&seq); err != nil {
+			return 0, err
+		}
+		b.seq, b.seqRead = uint64(seq), true
+	}
+	b.seq++
+	b.seqDirty = true
+	return b.seq, nil
+}
+
+func (b *pgBucket) KeyN() int {
+	if err := b.t.flush(); err != nil {
+		b.t.fail(err)
+		return 0
+	}
+	var n int
+	if err := b.t.conn.QueryRow(b.t.ctx, "SELECT count(*) FROM mailbolt_kv WHERE bucket = $1", b.name).Scan(&n); err != nil {
+		b.t.fail(err)
+		return 0
+	}
+	return n
+}
+
+// pgCursor reads its bucket a page at a time, each page larger than the
+// last (up to pgPageMax), and reads again from where it stands when the
+// transaction has written to the bucket since.
+type pgCursor struct {
+	b       *pgBucket
+	page    []pgPair
+	i       int
+	forward bool
+	version int
+	size    int
+	cur     []byte // the key the cursor is on; nil past either end
+}
+
+const (
+	pgPageMin = 16
+	pgPageMax = 2048
+)
+
+func (c *pgCursor) load(forward bool, from []byte, inclusive bool) ([]byte, []byte) {
+	if forward != c.forward || c.size == 0 {
+		c.size = pgPageMin
+	} else if c.size < pgPageMax {
+		c.size *= 4
+	}
+	c.forward, c.version, c.i = forward, c.b.version, 0
+	var sql string
+	switch {
+	case forward && from == nil:
+		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND $2::bytea IS NULL ORDER BY key LIMIT $3"
+	case forward && inclusive:
+		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND key >= $2 ORDER BY key LIMIT $3"
+	case forward:
+		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND key > $2 ORDER BY key LIMIT $3"
+	case from == nil:
+		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND $2::bytea IS NULL ORDER BY key DESC LIMIT $3"
+	default:
+		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND key < $2 ORDER BY key DESC LIMIT $3"
+	}
+	page, err := c.b.t.rows(sql, c.b.name, from, c.size)
+	if err != nil {
+		c.b.t.fail(err)
+		page = nil
+	}
+	c.page = page
+	return c.land()
+}
+
+func (c *pgCursor) land() ([]byte, []byte) {
+	if c.i >= len(c.page) {
+		c.cur = nil
+		return nil, nil
+	}
+	p := c.page[c.i]
+	c.cur = p.k
+	return p.k, p.v
+}
+
+// step moves one key in the direction asked.
+func (c *pgCursor) step(forward bool) ([]byte, []byte) {
+	if c.cur == nil {
+		return nil, nil
+	}
+	if forward == c.forward && c.version == c.b.version {
+		c.i++
+		if c.i < len(c.page) {
+			return c.land()
+		}
+		if len(c.page) < c.size {
+			c.cur = nil
+			return nil, nil
+		}
+		last := c.page[len(c.page)-1].k
+		return c.load(forward, last, false)
+	}
+	return c.load(forward, c.cur, false)
+}
+
+func (c *pgCursor) First() ([]byte, []byte) { c.size = 0; return c.load(true, nil, true) }
+func (c *pgCursor) Last() ([]byte, []byte)  { c.size = 0; return c.load(false, nil, true) }
+func (c *pgCursor) Next() ([]byte, []byte)  { return c.step(true) }
+func (c *pgCursor) Prev() ([]byte, []byte)  { return c.step(false) }
+
+func (c *pgCursor) Seek(key []byte) ([]byte, []byte) {
+	c.size = 0
+	return c.load(true, append([]byte{}, key...), true)
+}
+
+func (c *pgCursor) Delete() error {
+	if c.cur == nil {
+		return errors.New("storage: cursor is past the end")
+	}
+	return c.b.Delete(bytes.Clone(c.cur))
+}
