@@ -22,11 +22,12 @@ import (
 // mistyped --data-dir is an error rather than a new empty database.
 func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) error {
 	dataDir, _ := cmd.Flags().GetString("data-dir")
-	if c, err := web.DialAdmin(dataDir); err == nil {
-		return fn(c)
+	if !sharedDatabase(cmd) {
+		if c, err := web.DialAdmin(dataDir); err == nil {
+			return fn(c)
+		}
 	}
-	keyFile, _ := cmd.Flags().GetString("secret-key-file")
-	o := storageOptions(keyFile)
+	o := storageOptions(cmd)
 	o.MustExist = mustExist
 	db, err := storage.Open(dataDir, o)
 	if errors.Is(err, storage.ErrNoDatabase) {
@@ -314,6 +315,9 @@ func newBackupCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dataDir, _ := cmd.Flags().GetString("data-dir")
+			if sharedDatabase(cmd) {
+				return errors.New("backup copies the embedded database file; for PostgreSQL (--database) use pg_dump, and keep the secret key file with the dump")
+			}
 			return withAdmin(cmd, true, func(a app.Admin) error {
 				prog := startProgress(cmd.ErrOrStderr(), copyStatus("backup: copying", filepath.Join(dataDir, storage.FileName), out))
 				n, err := a.Backup(out)
@@ -342,6 +346,9 @@ func newRestoreCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dataDir, _ := cmd.Flags().GetString("data-dir")
+			if sharedDatabase(cmd) {
+				return errors.New("restore replaces the embedded database file; for PostgreSQL (--database) use pg_restore into an empty database")
+			}
 			if c, err := web.DialAdmin(dataDir); err == nil {
 				_ = c
 				return fmt.Errorf("a server is running on %s: stop it before restoring", dataDir)

@@ -28,6 +28,8 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().String("data-dir", "./data", "directory holding mailbolt.db and the management socket")
 	root.PersistentFlags().String("secret-key-file", "", "file holding the key that seals the secrets in mailbolt.db (default <data-dir>/secret.key, created at first start)")
+	root.PersistentFlags().String("database", "", "postgres:// URL of a shared PostgreSQL database (default: the embedded file in --data-dir); give the password through MAILBOLT_DATABASE or PGPASSFILE")
+	root.PersistentFlags().Bool("database-insecure", false, "allow a non-loopback --database host without sslmode=verify-full")
 	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(), newTeamCommand(),
 		newIPsCommand(), newPoolsCommand(), newSuppressionsCommand(), newBackupCommand(), newRestoreCommand(), newVersionCommand())
 	root.AddCommand(newSecretsCommand())

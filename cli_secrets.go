@@ -13,13 +13,23 @@ import (
 )
 
 // storageOptions are the options every command opens the database with:
-// the embedded engine, whose key file (keyFile, or secret.key in the data
-// dir when empty) is created when missing on a database without sealed
-// secrets.
-func storageOptions(keyFile string) storage.Options {
+// --database (empty: the embedded engine, whose key file, --secret-key-file
+// or secret.key in the data dir, is created when missing on a database
+// without sealed secrets; PostgreSQL never creates it).
+func storageOptions(cmd *cobra.Command) storage.Options {
 	o := storage.DefaultOptions()
-	o.SecretKeyFile = keyFile
+	o.SecretKeyFile, _ = cmd.Flags().GetString("secret-key-file")
+	o.Database, _ = cmd.Flags().GetString("database")
+	o.DatabaseInsecure, _ = cmd.Flags().GetBool("database-insecure")
 	return o
+}
+
+// sharedDatabase reports whether the command was given --database: the
+// PostgreSQL engine, reached directly rather than through a server's
+// management socket.
+func sharedDatabase(cmd *cobra.Command) bool {
+	u, _ := cmd.Flags().GetString("database")
+	return u != ""
 }
 
 // secretKeyFile is the key file a command works with: --secret-key-file,
@@ -48,8 +58,7 @@ func newSecretsCommand() *cobra.Command {
 				return fmt.Errorf("a server is running on %s: stop it, run `mailbolt secrets rotate`, then start it again "+
 					"(a server holds the key in memory, so rotation is offline only)", dataDir)
 			}
-			keyFile, _ := cmd.Flags().GetString("secret-key-file")
-			kept, err := storage.RotateSecretKey(dataDir, storageOptions(keyFile), time.Now())
+			kept, err := storage.RotateSecretKey(dataDir, storageOptions(cmd), time.Now())
 			if errors.Is(err, storage.ErrNoDatabase) {
 				return fmt.Errorf("no database in %s: check --data-dir (or MAILBOLT_DATA_DIR)", dataDir)
 			}

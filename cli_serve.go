@@ -38,6 +38,8 @@ import (
 type serveConfig struct {
 	dataDir       string
 	secretKeyFile string // --secret-key-file (a flag of every command); "" is secret.key in dataDir
+	storage       storage.Options // --database and the key file, as every command opens storage
+	databaseConns int
 	httpAddr      string
 	maxBodySize   int64
 	maxMessage    int64
@@ -187,6 +189,7 @@ func newServeCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
 			cfg.secretKeyFile, _ = cmd.Flags().GetString("secret-key-file")
+			cfg.storage = storageOptions(cmd)
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			cfg.metricsAddrSet = cmd.Flags().Changed("metrics-addr")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -207,6 +210,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
 	f.Int64Var(&cfg.maxMessage, "max-message-size", def.maxMessage, "largest message in bytes as built for the wire, and largest template output (422 above it)")
 	f.Int64Var(&cfg.inboundMaxSize, "inbound-max-size", def.inboundMaxSize, "largest message in bytes the inbound SMTP listener takes (552 at MAIL FROM SIZE= or DATA above it)")
+	f.IntVar(&cfg.databaseConns, "database-conns", 16, "most connections this node opens to the --database PostgreSQL server")
 	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", def.ipRateLimit, "requests per second per source IP for requests without a valid key")
 	f.StringVar(&cfg.deprecate, "deprecate", def.deprecate, "mark an API version deprecated (v1)")
 	f.StringVar(&cfg.sunset, "sunset", def.sunset, "sunset date of the deprecated version, YYYY-MM-DD or RFC 3339; after it the version answers 410")

@@ -104,7 +104,13 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	}
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
-	dbOpts := storageOptions(cfg.secretKeyFile)
+	dbOpts := cfg.storage
+	if dbOpts.MaxBatch == 0 { // a config built without the command (tests)
+		dbOpts = storage.DefaultOptions()
+		dbOpts.SecretKeyFile = cfg.secretKeyFile
+	}
+	dbOpts.DatabaseConns = cfg.databaseConns
+	dbOpts.Logger = log
 	dbOpts.CommitObserver = s.metrics.Commit
 	s.db, err = storage.Open(cfg.dataDir, dbOpts)
 	if errors.Is(err, storage.ErrLocked) {
