@@ -228,3 +228,9 @@ func finishRotation(dbPath, keyPath string, check []byte) (*sealer, bool) {
 	}
 	return s, true
 }
+
+// WriteNewSecretKey writes a new random secret key to path (mode 0600),
+// refusing a file that already exists. The PostgreSQL engine never creates
+// its key file: one node's operator makes it once with this, and every
+// node is given a copy.
+func WriteNewSecretKey(path string) error { return writeKeyFile(path, newKey()) }

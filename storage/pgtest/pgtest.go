@@ -419,3 +419,23 @@ func tail(b []byte) string {
 	}
 	return string(b)
 }
+
+// EnvVar selects the engine of the storage-backed suites: set to
+// "postgres", FromEnv gives each test a database on the shared server.
+const EnvVar = "MAILBOLT_TEST_DATABASE"
+
+// FromEnv is "" when EnvVar is unset (the suites use the embedded file),
+// or else the URL of a new database on the shared server, dropped when tb
+// ends. Packages that call it need TestMain to run Main.
+func FromEnv(tb testing.TB) string {
+	tb.Helper()
+	switch v := os.Getenv(EnvVar); v {
+	case "":
+		return ""
+	case "postgres":
+		return Shared(tb).NewDatabase(tb)
+	default:
+		tb.Fatalf("%s=%q: the only engine it selects is postgres", EnvVar, v)
+		return ""
+	}
+}
