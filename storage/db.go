@@ -86,6 +86,8 @@ type DB struct {
 	pg         *pgStore // the shared engine; nil for the embedded one
 	stopListen func()   // ends the wait for other nodes' commits (db_pg.go)
 	listening  chan struct{}
+
+	counters memCounters // the embedded engine's shared counters (counters.go)
 }
 
 // Open opens (creating if needed) the database in dataDir and brings its

@@ -52,6 +52,10 @@ const pgTimeout = 2 * time.Minute
 var pgSchema = []string{
 	1: `CREATE TABLE mailbolt_buckets (name text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL DEFAULT 0);
 CREATE TABLE mailbolt_kv (bucket text COLLATE "C" NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (bucket, key));`,
+	// 2: the shared counters (counters.go, counters_pg.go): rate windows
+	// and attempt counts, written outside the write lock.
+	2: `CREATE TABLE mailbolt_counters (name bytea NOT NULL, window_id bigint NOT NULL, count bigint NOT NULL, expires timestamptz NOT NULL, PRIMARY KEY (name, window_id));
+CREATE INDEX mailbolt_counters_expires ON mailbolt_counters (expires);`,
 }
 
 func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
