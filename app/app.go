@@ -162,8 +162,9 @@ type App struct {
 	returnPathKey   []byte
 	returnPathSince time.Time
 	graderCache     graderCache
-	// smtpRate counts SMTP-submitted messages per key (submission_smtp.go).
-	smtpRate rateWindows
+	// smtpRate counts SMTP-submitted messages per key per second
+	// (submission_smtp.go), across nodes (counters.go).
+	smtpRate *Limiter
 }
 
 // New builds an App over db. It fails when the database cannot be read or
@@ -179,6 +180,7 @@ func New(db *storage.DB, opts Options) (*App, error) {
 		usageSeen: map[string]time.Time{},
 		usage:     make(chan string, 1024),
 	}
+	a.smtpRate = a.NewLimiter("smtp-key")
 	var err error
 	if a.hooks, err = hooks.New(db, a.hooksOptions()); err != nil {
 		return nil, err

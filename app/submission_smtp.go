@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"mailbolt/mta/submission"
@@ -71,7 +70,7 @@ func (s *smtpSender) Mail(from string) error {
 	}
 	s.p = p
 	limit := Limits(p.Account).RateLimit
-	if !s.a.smtpRate.take(p.KeyID, limit, s.a.Now()) {
+	if !s.a.smtpRate.Take(p.KeyID, limit, time.Second, s.a.Now()).Allowed {
 		return &submission.Reply{Code: 451, Enhanced: "4.7.0",
 			Text: fmt.Sprintf("rate limit of %d messages per second for this key reached; try again in a second", limit)}
 	}
@@ -174,47 +173,4 @@ func smtpReply(err error) error {
 		r.Text = "temporary failure, try again later"
 	}
 	return &r
-}
-
-// rateWindows counts messages per key in one-second windows: the plan's
-// rate limit for SMTP submission.
-type rateWindows struct {
-	mu      sync.Mutex
-	windows map[string]*rateWindow
-}
-
-type rateWindow struct {
-	second int64
-	count  int
-}
-
-// take counts one message for key at now; false when the key's window
-// is full.
-func (w *rateWindows) take(key string, limit int, now time.Time) bool {
-	sec := now.Unix()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.windows == nil {
-		w.windows = map[string]*rateWindow{}
-	}
-	if len(w.windows) > 4096 {
-		for k, rw := range w.windows {
-			if rw.second != sec {
-				delete(w.windows, k)
-			}
-		}
-	}
-	rw := w.windows[key]
-	if rw == nil {
-		rw = &rateWindow{}
-		w.windows[key] = rw
-	}
-	if rw.second != sec {
-		rw.second, rw.count = sec, 0
-	}
-	if rw.count >= limit {
-		return false
-	}
-	rw.count++
-	return true
 }

@@ -359,13 +359,18 @@ func sourceNet(ip string) string {
 }
 
 // loginQuota counts one login attempt against r's source address and, once
-// known, the email; ok is false when either is over its limit.
-func (s *Server) loginQuota(w http.ResponseWriter, key string, limit int) bool {
-	q := s.logins.takeIn(key, limit, s.cfg.LoginWindow, s.app.Now())
-	if !q.allowed {
-		w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
+// known, the email; ok is false when either is over its limit. The
+// attempts are counted in the database (app.Attempt), so several nodes
+// allow no more than one.
+func (s *Server) loginQuota(w http.ResponseWriter, key string, limit int) (ok bool, err error) {
+	q, err := s.app.Attempt("login:"+key, limit, s.cfg.LoginWindow)
+	if err != nil {
+		return false, err
 	}
-	return q.allowed
+	if !q.Allowed {
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.Reset-s.app.Now().Unix()), 10))
+	}
+	return q.Allowed, nil
 }
 
 func (s *Server) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -384,7 +389,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, app.Session{}, err)
 		return
 	}
-	if !s.loginQuota(w, "ip\x00"+sourceNet(clientIP(r)), s.cfg.LoginIPLimit) {
+	if ok, err := s.loginQuota(w, "ip:"+sourceNet(clientIP(r)), s.cfg.LoginIPLimit); err != nil {
+		s.fail(w, app.Session{}, err)
+		return
+	} else if !ok {
 		again(http.StatusTooManyRequests, "Too many login attempts from your address: wait a minute.", "")
 		return
 	}
@@ -397,7 +405,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	if !s.loginQuota(w, "email\x00"+email, s.cfg.LoginEmailLimit) {
+	if ok, err := s.loginQuota(w, "email:"+email, s.cfg.LoginEmailLimit); err != nil {
+		s.fail(w, app.Session{}, err)
+		return
+	} else if !ok {
 		again(http.StatusTooManyRequests, "Too many login attempts for this email: wait a minute.", email)
 		return
 	}

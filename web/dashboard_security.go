@@ -19,7 +19,10 @@ func (s *Server) code(w http.ResponseWriter, r *http.Request, sess app.Session) 
 	again := func(status int, msg string) {
 		s.render(w, status, "code", page{Title: "Second factor", CSRF: sess.CSRF, Error: msg})
 	}
-	if !s.loginQuota(w, "code\x00"+sess.Email, s.cfg.LoginEmailLimit) {
+	if ok, err := s.loginQuota(w, "code:"+sess.Email, s.cfg.LoginEmailLimit); err != nil {
+		s.fail(w, sess, err)
+		return
+	} else if !ok {
 		again(http.StatusTooManyRequests, "Too many codes tried: wait a minute.")
 		return
 	}

@@ -1,24 +1,18 @@
 package web
 
 import (
-	"sync"
 	"time"
+
+	"mailbolt/app"
 )
 
-// limiter counts requests per caller in fixed one-second windows: a key (or
-// source IP) may make `limit` requests in each wall-clock second.
-type limiter struct {
-	mu      sync.Mutex
-	windows map[string]*window
-	swept   int64
-}
+// limiter counts requests per caller in fixed windows: a key (or source
+// IP) may make `limit` requests in each wall-clock second. It is the
+// App's Limiter: counted in memory on the request's path and, when the
+// database is shared by several nodes, summed across them (app/counters.go).
+type limiter struct{ l *app.Limiter }
 
-type window struct {
-	second int64 // the window's number: Unix time divided by its span
-	count  int
-}
-
-func newLimiter() *limiter { return &limiter{windows: map[string]*window{}} }
+func newLimiter(a *app.App, name string) *limiter { return &limiter{a.NewLimiter(name)} }
 
 // quota is what the rate-limit headers report.
 type quota struct {
@@ -28,6 +22,10 @@ type quota struct {
 	allowed   bool
 }
 
+func quotaOf(q app.Quota) quota {
+	return quota{limit: q.Limit, remaining: q.Remaining, reset: q.Reset, allowed: q.Allowed}
+}
+
 // take counts one request for caller at now, in one-second windows.
 func (l *limiter) take(caller string, limit int, now time.Time) quota {
 	return l.takeIn(caller, limit, time.Second, now)
@@ -35,30 +33,5 @@ func (l *limiter) take(caller string, limit int, now time.Time) quota {
 
 // takeIn counts one request for caller at now, in fixed windows of span.
 func (l *limiter) takeIn(caller string, limit int, span time.Duration, now time.Time) quota {
-	id := now.UnixNano() / int64(span)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if id != l.swept && len(l.windows) > 4096 {
-		for k, w := range l.windows {
-			if w.second < id {
-				delete(l.windows, k)
-			}
-		}
-		l.swept = id
-	}
-	w := l.windows[caller]
-	if w == nil {
-		w = &window{}
-		l.windows[caller] = w
-	}
-	if w.second != id {
-		w.second, w.count = id, 0
-	}
-	q := quota{limit: limit, reset: time.Unix(0, (id+1)*int64(span)).Unix()}
-	if w.count >= limit {
-		return q
-	}
-	w.count++
-	q.remaining, q.allowed = limit-w.count, true
-	return q
+	return quotaOf(l.l.Take(caller, limit, span, now))
 }

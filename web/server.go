@@ -82,7 +82,6 @@ type Server struct {
 	keys      *limiter
 	ips       *limiter
 	graderIPs *limiter       // public grader checks per source IP
-	logins    *limiter       // dashboard login attempts per source IP and per email
 	dash      *http.ServeMux // the dashboard's pages
 	proxies   []netip.Prefix // peers whose forwarding headers count
 }
@@ -125,8 +124,8 @@ func New(a *app.App, cfg Config) (*Server, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(), ips: newLimiter(), graderIPs: newLimiter(),
-		logins: newLimiter(), proxies: cfg.trustedProxies()}
+	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(a, "api-key"), ips: newLimiter(a, "api-ip"),
+		graderIPs: newLimiter(a, "grader-ip"), proxies: cfg.trustedProxies()}
 	s.router = s.buildRouter()
 	s.dash = s.dashboardMux()
 	return s, nil
