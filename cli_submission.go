@@ -58,8 +58,13 @@ func (s *service) listenSubmission(wc web.Config) error {
 		if err != nil {
 			return fmt.Errorf("%s: listen on %s: %w", l.flag, l.addr, err)
 		}
+		// Failed logins are counted in the database (in memory on the
+		// embedded engine): several nodes delay a network as one does.
+		throttle := submission.DefaultThrottle
+		throttle.Count = s.db.AddCount
 		o := submission.Options{Domain: s.cfg.hostname, ImplicitTLS: l.implicit, Dev: s.cfg.dev,
-			MaxMessageSize: s.cfg.maxMessage, MaxRecipients: app.MaxRecipients, Logger: s.log}
+			MaxMessageSize: s.cfg.maxMessage, MaxRecipients: app.MaxRecipients, Logger: s.log,
+			Throttle: submission.NewThrottle(throttle)}
 		if s.tls != nil {
 			o.TLS = s.tls.Config()
 		}

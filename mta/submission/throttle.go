@@ -11,14 +11,23 @@ type ThrottleOptions struct {
 	// Base is the delay after the first failure from a network; each
 	// further failure doubles it, up to Max.
 	Base, Max time.Duration
-	// Forget is how long after its last failure a network starts again
-	// from no failures.
+	// Forget is the span of the windows failures are counted in: a
+	// network's count is its failures in the current window and the one
+	// before, so one without failures for between Forget and twice that
+	// starts again from none.
 	Forget time.Duration
 	Now    func() time.Time
+	// Count, when set, keeps the failure counts: it adds n to the counter
+	// name in window (kept for life at least) and returns its total.
+	// storage's DB.AddCount counts across every node sharing the
+	// database, so that several nodes delay a network as one would. Nil
+	// counts in this process's memory.
+	Count func(name string, window int64, life time.Duration, n int) (int64, error)
 }
 
 // DefaultThrottle: 1 s after the first failure, doubling to at most 30 s,
-// forgotten after 15 minutes without failures.
+// counted in windows of 15 minutes (forgotten 15 to 30 minutes after the
+// last failure).
 var DefaultThrottle = ThrottleOptions{Base: time.Second, Max: 30 * time.Second, Forget: 15 * time.Minute}
 
 // Throttle counts failed logins per client network (/24 for IPv4, /64
@@ -30,12 +39,12 @@ var DefaultThrottle = ThrottleOptions{Base: time.Second, Max: 30 * time.Second, 
 type Throttle struct {
 	opts ThrottleOptions
 	mu   sync.Mutex
-	nets map[string]*failures
+	nets map[failureKey]int64 // the counts, when opts.Count is nil
 }
 
-type failures struct {
-	n    int
-	last time.Time
+type failureKey struct {
+	network string
+	window  int64
 }
 
 // NewThrottle makes a Throttle.
@@ -43,7 +52,30 @@ func NewThrottle(o ThrottleOptions) *Throttle {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Throttle{opts: o, nets: map[string]*failures{}}
+	if o.Forget <= 0 {
+		o.Forget = DefaultThrottle.Forget
+	}
+	t := &Throttle{opts: o, nets: map[failureKey]int64{}}
+	if t.opts.Count == nil {
+		t.opts.Count = t.countHere
+	}
+	return t
+}
+
+// countHere is the in-memory Count.
+func (t *Throttle) countHere(name string, window int64, _ time.Duration, n int) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.nets) > 10000 { // forget the quiet ones before growing further
+		for k := range t.nets {
+			if k.window < window-1 {
+				delete(t.nets, k)
+			}
+		}
+	}
+	k := failureKey{name, window}
+	t.nets[k] += int64(n)
+	return t.nets[k], nil
 }
 
 // network is the /24 or /64 an address belongs to.
@@ -58,28 +90,24 @@ func network(ip net.IP) string {
 }
 
 // Fail records a failed login from ip and returns how long to wait before
-// answering it: Base, 2×Base, 4×Base… up to Max.
+// answering it: Base, 2×Base, 4×Base… up to Max, by the network's
+// failures in this window and the last. When the count cannot be kept
+// (the database is unreachable) the wait is Max.
 func (t *Throttle) Fail(ip net.IP) time.Duration {
-	now := t.opts.Now()
-	key := network(ip)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.nets) > 10000 { // forget the quiet ones before growing further
-		for k, f := range t.nets {
-			if now.Sub(f.last) > t.opts.Forget {
-				delete(t.nets, k)
-			}
-		}
+	window := t.opts.Now().UnixNano() / int64(t.opts.Forget)
+	name := "auth-failures:" + network(ip)
+	life := 2 * t.opts.Forget
+	n, err := t.opts.Count(name, window, life, 1)
+	if err != nil {
+		return t.opts.Max
 	}
-	f := t.nets[key]
-	if f == nil || now.Sub(f.last) > t.opts.Forget {
-		f = &failures{}
-		t.nets[key] = f
+	before, err := t.opts.Count(name, window-1, life, 0)
+	if err != nil {
+		return t.opts.Max
 	}
-	f.n++
-	f.last = now
+	n += before
 	d := t.opts.Base
-	for i := 1; i < f.n && d < t.opts.Max; i++ {
+	for i := int64(1); i < n && d < t.opts.Max; i++ {
 		d *= 2
 	}
 	return min(d, t.opts.Max)
