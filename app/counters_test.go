@@ -1,0 +1,169 @@
+package app
+
+import (
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"mailbolt/storage"
+	"mailbolt/storage/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// pgApps opens n nodes over one fresh PostgreSQL database: each its own
+// database handle and App, on one clock.
+func pgApps(t *testing.T, n int) ([]*App, *clock) {
+	t.Helper()
+	o := storage.DefaultOptions()
+	o.Database = pgtest.Shared(t).NewDatabase(t)
+	o.SecretKeyFile = filepath.Join(t.TempDir(), "secret.key")
+	if err := storage.WriteNewSecretKey(o.SecretKeyFile); err != nil {
+		t.Fatal(err)
+	}
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	var apps []*App
+	for range n {
+		db, err := storage.Open(t.TempDir(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		apps = append(apps, mustNew(t, db, options(c.now)))
+	}
+	return apps, c
+}
+
+// TestLimiterAcrossNodes: three nodes, each counting a key's requests
+// locally and syncing with the shared counters after at most r requests
+// it admits (the test runs each sync, in place of the timer), admit in
+// one window at least the limit and at most the documented limit +
+// 2×(nodes−1)×r, well under the three limits they would admit apart; no
+// request is refused before the nodes together admitted the limit. The
+// schedule is pseudo-random with fixed seeds.
+func TestLimiterAcrossNodes(t *testing.T) {
+	const nodes, limit, r = 3, 60, 4
+	apps, c := pgApps(t, nodes)
+	for seed := range int64(4) {
+		rng := rand.New(rand.NewSource(seed))
+		ls := make([]*Limiter, nodes)
+		for i, a := range apps {
+			ls[i] = a.NewLimiter("test")
+			ls[i].after = func(time.Duration, func()) {} // the test syncs
+		}
+		caller := "key-" + string(rune('a'+seed))
+		since := make([]int, nodes) // admitted since the node's last sync
+		admitted, refused := 0, 0
+		for range 2000 {
+			i := rng.Intn(nodes)
+			if since[i] == r || rng.Intn(8) == 0 {
+				ls[i].sync()
+				since[i] = 0
+				continue
+			}
+			q := ls[i].Take(caller, limit, time.Second, c.now())
+			if q.Allowed {
+				admitted++
+				since[i]++
+			} else {
+				refused++
+				if admitted < limit {
+					t.Fatalf("seed %d: refused with %d admitted across nodes, limit %d", seed, admitted, limit)
+				}
+			}
+		}
+		t.Logf("seed %d: %d admitted, %d refused", seed, admitted, refused)
+		if admitted < limit || admitted > limit+2*(nodes-1)*r {
+			t.Errorf("seed %d: %d admitted in one window, want %d to %d", seed, admitted, limit, limit+2*(nodes-1)*r)
+		}
+		if refused == 0 {
+			t.Errorf("seed %d: nothing refused", seed)
+		}
+	}
+	// The next window starts over.
+	c.add(time.Second)
+	if q := apps[0].NewLimiter("test").Take("key-a", limit, time.Second, c.now()); !q.Allowed || q.Remaining != limit-1 {
+		t.Errorf("the next window: %+v", q)
+	}
+}
+
+// TestLimiterSyncsByItself: on a shared database a node's counts reach
+// the shared counter without anyone asking (the sync timer), and another
+// node then counts them.
+func TestLimiterSyncsByItself(t *testing.T) {
+	apps, c := pgApps(t, 2)
+	a, b := apps[0].NewLimiter("auto"), apps[1].NewLimiter("auto")
+	for range 5 {
+		a.Take("k", 10, time.Hour, c.now())
+	}
+	id, _ := windowOf(c.now(), time.Hour)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := apps[1].db.AddCount("rate:auto:k", id, time.Hour, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the shared count is %d after 30 s, want 5", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// b learns the total at its first sync, and from then on counts a's.
+	b.Take("k", 10, time.Hour, c.now())
+	for {
+		b.mu.Lock()
+		shared := b.windows["k"].shared
+		b.mu.Unlock()
+		if shared == 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("b's view of the total is %d after 30 s, want 6", shared)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if q := b.Take("k", 10, time.Hour, c.now()); q.Remaining != 3 {
+		t.Errorf("b's seventh request across nodes: %+v, want 3 remaining", q)
+	}
+}
+
+// TestLimiterEmbedded: on the embedded engine a Limiter counts in memory
+// only, and never schedules a sync.
+func TestLimiterEmbedded(t *testing.T) {
+	a, c := newTestApp(t)
+	l := a.NewLimiter("solo")
+	l.after = func(time.Duration, func()) { t.Error("a sync was scheduled on the embedded engine") }
+	for i := range 3 {
+		q := l.Take("k", 2, time.Second, c.now())
+		if q.Allowed != (i < 2) {
+			t.Fatalf("request %d: %+v", i+1, q)
+		}
+	}
+	if l.add != nil {
+		t.Error("the embedded engine's Limiter shares its counts")
+	}
+}
+
+// TestAttemptAcrossNodes: attempts counted on two nodes are refused at
+// the limit, wherever they arrive.
+func TestAttemptAcrossNodes(t *testing.T) {
+	apps, c := pgApps(t, 2)
+	for i := range 5 {
+		q, err := apps[i%2].Attempt("login:email:ann@example.com", 4, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Allowed != (i < 4) || (q.Allowed && q.Remaining != 3-i) {
+			t.Fatalf("attempt %d on node %d: %+v", i+1, i%2+1, q)
+		}
+	}
+	c.add(time.Minute)
+	if q, err := apps[1].Attempt("login:email:ann@example.com", 4, time.Minute); err != nil || !q.Allowed {
+		t.Fatalf("the next window: %+v %v", q, err)
+	}
+}
