@@ -43,7 +43,13 @@ func NewReporter(o ReporterOptions) *Reporter {
 	return &Reporter{o: o}
 }
 
-// SendDue reports every day before today that has counts: for each
+// ReportGrace is how long after a day ends its counts are reported: every
+// node keeps its counts in memory for up to a minute (Counter.Flush runs
+// every minute), so a day reported at once could miss the last minute of
+// another node's, which would then come as a second, partial report.
+const ReportGrace = 10 * time.Minute
+
+// SendDue reports every day before today (as it was ReportGrace ago) that has counts: for each
 // recipient domain that publishes a TLS-RPT record (_smtp._tls.<domain>,
 // read with mta/tlspolicy), one report to each of its rua addresses. The
 // counts of those days are then dropped, whether a domain publishes a
@@ -51,7 +57,7 @@ func NewReporter(o ReporterOptions) *Reporter {
 // A delivery that fails is logged and not retried (reports are best
 // effort, RFC 8460 §5).
 func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
-	today := Day(r.o.Now())
+	today := Day(r.o.Now().Add(-ReportGrace))
 	var counts []storage.TLSCount
 	if err := r.o.DB.View(func(tx *storage.Tx) (err error) { counts, err = tx.TLSCounts(today); return err }); err != nil {
 		return 0, err

@@ -66,3 +66,30 @@ func TestReporterSendsYesterdaysReports(t *testing.T) {
 		t.Fatalf("again: %d %v", n, err)
 	}
 }
+
+// Just after midnight yesterday is not reported yet: another node may
+// still hold its last minute of counts in memory. ReportGrace later it is.
+func TestReporterWaitsForEveryNodesCounts(t *testing.T) {
+	f := setup(t)
+	f.clock = time.Date(2026, 11, 26, 0, 2, 0, 0, time.UTC)
+	today := Day(f.clock)
+	f.db.Update(func(tx *storage.Tx) error { return tx.AddTLSCount(today-1, "example.test", "sts", "", 5) })
+	f.zone.TXT("_smtp._tls.example.test", "v=TLSRPTv1; rua=mailto:tls@example.test")
+	mailed := 0
+	var success int64
+	rep := NewReporter(ReporterOptions{DB: f.db, Resolver: &dns.Resolver{Server: f.zone.Addr}, Uploads: f.sts(),
+		Org: "mta.mailbolt.test", Now: func() time.Time { return f.clock },
+		Mail: func(_ string, r Report) error { mailed++; success = int64(r.Policies[0].Summary.Success); return nil }})
+	if n, err := rep.SendDue(context.Background()); n != 0 || err != nil || mailed != 0 {
+		t.Fatalf("two minutes after midnight: sent %d, %v", n, err)
+	}
+	// A late flush from another node adds to the same day's counts.
+	f.db.Update(func(tx *storage.Tx) error { return tx.AddTLSCount(today-1, "example.test", "sts", "", 1) })
+	f.clock = f.clock.Add(ReportGrace)
+	if n, err := rep.SendDue(context.Background()); n != 1 || err != nil || mailed != 1 {
+		t.Fatalf("after the grace: sent %d (%d mailed), %v", n, mailed, err)
+	}
+	if success != 6 {
+		t.Errorf("one report of %d sessions, want 6", success)
+	}
+}
