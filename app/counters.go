@@ -172,6 +172,9 @@ func (l *Limiter) sync() {
 	refs := make([]sent, 0, len(l.dirty))
 	for caller := range l.dirty {
 		w := l.windows[caller]
+		if w == nil {
+			continue
+		}
 		if d := w.count - w.pushed; d > 0 {
 			adds = append(adds, storage.Count{Name: l.prefix + caller, Window: w.id, Life: w.span, N: d})
 			w.pushed = w.count

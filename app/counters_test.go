@@ -167,3 +167,37 @@ func TestAttemptAcrossNodes(t *testing.T) {
 		t.Fatalf("the next window: %+v %v", q, err)
 	}
 }
+
+// TestLimiterSyncFails: counts a failed sync could not send are sent by
+// the next one, those of a window that ended meanwhile included, and the
+// node goes on deciding alone in between.
+func TestLimiterSyncFails(t *testing.T) {
+	apps, c := pgApps(t, 1)
+	db := apps[0].db
+	l := apps[0].NewLimiter("flaky")
+	l.after = func(time.Duration, func()) {}
+	down := true
+	l.add = func(adds []storage.Count) ([]int64, error) {
+		if down {
+			return nil, os.ErrDeadlineExceeded
+		}
+		return db.AddCounts(adds)
+	}
+	for range 3 {
+		l.Take("k", 10, time.Second, c.now())
+	}
+	l.sync()
+	if q := l.Take("k", 10, time.Second, c.now()); !q.Allowed || q.Remaining != 6 {
+		t.Fatalf("after a failed sync: %+v", q)
+	}
+	first, _ := windowOf(c.now(), time.Second)
+	c.add(time.Second)
+	l.Take("k", 10, time.Second, c.now())
+	down = false
+	l.sync()
+	for w, want := range map[int64]int64{first: 4, first + 1: 1} {
+		if n, err := db.AddCount("rate:flaky:k", w, time.Second, 0); err != nil || n != want {
+			t.Errorf("window %d: %d %v, want %d", w-first, n, err, want)
+		}
+	}
+}
