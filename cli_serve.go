@@ -37,7 +37,7 @@ import (
 // serveConfig is everything `mailbolt serve` can be told.
 type serveConfig struct {
 	dataDir       string
-	secretKeyFile string // --secret-key-file (a flag of every command); "" is secret.key in dataDir
+	secretKeyFile string          // --secret-key-file (a flag of every command); "" is secret.key in dataDir
 	storage       storage.Options // --database and the key file, as every command opens storage
 	databaseConns int
 	httpAddr      string
