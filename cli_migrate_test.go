@@ -21,6 +21,7 @@ import (
 	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
+	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
 )
 
@@ -264,6 +265,12 @@ func TestMigrateRefusals(t *testing.T) {
 	runFails(t, "secret key file "+filepath.Join(dir, "secret.key")+" does not exist", "migrate", "--from-data-dir", dir, "--to", target)
 	runFails(t, "no database in", "migrate", "--from-data-dir", t.TempDir(), "--to", target)
 	runFails(t, "--to", "migrate", "--from-data-dir", dir)
+	runFails(t, "name different databases", "migrate", "--from-data-dir", dir, "--to", target, "--database", target+"x")
+	other := filepath.Join(t.TempDir(), "other.key")
+	if err := storage.WriteNewSecretKey(other); err != nil {
+		t.Fatal(err)
+	}
+	runFails(t, "is not the key the secrets in", "migrate", "--from-data-dir", dir, "--to", target, "--secret-key-file", other)
 	runFails(t, "not a postgres:// URL", "migrate", "--from-data-dir", dir, "--to", "mysql://x")
 	runFails(t, "sslmode=verify-full", "migrate", "--from-data-dir", dir, "--to", "postgres://db.example.com/mailbolt")
 
