@@ -193,7 +193,7 @@ func (a *App) idempotentOnce(ctx context.Context, p Principal, apiKeyID, secret,
 		}
 		// The request ended without a kept answer: free the key, so a
 		// retry runs it.
-		if err := a.db.Update(func(tx *storage.Tx) error { return tx.DeleteIdempotencyRecord(apiKeyID, key, token) }); err != nil {
+		if err := a.db.Update(func(tx *storage.Tx) error { return tx.DropIdempotencyMarker(apiKeyID, key, token) }); err != nil {
 			a.log.Error("drop the in-flight idempotency marker", "api_key_id", apiKeyID, "err", err)
 		}
 	}()

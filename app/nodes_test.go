@@ -268,3 +268,30 @@ func TestNodesIdempotentLateRunIsRolledBack(t *testing.T) {
 		t.Errorf("%d messages; want 1", got)
 	}
 }
+
+// An answer that is not kept (a 5xx) frees the key on every node: the
+// retry on the other node runs.
+func TestNodesUnkeptAnswerFreesTheKey(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	apps := sharedApps(t, 2, c)
+	runs := 0
+	run := func(status int) func(Principal) Response {
+		return func(Principal) Response { runs++; return Response{Status: status} }
+	}
+	if resp, _, e := apps[0].Idempotent(context.Background(), pk("k1"), "s", "x", []byte("A"), run(503)); e != nil || resp.Status != 503 {
+		t.Fatalf("first: %d %v", resp.Status, e)
+	}
+	apps[1].db.View(func(tx *storage.Tx) error {
+		if rec, err := tx.IdempotencyRecord("k1", "x"); err == nil {
+			t.Errorf("a record is left after an answer that is not kept: %+v", rec)
+		}
+		return nil
+	})
+	resp, replayed, e := apps[1].Idempotent(context.Background(), pk("k1"), "s", "x", []byte("A"), run(201))
+	if e != nil || replayed || resp.Status != 201 || runs != 2 {
+		t.Fatalf("retry on the other node: %d replayed=%v runs=%d %v", resp.Status, replayed, runs, e)
+	}
+	if _, replayed, _ := apps[0].Idempotent(context.Background(), pk("k1"), "s", "x", []byte("A"), run(201)); !replayed || runs != 2 {
+		t.Fatalf("the kept answer was not replayed on the first node (runs %d)", runs)
+	}
+}

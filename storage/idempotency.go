@@ -21,9 +21,9 @@ type IdempotencyRecord struct {
 	Pending string `json:"pending,omitempty"`
 }
 
-// DeleteIdempotencyRecord removes the record for (apiKeyID, key) if it is
+// DropIdempotencyMarker removes the record for (apiKeyID, key) if it is
 // still the in-flight marker pending (a request whose answer is not kept).
-func (tx *Tx) DeleteIdempotencyRecord(apiKeyID, key, pending string) error {
+func (tx *Tx) DropIdempotencyMarker(apiKeyID, key, pending string) error {
 	r, err := tx.IdempotencyRecord(apiKeyID, key)
 	if err != nil || r.Pending == "" || r.Pending != pending {
 		return nil

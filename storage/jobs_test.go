@@ -135,3 +135,40 @@ func TestJobLeaseVoidedAtOpen(t *testing.T) {
 		t.Fatal("the reopened file's node could not take the job:", ok, err)
 	}
 }
+
+// The in-flight marker of an idempotent request is dropped only by the
+// request that wrote it, and never once an answer replaced it.
+func TestDropIdempotencyMarker(t *testing.T) {
+	db := openTest(t)
+	now := time.Now()
+	put := func(pending string, status int) {
+		t.Helper()
+		err := db.Update(func(tx *Tx) error {
+			return tx.PutIdempotencyRecord("k", "x", IdempotencyRecord{Fingerprint: []byte("A"), Status: status,
+				Pending: pending, CreatedAt: now, ExpiresAt: now.Add(time.Minute)})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	drop := func(pending string) bool {
+		t.Helper()
+		if err := db.Update(func(tx *Tx) error { return tx.DropIdempotencyMarker("k", "x", pending) }); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		db.View(func(tx *Tx) error { _, err = tx.IdempotencyRecord("k", "x"); return nil })
+		return err != nil
+	}
+	put("req-1", 0)
+	if drop("req-2") {
+		t.Fatal("another request's marker was dropped")
+	}
+	if !drop("req-1") {
+		t.Fatal("the request's own marker was kept")
+	}
+	put("", 201)
+	if drop("") || drop("req-1") {
+		t.Fatal("a stored answer was dropped")
+	}
+}
