@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 	root.PersistentFlags().Bool("database-insecure", false, "allow a non-loopback --database host without sslmode=verify-full")
 	root.AddCommand(newServeCommand(), newAccountsCommand(), newKeysCommand(), newTeamCommand(),
 		newIPsCommand(), newPoolsCommand(), newSuppressionsCommand(), newBackupCommand(), newRestoreCommand(), newVersionCommand())
-	root.AddCommand(newSecretsCommand())
+	root.AddCommand(newSecretsCommand(), newMigrateCommand())
 	root.AddCommand(newBenchCommand(), newBenchClientCommand(), newHealthcheckCommand(), newDoctorCommand())
 	return root
 }

@@ -75,6 +75,21 @@ func newSecretsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(rotate)
+	newKey := &cobra.Command{
+		Use:   "new-key FILE",
+		Short: "Write a new random secret key to FILE (mode 0600; never overwrites): the key every node of a PostgreSQL database is given",
+		Long: "The PostgreSQL engine (--database) never creates its secret key file, so that several nodes cannot each make " +
+			"their own: make it once with this command before the first start, copy it to every node, and point " +
+			"--secret-key-file (or MAILBOLT_SECRET_KEY_FILE) at it. Keep a copy with your database backups.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := storage.WriteNewSecretKey(args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote a new secret key to %s: give every node the same file, and keep a copy with your backups\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(rotate, newKey)
 	return cmd
 }

@@ -37,7 +37,7 @@ import (
 // serveConfig is everything `mailbolt serve` can be told.
 type serveConfig struct {
 	dataDir       string
-	secretKeyFile string // --secret-key-file (a flag of every command); "" is secret.key in dataDir
+	secretKeyFile string          // --secret-key-file (a flag of every command); "" is secret.key in dataDir
 	storage       storage.Options // --database and the key file, as every command opens storage
 	databaseConns int
 	httpAddr      string
@@ -94,6 +94,7 @@ type serveConfig struct {
 	smtpRetryBase    time.Duration
 	smtpRetryMax     time.Duration
 	queueLifetime    time.Duration
+	deliveryLease    time.Duration
 	deliveryWorkers  int
 	smtpHostConns    int
 	smtpConnTimeout  time.Duration
@@ -167,6 +168,7 @@ func defaultServeConfig() serveConfig {
 		smtpRetryBase:     qd.RetryBase,
 		smtpRetryMax:      qd.RetryMax,
 		queueLifetime:     qd.QueueLifetime,
+		deliveryLease:     qd.Lease,
 		deliveryWorkers:   qd.Concurrency,
 		smtpHostConns:     md.MaxConnsPerHost,
 		smtpConnTimeout:   md.ConnectTimeout,
@@ -255,6 +257,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", def.smtpRetryBase, "delay before the first retry after a temporary SMTP failure; doubles per retry")
 	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", def.smtpRetryMax, "largest delay between SMTP retries")
 	f.DurationVar(&cfg.queueLifetime, "queue-lifetime", def.queueLifetime, "how long a recipient is retried before it soft-bounces")
+	f.DurationVar(&cfg.deliveryLease, "delivery-lease", def.deliveryLease, "how long a claimed message is held by one delivery attempt; with several nodes, a stopped node's messages are taken over when it ends")
 	f.IntVar(&cfg.deliveryWorkers, "delivery-workers", def.deliveryWorkers, "messages being delivered at once")
 	f.IntVar(&cfg.smtpHostConns, "smtp-host-connections", def.smtpHostConns, "SMTP connections open to one destination host at most")
 	f.DurationVar(&cfg.smtpConnTimeout, "smtp-connect-timeout", def.smtpConnTimeout, "timeout of an SMTP connect and TLS handshake")
@@ -316,7 +319,7 @@ func (cfg serveConfig) validate() error {
 	}
 	for name, d := range map[string]time.Duration{"--smtp-retry-base": cfg.smtpRetryBase, "--smtp-retry-max": cfg.smtpRetryMax,
 		"--queue-lifetime": cfg.queueLifetime, "--smtp-connect-timeout": cfg.smtpConnTimeout,
-		"--smtp-command-timeout": cfg.smtpCmdTimeout, "--message-retention": cfg.messageRetention} {
+		"--smtp-command-timeout": cfg.smtpCmdTimeout, "--message-retention": cfg.messageRetention, "--delivery-lease": cfg.deliveryLease} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive", name)
 		}
@@ -398,7 +401,7 @@ func (cfg serveConfig) appOptions(log *slog.Logger, resolver *dns.Resolver, send
 	d.TrackingHost, d.RecheckInterval, d.RotationGrace = cfg.trackingHost, cfg.domainRecheck, cfg.dkimGrace
 	q := &o.Delivery
 	q.Sender, q.RetryBase, q.RetryMax = sender, cfg.smtpRetryBase, cfg.smtpRetryMax
-	q.QueueLifetime, q.Concurrency = cfg.queueLifetime, cfg.deliveryWorkers
+	q.QueueLifetime, q.Concurrency, q.Lease = cfg.queueLifetime, cfg.deliveryWorkers, cfg.deliveryLease
 	q.ShutdownGrace, o.Webhooks.Dispatch.ShutdownGrace = cfg.shutdownGrace, cfg.shutdownGrace
 	q.LogRecipients = cfg.logRecipients
 	o.Grader = gs.appOptions(o.Grader, resolver)

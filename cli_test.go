@@ -301,6 +301,7 @@ func TestServeFlagsValidation(t *testing.T) {
 		{"--deprecate", "v1", "--sunset", "June"},
 		{"--log-level", "loud"},
 		{"--max-message-size", "0"},
+		{"--delivery-lease", "0s"},
 	} {
 		if _, err := run(t, append([]string{"serve", "--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, args...)...); err == nil {
 			t.Errorf("serve %v accepted", args)

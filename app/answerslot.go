@@ -28,7 +28,18 @@ type answerSlot struct {
 	// pending is the answer put in the transaction now running (it may be
 	// re-run); stored is set once that transaction is committed.
 	pending, stored *Response
+	// token names this request's in-flight marker on a shared database
+	// ("" otherwise); taken is set when the effect's transaction found the
+	// key held by another request (another node's answer) and rolled back.
+	token string
+	taken bool
 }
+
+// errAnswerTaken rolls back an idempotent request's effect when another
+// node stored the key's answer first; idempotent replays that answer
+// instead, so callers never see this error.
+var errAnswerTaken = &Error{Code: CodeIdempotencyConflict,
+	Message: "another request with this Idempotency-Key was executed first"}
 
 // errAnswerStored guards a use case that would store two answers for one
 // request: the second effect would not be covered by the first answer.
@@ -63,7 +74,11 @@ func (s *answerSlot) put(tx *storage.Tx, result any, now time.Time) error {
 	if s.stored != nil {
 		return errAnswerStored
 	}
-	s.pending = nil
+	s.pending, s.taken = nil, false
+	if idemTaken(tx, s.apiKeyID, s.key, s.token, now) {
+		s.taken = true
+		return errAnswerTaken
+	}
 	resp, err := s.render(result)
 	if err != nil {
 		return err

@@ -313,6 +313,39 @@ func storageErr(err error, what string) error {
 	return Internal(err)
 }
 
+// everyLeased is every for periodic work that several nodes sharing one
+// database must not all do: each round first takes the job's lease
+// (storage.DB.LeaseJob, for two intervals) and is skipped while another
+// node holds it. The holder renews it every round; when it stops (killed),
+// another node takes the job over at its first round after the lease ends,
+// and when it stops cleanly it releases the lease at once.
+func (a *App) everyLeased(ctx context.Context, interval time.Duration, job, what string, fn func(context.Context) error) {
+	held := false
+	defer func() {
+		if !held {
+			return
+		}
+		if err := a.db.ReleaseJob(job); err != nil {
+			a.log.Warn("releasing a periodic job's lease failed", "job", job, "err", err)
+		}
+	}()
+	a.every(ctx, interval, what, func(ctx context.Context) error {
+		ran, err := a.leasedRound(ctx, job, 2*interval, fn)
+		held = held || ran
+		return err
+	})
+}
+
+// leasedRound runs one round of job if this node takes (or holds) its
+// lease for lease; ran says whether it did.
+func (a *App) leasedRound(ctx context.Context, job string, lease time.Duration, fn func(context.Context) error) (ran bool, err error) {
+	ok, err := a.db.LeaseJob(job, a.Now(), lease)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, fn(ctx)
+}
+
 // every runs fn each interval until ctx ends, logging its error under what.
 func (a *App) every(ctx context.Context, interval time.Duration, what string, fn func(context.Context) error) {
 	t := time.NewTicker(interval)

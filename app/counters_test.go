@@ -3,37 +3,18 @@ package app
 import (
 	"math/rand"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"mailbolt/storage"
-	"mailbolt/storage/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
-
-// pgApps opens n nodes over one fresh PostgreSQL database: each its own
-// database handle and App, on one clock.
+// pgApps opens n nodes over one fresh PostgreSQL database
+// (sharedApps), on a clock of their own.
 func pgApps(t *testing.T, n int) ([]*App, *clock) {
 	t.Helper()
-	o := storage.DefaultOptions()
-	o.Database = pgtest.Shared(t).NewDatabase(t)
-	o.SecretKeyFile = filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(o.SecretKeyFile); err != nil {
-		t.Fatal(err)
-	}
 	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-	var apps []*App
-	for range n {
-		db, err := storage.Open(t.TempDir(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		apps = append(apps, mustNew(t, db, options(c.now)))
-	}
-	return apps, c
+	return sharedApps(t, n, c), c
 }
 
 // TestLimiterAcrossNodes: three nodes, each counting a key's requests

@@ -46,8 +46,13 @@ func (a *App) CheckDueDomains(ctx context.Context) (int, error) {
 	return checked, ctx.Err()
 }
 
+// JobDomainChecks is the job lease of the domain re-checks: one node
+// looks for due domains at a time (each domain is claimed on its own as
+// well, so a round that outlives the lease checks no domain twice).
+const JobDomainChecks = "domain_checks"
+
 func (a *App) runDomainChecks(ctx context.Context) {
-	a.every(ctx, a.opts.DomainCheckTick, "domain re-checks", func(ctx context.Context) error {
+	a.everyLeased(ctx, a.opts.DomainCheckTick, JobDomainChecks, "domain re-checks", func(ctx context.Context) error {
 		_, err := a.CheckDueDomains(ctx)
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"mailbolt/storage"
 )
@@ -60,6 +61,16 @@ func (a *App) Idempotent(ctx context.Context, p Principal, secret, key string, f
 // idempotent is Idempotent with the rule for which answers that no
 // transaction stored are kept afterwards: keep(status). SMTP submission
 // keeps none (only an accepted message's answer, stored with it).
+//
+// Within one node, a repeat that arrives while the first is running waits
+// on the in-memory marker. Nodes sharing one database (storage.DB.Shared)
+// also write an in-flight marker (IdempotencyRecord.Pending) in a write
+// transaction that first checks for a record: write transactions run one
+// at a time across nodes, so one node takes the key and a duplicate on
+// another sees the marker and polls until the answer is stored, then
+// replays it. The effect's own transaction checks again (answerSlot.put):
+// should the marker have expired and another node run the request
+// meanwhile, the late effect is rolled back and the stored answer replayed.
 func (a *App) idempotent(ctx context.Context, p Principal, secret, key string, fingerprint []byte, run func(Principal) Response,
 	keep func(status int) bool) (resp Response, replayed bool, e error) {
 	apiKeyID := p.KeyID
@@ -81,8 +92,7 @@ func (a *App) idempotent(ctx context.Context, p Principal, secret, key string, f
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return Response{}, false, &Error{Code: CodeServiceUnavailable,
-				Message: "gave up waiting for the first request with this Idempotency-Key"}
+			return Response{}, false, gaveUpWaiting()
 		}
 	}
 	defer func() {
@@ -92,51 +102,158 @@ func (a *App) idempotent(ctx context.Context, p Principal, secret, key string, f
 		a.idemMu.Unlock()
 	}()
 
-	var rec storage.IdempotencyRecord
-	err := a.db.View(func(tx *storage.Tx) error {
-		var err error
-		rec, err = tx.IdempotencyRecord(apiKeyID, key)
-		return err
-	})
-	switch {
-	case err == nil && rec.ExpiresAt.After(a.Now()):
-		if !bytes.Equal(rec.Fingerprint, fingerprint) {
-			return Response{}, false, &Error{Code: CodeIdempotencyConflict,
-				Message: "this Idempotency-Key was already used with a different request"}
+	for {
+		resp, replayed, e, again := a.idempotentOnce(ctx, p, apiKeyID, secret, key, fingerprint, run, keep)
+		if !again {
+			return resp, replayed, e
 		}
-		resp, err := open(secret, rec)
-		if err != nil {
-			return Response{}, false, Internal(err)
-		}
-		return resp, true, nil
-	case err != nil && !errors.Is(err, storage.ErrNotFound):
-		return Response{}, false, Internal(err)
 	}
+}
 
-	slot := &answerSlot{apiKeyID: apiKeyID, key: key, secret: secret, fingerprint: fingerprint, ttl: a.opts.IdempotencyTTL}
+// idemPoll is how often a duplicate polls for the answer of a request
+// another node is running.
+const idemPoll = 20 * time.Millisecond
+
+// IdempotencyInFlight bounds how long the in-flight marker of a request
+// holds a key across nodes: a duplicate waits at most this long for a node
+// that died while running the request, then runs it itself.
+const IdempotencyInFlight = time.Minute
+
+func gaveUpWaiting() error {
+	return &Error{Code: CodeServiceUnavailable, Message: "gave up waiting for the first request with this Idempotency-Key"}
+}
+
+// idempotentOnce is one pass of idempotent, once this node's marker is
+// held: replay a stored answer, wait for another node's, or take the key
+// and run. again asks for another pass: the answer this pass waited for
+// was not kept, or another node stored its answer first.
+func (a *App) idempotentOnce(ctx context.Context, p Principal, apiKeyID, secret, key string, fingerprint []byte,
+	run func(Principal) Response, keep func(status int) bool) (resp Response, replayed bool, e error, again bool) {
+	shared := a.db.Shared()
+	token := ""
+	if shared {
+		token = a.db.Node() + "/" + NewID()
+	}
+	for {
+		var rec storage.IdempotencyRecord
+		err := a.db.View(func(tx *storage.Tx) error {
+			var err error
+			rec, err = tx.IdempotencyRecord(apiKeyID, key)
+			return err
+		})
+		now := a.Now()
+		switch {
+		case err == nil && rec.ExpiresAt.After(now):
+			if !bytes.Equal(rec.Fingerprint, fingerprint) {
+				return Response{}, false, &Error{Code: CodeIdempotencyConflict,
+					Message: "this Idempotency-Key was already used with a different request"}, false
+			}
+			if rec.Pending == "" {
+				resp, err := open(secret, rec)
+				if err != nil {
+					return Response{}, false, Internal(err), false
+				}
+				return resp, true, nil, false
+			}
+			// Another node is running the request: wait for its answer.
+			select {
+			case <-ctx.Done():
+				return Response{}, false, gaveUpWaiting(), false
+			case <-time.After(idemPoll):
+			}
+			continue
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return Response{}, false, Internal(err), false
+		}
+		if !shared {
+			break
+		}
+		took := false
+		err = a.db.Update(func(tx *storage.Tx) error {
+			took = false
+			cur, err := tx.IdempotencyRecord(apiKeyID, key)
+			if err == nil && cur.ExpiresAt.After(now) {
+				return nil // another node took the key first
+			}
+			took = true
+			return tx.PutIdempotencyRecord(apiKeyID, key, storage.IdempotencyRecord{Fingerprint: fingerprint,
+				Pending: token, CreatedAt: now, ExpiresAt: now.Add(IdempotencyInFlight)})
+		})
+		if err != nil {
+			return Response{}, false, Internal(err), false
+		}
+		if took {
+			break
+		}
+	}
+	marked := shared // our in-flight marker is in the database
+	defer func() {
+		if !marked {
+			return
+		}
+		// The request ended without a kept answer: free the key, so a
+		// retry runs it.
+		if err := a.db.Update(func(tx *storage.Tx) error { return tx.DropIdempotencyMarker(apiKeyID, key, token) }); err != nil {
+			a.log.Error("drop the in-flight idempotency marker", "api_key_id", apiKeyID, "err", err)
+		}
+	}()
+
+	slot := &answerSlot{apiKeyID: apiKeyID, key: key, secret: secret, fingerprint: fingerprint, ttl: a.opts.IdempotencyTTL, token: token}
 	p.idem = slot
 	resp = run(p)
 	if slot.stored != nil {
 		// Committed with the effect: that is the answer every retry gets.
-		return *slot.stored, false, nil
+		marked = false
+		return *slot.stored, false, nil, false
+	}
+	if slot.taken {
+		// Another node stored an answer first; this effect was rolled back.
+		marked = false
+		return Response{}, false, nil, true
 	}
 	if !keep(resp.Status) {
-		return resp, false, nil
+		return resp, false, nil, false
 	}
 	sealed, err := seal(secret, resp)
 	if err != nil {
 		a.log.Error("seal idempotent answer", "api_key_id", apiKeyID, "err", err)
-		return resp, false, nil
+		return resp, false, nil, false
 	}
 	now := a.Now()
-	rec = storage.IdempotencyRecord{Fingerprint: fingerprint, Status: resp.Status, Sealed: sealed,
+	rec := storage.IdempotencyRecord{Fingerprint: fingerprint, Status: resp.Status, Sealed: sealed,
 		CreatedAt: now, ExpiresAt: now.Add(a.opts.IdempotencyTTL)}
-	if err := a.db.Update(func(tx *storage.Tx) error { return tx.PutIdempotencyRecord(apiKeyID, key, rec) }); err != nil {
+	taken := false
+	if err := a.db.Update(func(tx *storage.Tx) error {
+		taken = false
+		if idemTaken(tx, apiKeyID, key, token, now) {
+			taken = true
+			return nil
+		}
+		return tx.PutIdempotencyRecord(apiKeyID, key, rec)
+	}); err != nil {
 		// The request itself succeeded and is committed; only its replay
 		// record is missing. Answer it rather than invite a second execution.
 		a.log.Error("store idempotent answer", "api_key_id", apiKeyID, "err", err)
+		return resp, false, nil, false
 	}
-	return resp, false, nil
+	marked = false
+	if taken {
+		// Another node's answer came first (ours outlived its marker):
+		// the first to complete fixes the answer (spec §8).
+		return Response{}, false, nil, true
+	}
+	return resp, false, nil, false
+}
+
+// idemTaken reports whether another request holds (apiKeyID, key) in tx:
+// a stored answer, or another request's in-flight marker, still valid at
+// now. token is this request's marker ("" when it wrote none).
+func idemTaken(tx *storage.Tx, apiKeyID, key, token string, now time.Time) bool {
+	cur, err := tx.IdempotencyRecord(apiKeyID, key)
+	if err != nil || !cur.ExpiresAt.After(now) {
+		return false
+	}
+	return cur.Pending == "" || cur.Pending != token
 }
 
 // storable reports whether an answer with this status is kept for replay.

@@ -28,12 +28,18 @@ func (a *App) Sweep() (int, error) {
 	}
 }
 
+// JobSweep is the job lease (storage.DB.LeaseJob) of the retention
+// sweep: one node sweeps at a time.
+const JobSweep = "sweep"
+
 func (a *App) runSweeper(ctx context.Context) {
-	a.every(ctx, a.opts.SweepInterval, "sweep", func(context.Context) error {
-		n, err := a.Sweep()
-		if n > 0 {
-			a.log.Info("swept expired records", "count", n)
-		}
-		return err
-	})
+	a.everyLeased(ctx, a.opts.SweepInterval, JobSweep, "sweep", a.sweepRound)
+}
+
+func (a *App) sweepRound(context.Context) error {
+	n, err := a.Sweep()
+	if n > 0 {
+		a.log.Info("swept expired records", "count", n)
+	}
+	return err
 }

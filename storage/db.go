@@ -83,6 +83,9 @@ type DB struct {
 	keyCreated   bool   // this Open created keyFile
 	preMigration string // the copy taken before this Open migrated the schema
 
+	node     string // this handle's lease token (Node)
+	nodeOnce sync.Once
+
 	pg         *pgStore // the shared engine; nil for the embedded one
 	stopListen func()   // ends the wait for other nodes' commits (db_pg.go)
 	listening  chan struct{}
@@ -160,6 +163,10 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 			return nil, err
 		}
 		if err := voidOutboxLease(db.kv); err != nil {
+			db.bolt.Close()
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+		if err := voidJobLeases(db.kv); err != nil {
 			db.bolt.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}

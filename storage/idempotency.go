@@ -13,6 +13,22 @@ type IdempotencyRecord struct {
 	Sealed      []byte    `json:"sealed,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Pending, when set, marks the request as in flight and names it: no
+	// answer is stored yet. Nodes sharing the database write it before
+	// running a request, so a duplicate on another node waits for the
+	// answer instead of running the request again; ExpiresAt then bounds
+	// the wait should the node running it die.
+	Pending string `json:"pending,omitempty"`
+}
+
+// DropIdempotencyMarker removes the record for (apiKeyID, key) if it is
+// still the in-flight marker pending (a request whose answer is not kept).
+func (tx *Tx) DropIdempotencyMarker(apiKeyID, key, pending string) error {
+	r, err := tx.IdempotencyRecord(apiKeyID, key)
+	if err != nil || r.Pending == "" || r.Pending != pending {
+		return nil
+	}
+	return tx.bucket(bucketIdempotency).Delete(join(apiKeyID, key))
 }
 
 // IdempotencyRecord reads the stored answer for (apiKeyID, key).

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -26,11 +28,25 @@ import (
 // together, in one round trip, before its next range read and with its
 // COMMIT. Read-only transactions are REPEATABLE READ snapshots and never
 // wait for the lock.
+//
+// Statements are pipelined: BEGIN (and the lock) go with a transaction's
+// first read, and a transaction that reads nothing from the server sends
+// only its commit. Write transactions read through a node-wide cache of
+// the records this node's own write transactions read and wrote (pgcache.go),
+// checked at commit against the generation every writing commit bumps:
+// when another node wrote meanwhile, the transaction is rolled back and run
+// again without the cache. One node alone thus reads each record from the
+// server once, not in every transaction.
 type pgStore struct {
-	pool *pgxpool.Pool
+	pool  *pgxpool.Pool
+	cache pgCache // only write transactions use it, one at a time (writeMu)
+
+	writeMu sync.Mutex // this node's write transactions, one at a time
 
 	mu      sync.RWMutex
 	buckets map[string]bool // bucket names; they change only in migrations
+
+	serverReads atomic.Int64 // reads sent to the server (tests watch the cache with it)
 
 	pidMu sync.Mutex
 	pids  map[uint32]bool // backend pids of this node's connections (notifications it sent)
@@ -51,7 +67,21 @@ const pgTimeout = 2 * time.Minute
 // meta bucket, as on bbolt.
 var pgSchema = []string{
 	1: `CREATE TABLE mailbolt_buckets (name text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL DEFAULT 0);
-CREATE TABLE mailbolt_kv (bucket text COLLATE "C" NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (bucket, key));`,
+CREATE TABLE mailbolt_kv (bucket text COLLATE "C" NOT NULL, key bytea NOT NULL, value bytea NOT NULL, PRIMARY KEY (bucket, key));
+CREATE TABLE mailbolt_generation (n bigint NOT NULL);
+INSERT INTO mailbolt_generation VALUES (1);
+CREATE FUNCTION mailbolt_commit(expected bigint, bump boolean) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE cur bigint;
+BEGIN
+	SELECT n INTO cur FROM mailbolt_generation;
+	IF expected >= 0 AND cur <> expected THEN
+		RAISE EXCEPTION 'mailbolt: the database changed since this node cached it' USING ERRCODE = 'MB001';
+	END IF;
+	IF bump THEN
+		UPDATE mailbolt_generation SET n = n + 1 RETURNING n INTO cur;
+	END IF;
+	RETURN cur;
+END $$;`,
 	// 2: the shared counters (counters.go, counters_pg.go): rate windows
 	// and attempt counts, written outside the write lock.
 	2: `CREATE TABLE mailbolt_counters (name bytea NOT NULL, window_id bigint NOT NULL, count bigint NOT NULL, expires timestamptz NOT NULL, PRIMARY KEY (name, window_id));
@@ -131,7 +161,27 @@ func (s *pgStore) View(fn func(kvTx) error) error { return s.run(false, fn) }
 
 func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
 
-func (s *pgStore) run(writable bool, fn func(kvTx) error) (err error) {
+func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
+	if !writable {
+		return s.runOnce(false, false, fn)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	err := s.runOnce(true, true, fn)
+	if errors.Is(err, errStaleCache) {
+		// Another node wrote since this node last did: what the cache held
+		// may be out of date. Run fn again on what the server holds.
+		s.cache.clear()
+		err = s.runOnce(true, false, fn)
+	}
+	return err
+}
+
+// errStaleCache is a commit refused because the generation moved on since
+// the cache was filled.
+var errStaleCache = errors.New("storage: stale cache")
+
+func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -139,21 +189,15 @@ func (s *pgStore) run(writable bool, fn func(kvTx) error) (err error) {
 		return fmt.Errorf("storage: %w", err)
 	}
 	defer conn.Release()
-	begin := "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 	if writable {
-		begin = "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock(" + strconv.Itoa(pgWriteLock) + ")"
 		s.pidMu.Lock()
 		s.pids[conn.Conn().PgConn().PID()] = true
 		s.pidMu.Unlock()
 	}
-	if _, err := conn.Exec(ctx, begin); err != nil {
-		conn.Conn().Close(context.Background()) // its state is unknown
-		return fmt.Errorf("storage: begin: %w", err)
-	}
-	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, open: map[string]*pgBucket{}}
+	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: useCache, open: map[string]*pgBucket{}}
 	done := false
 	defer func() {
-		if !done {
+		if !done && t.begun {
 			if _, rerr := conn.Exec(context.Background(), "ROLLBACK"); rerr != nil {
 				conn.Conn().Close(context.Background())
 			}
@@ -166,25 +210,38 @@ func (s *pgStore) run(writable bool, fn func(kvTx) error) (err error) {
 	if ferr != nil {
 		return ferr
 	}
-	if err := t.commit(); err != nil {
-		done = true // the batch ended the transaction, or the connection is gone
+	gen, err := t.commit()
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == pgStaleCode {
+			return errStaleCache // the deferred ROLLBACK ends the transaction
+		}
+		done = true // the connection's state is unknown
 		conn.Conn().Close(context.Background())
 		return fmt.Errorf("storage: commit: %w", err)
 	}
 	done = true
 	if writable {
-		s.mu.Lock()
-		for name, created := range t.created {
-			if created {
-				s.buckets[name] = true
-			} else {
-				delete(s.buckets, name)
+		if t.created != nil {
+			s.mu.Lock()
+			for name, created := range t.created {
+				if created {
+					s.buckets[name] = true
+				} else {
+					delete(s.buckets, name)
+				}
 			}
+			s.mu.Unlock()
+			s.cache.clear()
+		} else if gen > 0 {
+			s.cache.keep(t, gen, t.wrote)
 		}
-		s.mu.Unlock()
 	}
 	return nil
 }
+
+// pgStaleCode is the SQLSTATE mailbolt_commit raises for a stale cache.
+const pgStaleCode = "MB001"
 
 // ownPID reports whether pid is one of this node's connections.
 func (s *pgStore) ownPID(pid uint32) bool {
@@ -246,6 +303,34 @@ type pgTx struct {
 	open    map[string]*pgBucket
 	created map[string]bool // buckets created (true) or deleted (false) here
 	notify  Change
+
+	begun     bool // BEGIN has been sent (with the first statement)
+	useCache  bool // reads may come from the node's cache
+	usedCache bool // some did: the commit checks the generation
+	wrote     bool
+}
+
+// batch is a new pipeline for t, led by BEGIN (and, for a write
+// transaction, the advisory lock) when nothing has been sent yet.
+func (t *pgTx) batch() *pgx.Batch {
+	b := &pgx.Batch{}
+	if !t.begun {
+		t.begun = true
+		if t.writable {
+			b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+			b.Queue("SELECT pg_advisory_xact_lock($1)", int64(pgWriteLock))
+		} else {
+			b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+		}
+	}
+	return b
+}
+
+// exec runs one statement in t.
+func (t *pgTx) exec(sql string, args ...any) error {
+	b := t.batch()
+	b.Queue(sql, args...)
+	return t.conn.SendBatch(t.ctx, b).Close()
 }
 
 func (t *pgTx) Writable() bool { return t.writable }
@@ -282,7 +367,7 @@ func (t *pgTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 		return nil, errors.New("storage: create a bucket in a read-only transaction")
 	}
 	if !t.exists(string(name)) {
-		if _, err := t.conn.Exec(t.ctx, "INSERT INTO mailbolt_buckets (name) VALUES ($1) ON CONFLICT DO NOTHING", string(name)); err != nil {
+		if err := t.exec("INSERT INTO mailbolt_buckets (name) VALUES ($1) ON CONFLICT DO NOTHING", string(name)); err != nil {
 			return nil, err
 		}
 		if t.created == nil {
@@ -300,10 +385,10 @@ func (t *pgTx) DeleteBucket(name []byte) error {
 	if err := t.flush(); err != nil {
 		return err
 	}
-	if _, err := t.conn.Exec(t.ctx, "DELETE FROM mailbolt_kv WHERE bucket = $1", string(name)); err != nil {
+	if err := t.exec("DELETE FROM mailbolt_kv WHERE bucket = $1", string(name)); err != nil {
 		return err
 	}
-	if _, err := t.conn.Exec(t.ctx, "DELETE FROM mailbolt_buckets WHERE name = $1", string(name)); err != nil {
+	if err := t.exec("DELETE FROM mailbolt_buckets WHERE name = $1", string(name)); err != nil {
 		return err
 	}
 	delete(t.open, string(name))
@@ -348,32 +433,61 @@ func (t *pgTx) queueFlush(batch *pgx.Batch) {
 
 // flush sends the unsent writes.
 func (t *pgTx) flush() error {
-	batch := &pgx.Batch{}
-	t.queueFlush(batch)
-	if batch.Len() == 0 {
+	if !t.dirty() {
 		return nil
 	}
+	batch := t.batch()
+	t.queueFlush(batch)
 	return t.conn.SendBatch(t.ctx, batch).Close()
 }
 
-// commit sends the unsent writes, the notification and COMMIT in one
-// round trip.
-func (t *pgTx) commit() error {
-	batch := &pgx.Batch{}
-	if t.writable {
-		t.queueFlush(batch)
-		if t.notify != 0 {
-			batch.Queue("SELECT pg_notify($1, $2)", pgNotifyChannel, strconv.Itoa(int(t.notify)))
+// dirty reports whether t holds writes not sent yet.
+func (t *pgTx) dirty() bool {
+	for _, b := range t.open {
+		if len(b.dirty) > 0 || b.seqDirty {
+			return true
 		}
 	}
+	return false
+}
+
+// commit sends the unsent writes, the generation check and bump, the
+// notification and COMMIT in one round trip. It returns the generation the
+// commit left (0 when it sent nothing).
+func (t *pgTx) commit() (gen int64, err error) {
+	if !t.writable {
+		if !t.begun {
+			return 0, nil
+		}
+		return 0, t.conn.SendBatch(t.ctx, &pgx.Batch{QueuedQueries: []*pgx.QueuedQuery{{SQL: "COMMIT"}}}).Close()
+	}
+	if !t.begun && !t.wrote && !t.usedCache && t.notify == 0 {
+		return 0, nil // nothing read from the server, nothing written
+	}
+	batch := t.batch()
+	t.queueFlush(batch)
+	// Check the cache was current (when it was read), bump the generation
+	// (when something was written), and learn where it stands.
+	expected := int64(-1)
+	if t.usedCache {
+		expected = t.s.cache.gen
+	}
+	batch.Queue("SELECT mailbolt_commit($1, $2)", expected, t.wrote).QueryRow(func(row pgx.Row) error { return row.Scan(&gen) })
+	if t.notify != 0 {
+		batch.Queue("SELECT pg_notify($1, $2)", pgNotifyChannel, strconv.Itoa(int(t.notify)))
+	}
 	batch.Queue("COMMIT")
-	return t.conn.SendBatch(t.ctx, batch).Close()
+	if err := t.conn.SendBatch(t.ctx, batch).Close(); err != nil {
+		return 0, err
+	}
+	return gen, nil
 }
 
 // rows runs a range query after sending the unsent writes, in one round
 // trip, and returns its key/value pairs.
 func (t *pgTx) rows(sql string, args ...any) ([]pgPair, error) {
-	batch := &pgx.Batch{}
+	t.s.serverReads.Add(1)
+	batch := t.batch()
 	t.queueFlush(batch)
 	var out []pgPair
 	batch.Queue(sql, args...).Query(func(rows pgx.Rows) error {
@@ -408,6 +522,7 @@ type pgBucket struct {
 	dirty   map[string]struct{} // the writes not sent yet
 	read    map[string][]byte   // values read (nil: none stored)
 	version int                 // counts writes, so cursors know to re-read
+	ranges  map[string][]pgPair // pages read before any write to the bucket
 
 	seq      uint64
 	seqRead  bool
@@ -424,17 +539,25 @@ func (b *pgBucket) Get(key []byte) []byte {
 	if v, ok := b.read[string(key)]; ok {
 		return v
 	}
+	if b.t.useCache {
+		if v, ok := b.t.s.cache.get(b.name, key); ok {
+			b.t.usedCache = true
+			b.read[string(key)] = v
+			return v
+		}
+	}
 	var v []byte
-	err := b.t.conn.QueryRow(b.t.ctx, "SELECT value FROM mailbolt_kv WHERE bucket = $1 AND key = $2", b.name, key).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		v, err = nil, nil
-	}
-	if err != nil {
+	b.t.s.serverReads.Add(1)
+	batch := b.t.batch()
+	batch.Queue("SELECT value FROM mailbolt_kv WHERE bucket = $1 AND key = $2", b.name, key).QueryRow(func(row pgx.Row) error {
+		err := row.Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			v, err = nil, nil
+		}
+		return err
+	})
+	if err := b.t.conn.SendBatch(b.t.ctx, batch).Close(); err != nil {
 		b.t.fail(err)
-		return nil
-	}
-	if v == nil && err == nil {
-		b.read[string(key)] = nil
 		return nil
 	}
 	b.read[string(key)] = v
@@ -449,6 +572,7 @@ func (b *pgBucket) write(key []byte, w pgValue) error {
 		return errors.New("storage: empty key")
 	}
 	b.written[string(key)] = w
+	b.t.wrote = true
 	if b.dirty == nil {
 		b.dirty = map[string]struct{}{}
 	}
@@ -483,24 +607,35 @@ func (b *pgBucket) NextSequence() (uint64, error) {
 		return 0, errors.New("storage: sequence in a read-only transaction")
 	}
 	if !b.seqRead {
-		var seq int64
-		if err := b.t.conn.QueryRow(b.t.ctx, "SELECT seq FROM mailbolt_buckets WHERE name = $1", b.name).Scan(&seq); err != nil {
-			return 0, err
+		seq, ok := uint64(0), false
+		if b.t.useCache {
+			if seq, ok = b.t.s.cache.seq(b.name); ok {
+				b.t.usedCache = true
+			}
 		}
-		b.seq, b.seqRead = uint64(seq), true
+		if !ok {
+			var n int64
+			batch := b.t.batch()
+			batch.Queue("SELECT seq FROM mailbolt_buckets WHERE name = $1", b.name).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+			if err := b.t.conn.SendBatch(b.t.ctx, batch).Close(); err != nil {
+				return 0, err
+			}
+			seq = uint64(n)
+		}
+		b.seq, b.seqRead = seq, true
 	}
 	b.seq++
 	b.seqDirty = true
+	b.t.wrote = true
 	return b.seq, nil
 }
 
 func (b *pgBucket) KeyN() int {
-	if err := b.t.flush(); err != nil {
-		b.t.fail(err)
-		return 0
-	}
 	var n int
-	if err := b.t.conn.QueryRow(b.t.ctx, "SELECT count(*) FROM mailbolt_kv WHERE bucket = $1", b.name).Scan(&n); err != nil {
+	batch := b.t.batch()
+	b.t.queueFlush(batch)
+	batch.Queue("SELECT count(*) FROM mailbolt_kv WHERE bucket = $1", b.name).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
+	if err := b.t.conn.SendBatch(b.t.ctx, batch).Close(); err != nil {
 		b.t.fail(err)
 		return 0
 	}
@@ -545,10 +680,32 @@ func (c *pgCursor) load(forward bool, from []byte, inclusive bool) ([]byte, []by
 	default:
 		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND key < $2 ORDER BY key DESC LIMIT $3"
 	}
-	page, err := c.b.t.rows(sql, c.b.name, from, c.size)
+	// A range of a bucket this transaction has not written to may come
+	// from the node's cache, like a single record.
+	t, rk := c.b.t, pgRangeKey(sql, from, c.size)
+	if c.b.version == 0 {
+		if page, ok := c.b.ranges[rk]; ok {
+			c.page = page
+			return c.land()
+		}
+	}
+	if t.useCache && c.b.version == 0 {
+		if page, ok := t.s.cache.rangeGet(c.b.name, rk); ok {
+			t.usedCache = true
+			c.page = page
+			return c.land()
+		}
+	}
+	page, err := t.rows(sql, c.b.name, from, c.size)
 	if err != nil {
-		c.b.t.fail(err)
+		t.fail(err)
 		page = nil
+	}
+	if c.b.version == 0 && len(page) <= pgCacheMaxRange {
+		if c.b.ranges == nil {
+			c.b.ranges = map[string][]pgPair{}
+		}
+		c.b.ranges[rk] = page
 	}
 	c.page = page
 	return c.land()

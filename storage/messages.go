@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -312,9 +313,41 @@ func (tx *Tx) QueueLength() int { return tx.bucket(bucketMessageQueue).KeyN() }
 
 // PutLease records that a message is being delivered by this process, so
 // a restart can hand it out again at once instead of waiting for the lease
-// to end.
-func (tx *Tx) PutLease(accountID, id string) error {
-	return tx.bucket(bucketMessageLeases).Put([]byte(id), []byte(accountID))
+// to end. It names no holder (PutLeaseFor does).
+func (tx *Tx) PutLease(accountID, id string) error { return tx.PutLeaseFor(accountID, id, "") }
+
+// PutLeaseFor records that a message is being delivered under the claim
+// token holder (which node, which claim), so that the attempt's outcome is
+// recorded only while that claim still holds the message (LeaseHolder): an
+// attempt that outlived its lease, after another claim took the message,
+// must not overwrite that claim's state. The record is the account id,
+// then a zero byte and the holder.
+func (tx *Tx) PutLeaseFor(accountID, id, holder string) error {
+	v := []byte(accountID)
+	if holder != "" {
+		v = append(append(v, 0), holder...)
+	}
+	return tx.bucket(bucketMessageLeases).Put([]byte(id), v)
+}
+
+// splitLease reads a lease record: the account id and the holder ("" for
+// a lease written without one).
+func splitLease(v []byte) (accountID, holder string) {
+	if i := bytes.IndexByte(v, 0); i >= 0 {
+		return string(v[:i]), string(v[i+1:])
+	}
+	return string(v), ""
+}
+
+// LeaseHolder is the claim token that holds message id's lease; ok is
+// false when the message is under no lease.
+func (tx *Tx) LeaseHolder(id string) (holder string, ok bool) {
+	v := tx.bucket(bucketMessageLeases).Get([]byte(id))
+	if v == nil {
+		return "", false
+	}
+	_, holder = splitLease(v)
+	return holder, true
 }
 
 // DeleteLease forgets a lease.
@@ -324,7 +357,8 @@ func (tx *Tx) DeleteLease(id string) error { return tx.bucket(bucketMessageLease
 func (tx *Tx) Leases() [][2]string {
 	var out [][2]string
 	tx.bucket(bucketMessageLeases).ForEach(func(k, v []byte) error {
-		out = append(out, [2]string{string(v), string(k)})
+		acct, _ := splitLease(v)
+		out = append(out, [2]string{acct, string(k)})
 		return nil
 	})
 	return out

@@ -117,7 +117,7 @@ func TestMessageLeases(t *testing.T) {
 		if err := tx.PutLease("a1", "m1"); err != nil {
 			return err
 		}
-		return tx.PutLease("a2", "m2")
+		return tx.PutLeaseFor("a2", "m2", "node-b/42")
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,6 +125,15 @@ func TestMessageLeases(t *testing.T) {
 	db.View(func(tx *Tx) error {
 		if got := tx.Leases(); len(got) != 2 || got[0] != [2]string{"a1", "m1"} || got[1] != [2]string{"a2", "m2"} {
 			t.Errorf("leases %v", got)
+		}
+		if h, ok := tx.LeaseHolder("m1"); !ok || h != "" {
+			t.Errorf("m1 held by %q, %v; want no holder named", h, ok)
+		}
+		if h, ok := tx.LeaseHolder("m2"); !ok || h != "node-b/42" {
+			t.Errorf("m2 held by %q, %v", h, ok)
+		}
+		if _, ok := tx.LeaseHolder("m3"); ok {
+			t.Error("m3 is under a lease")
 		}
 		return nil
 	})

@@ -98,3 +98,36 @@ func TestPutSuppressionsCountsWhatItAdds(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSuppressedByStream: an all-streams entry suppresses every stream, a
+// stream's entry only that stream, and an address that merely starts with
+// a suppressed one is not suppressed.
+func TestSuppressedByStream(t *testing.T) {
+	db := openTest(t)
+	for _, s := range []Suppression{
+		{AccountID: "a1", Recipient: "u@x.test", Stream: StreamBroadcast, Reason: "manual"},
+		{AccountID: "a1", Recipient: "w@x.test", Reason: "manual"},
+		{AccountID: "a1", Recipient: "v@x.test.example", Reason: "manual"},
+	} {
+		if err := db.Update(func(tx *Tx) error { _, _, err := tx.PutSuppression(s); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		account, rcpt, stream string
+		want                  bool
+	}{
+		{"a1", "u@x.test", StreamBroadcast, true},
+		{"a1", "u@x.test", StreamTransactional, false},
+		{"a1", "w@x.test", StreamTransactional, true},
+		{"a1", "w@x.test", StreamBroadcast, true},
+		{"a1", "v@x.test", StreamBroadcast, false}, // v@x.test.example is another address
+		{"a2", "w@x.test", StreamBroadcast, false}, // another account
+	} {
+		var got bool
+		db.View(func(tx *Tx) error { got = tx.Suppressed(c.account, c.rcpt, c.stream); return nil })
+		if got != c.want {
+			t.Errorf("Suppressed(%s, %s, %s) = %v, want %v", c.account, c.rcpt, c.stream, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"strconv"
 	"time"
 
 	"mailbolt/storage"
@@ -15,12 +16,28 @@ type job struct {
 	rcpts   []string
 	src     SourceIP
 	domain  storage.Domain
+	// lease is the claim's token in the message's lease record: this
+	// node, and the lease's end. The outcome is recorded only while it
+	// still holds the message.
+	lease string
+}
+
+// leaseToken names one claim: the node (the database handle's token) and
+// the end of the lease it took.
+func (q *Queue) leaseToken(until time.Time) string {
+	return q.db.Node() + "/" + strconv.FormatInt(until.UnixNano(), 10)
 }
 
 // recoverLeases makes the messages this data dir's previous process was
 // delivering due again at once. Only one process holds the file, so every
-// lease found at start is an orphan.
+// lease found at start is an orphan. A database shared by several nodes
+// is different: the leases found are other nodes' live work, so nothing is
+// taken back; a dead node's messages fall due when their leases end (their
+// queue time is the lease's end) and any node claims them then.
 func (q *Queue) recoverLeases() error {
+	if q.db.Shared() {
+		return nil
+	}
 	now := q.now()
 	return q.db.Update(func(tx *storage.Tx) error {
 		for _, l := range tx.Leases() {
@@ -93,6 +110,25 @@ func (q *Queue) claim(tx *storage.Tx, e storage.QueuedMessage, now time.Time) (j
 	if err != nil || m.QueueAt == nil || !m.QueueAt.Equal(e.At) {
 		// A stale entry: the message is gone or has moved on.
 		return j, false, tx.DropQueued(e.At, e.MessageID)
+	}
+	if m.Status == StatusSending {
+		// Due while sending: the entry is the end of a lease whose attempt
+		// never recorded its outcome (its node died, or the attempt
+		// panicked or outlived the lease). The recipients it held are
+		// deferred and, below, claimed again; should that attempt still
+		// finish, it no longer holds the lease and records nothing.
+		for i := range m.Recipients {
+			if r := &m.Recipients[i]; r.Status == StatusSending {
+				if err := setStatus(r, StatusDeferred); err != nil {
+					return j, false, err
+				}
+				r.SMTPResponse = "the attempt's lease ended before its outcome was recorded; retrying"
+			}
+		}
+		m.Status = Status(m)
+		if err := tx.DeleteLease(m.ID); err != nil {
+			return j, false, err
+		}
 	}
 	if err := suppressListed(tx, &m); err != nil {
 		return j, false, err
@@ -167,7 +203,8 @@ func (q *Queue) claim(tx *storage.Tx, e storage.QueuedMessage, now time.Time) (j
 	if err := tx.UpdateMessage(m); err != nil {
 		return j, false, err
 	}
-	if err := tx.PutLease(m.AccountID, m.ID); err != nil {
+	j.lease = q.leaseToken(lease)
+	if err := tx.PutLeaseFor(m.AccountID, m.ID, j.lease); err != nil {
 		return j, false, err
 	}
 	j.msg = m

@@ -25,7 +25,10 @@ type Options struct {
 	// message was accepted for delivery; then it soft-bounces.
 	QueueLifetime time.Duration
 	// Lease is how long a claimed message is held by one attempt before
-	// another may take it over. A restart takes its own leases back at once.
+	// another may take it over (serve's --delivery-lease). A restart on
+	// the embedded file takes its own leases back at once; on a database
+	// shared by several nodes a dead node's leases are taken over when
+	// they end.
 	Lease time.Duration
 	// Concurrency is how many messages are in flight at once.
 	Concurrency int
@@ -148,7 +151,8 @@ func (q *Queue) Panics() int64 { return q.panics.Load() }
 // ShutdownGrace to finish and have their outcome recorded; an attempt still
 // running then is cut off, recorded as interrupted and retried at once on
 // the next start (at least once: the receiver may get it twice). Run first
-// takes back the leases a previous process left.
+// takes back the leases a previous process left (not on a shared database:
+// see recoverLeases).
 func (q *Queue) Run(ctx context.Context) error {
 	o := q.opts
 	if err := q.recoverLeases(); err != nil {

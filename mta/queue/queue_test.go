@@ -269,3 +269,27 @@ func TestIdleClaimWritesNothing(t *testing.T) {
 		t.Fatalf("one due: %d jobs, %v, %d commits", len(jobs), err, db.Commits()-before)
 	}
 }
+
+// An attempt that never records its outcome (it panicked, or hung past
+// its lease) leaves its message due again when the lease ends, even in
+// the process that made it: it is claimed and sent once more.
+func TestLeaseEndMakesAnUnrecordedAttemptDueAgain(t *testing.T) {
+	db := openDB(t)
+	c := &clock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	q := testQueue(t, db, c)
+	m := accept(t, q, db, c.t, "x@dest.test")
+	if jobs, _, err := q.claimDue(c.t, 10); err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %d", err, len(jobs))
+	}
+	c.t = c.t.Add(q.Options().Lease)
+	if err := q.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, types := read(t, db, m)
+	if st.Status != StatusDelivered || st.Recipients[0].Attempts != 2 {
+		t.Fatalf("after the lease ended: %s, attempts %d", st.Status, st.Recipients[0].Attempts)
+	}
+	if got := strings.Join(types, ","); got != "message.sent,message.delivered" {
+		t.Errorf("events %s", got)
+	}
+}

@@ -57,11 +57,20 @@ func (q *Queue) record(j job, results []mta.RecipientResult, sigs map[string]str
 	o := q.opts
 	aj := attemptJob{msgID: j.msg.ID, accountID: j.msg.AccountID, src: j.src.Addr}
 	var attempts []Attempt
+	stale := false
 	err := q.db.Update(func(tx *storage.Tx) error {
-		attempts = attempts[:0] // the transaction may run again
+		attempts, stale = attempts[:0], false // the transaction may run again
 		m, err := tx.Message(j.msg.AccountID, j.msg.ID)
 		if err != nil {
 			return tx.DeleteLease(j.msg.ID) // removed meanwhile (retention)
+		}
+		if held, ok := tx.LeaseHolder(m.ID); !ok || held != j.lease {
+			// The lease ended before this attempt finished, and another
+			// claim (on this node or another) took the message: its state
+			// is that claim's now. Recording this outcome would overwrite
+			// it; the other attempt records its own.
+			stale = true
+			return nil
 		}
 		for _, res := range results {
 			r := findSending(&m, res.Recipient)
@@ -120,6 +129,11 @@ func (q *Queue) record(j job, results []mta.RecipientResult, sigs map[string]str
 		}
 		return tx.DeleteLease(m.ID)
 	})
+	if stale {
+		q.log.Warn("a delivery attempt outlived its lease and the message was claimed again; its outcome is not recorded",
+			"message_id", j.msg.ID, "lease", q.opts.Lease.String())
+		return err
+	}
 	if err == nil {
 		q.report(attempts)
 	}

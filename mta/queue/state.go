@@ -44,7 +44,7 @@ var recipientMoves = map[move]string{
 	{StatusQueued, StatusCancelled}:    "the message was cancelled",
 	{StatusDeferred, StatusCancelled}:  "the message was cancelled",
 	{StatusSending, StatusDelivered}:   "the receiving server accepted it",
-	{StatusSending, StatusDeferred}:    "a temporary failure, or a restart cut the attempt short",
+	{StatusSending, StatusDeferred}:    "a temporary failure, a restart cut the attempt short, or its lease ended unrecorded",
 	{StatusSending, StatusBounced}:     "a permanent failure, or the queue lifetime ran out",
 	{StatusSending, StatusFailed}:      "the message could not be prepared",
 	// An asynchronous bounce (a DSN to the VERP return path) names a

@@ -154,20 +154,19 @@ func (r *Reporter) rua(ctx context.Context, domain string) ([]string, error) {
 	return out, nil
 }
 
-// Run sends due reports every interval until ctx ends.
+// JobTLSReports is the job lease (storage.DB.LeaseJob) of the daily TLS
+// reports: with several nodes over one database, one sends them, so a
+// domain gets each day's report once.
+const JobTLSReports = "tls_reports"
+
+// Run sends due reports every interval until ctx ends, in the rounds for
+// which this node holds the job's lease.
 func (r *Reporter) Run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := r.SendDue(ctx); err != nil && ctx.Err() == nil {
-				r.o.Logger.Warn("TLS reports", "err", err)
-			} else if n > 0 {
-				r.o.Logger.Info("TLS reports sent", "count", n)
-			}
+	runLeased(ctx, r.o.DB, JobTLSReports, interval, r.o.Now, r.o.Logger, func(ctx context.Context) {
+		if n, err := r.SendDue(ctx); err != nil && ctx.Err() == nil {
+			r.o.Logger.Warn("TLS reports", "err", err)
+		} else if n > 0 {
+			r.o.Logger.Info("TLS reports sent", "count", n)
 		}
-	}
+	})
 }

@@ -332,17 +332,48 @@ func (s *STS) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Run refreshes the cached policies every interval until ctx ends.
+// JobSTSRefresh is the job lease (storage.DB.LeaseJob) of the MTA-STS
+// policy refresh: with several nodes over one database, one refreshes the
+// shared cache at a time.
+const JobSTSRefresh = "mta_sts_refresh"
+
+// Run refreshes the cached policies every interval until ctx ends, in the
+// rounds for which this node holds the job's lease (see runLeased).
 func (s *STS) Run(ctx context.Context, interval time.Duration) {
+	runLeased(ctx, s.o.DB, JobSTSRefresh, interval, s.o.Now, s.o.Logger, func(ctx context.Context) {
+		if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			s.o.Logger.Warn("MTA-STS refresh", "err", err)
+		}
+	})
+}
+
+// runLeased runs round every interval until ctx ends, each time only if
+// this node takes the lease on job for two intervals: it skips the rounds
+// another node sharing the database holds, takes the job over once that
+// node's lease ends, and releases the lease when ctx ends.
+func runLeased(ctx context.Context, db *storage.DB, job string, interval time.Duration, now func() time.Time, log *slog.Logger,
+	round func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	held := false
 	for {
 		select {
 		case <-ctx.Done():
+			if held {
+				if err := db.ReleaseJob(job); err != nil {
+					log.Warn("releasing a periodic job's lease failed", "job", job, "err", err)
+				}
+			}
 			return
 		case <-t.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
-				s.o.Logger.Warn("MTA-STS refresh", "err", err)
+			ok, err := db.LeaseJob(job, now(), 2*interval)
+			if err != nil {
+				log.Warn("taking a periodic job's lease failed", "job", job, "err", err)
+				continue
+			}
+			if ok {
+				held = true
+				round(ctx)
 			}
 		}
 	}

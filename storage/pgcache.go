@@ -1,0 +1,129 @@
+package storage
+
+import "bytes"
+
+// pgCache is one node's copy of the records its write transactions read
+// and wrote on the PostgreSQL engine, valid at generation gen: the value
+// of mailbolt_generation after this node's last writing commit. Every
+// writing commit bumps the generation, so a commit that finds it where
+// the cache left it knows no other node has written since, and that every
+// cached record (and every record cached as absent) is still what the
+// server holds. Only the node's write transactions use it, one at a time.
+type pgCache struct {
+	gen     int64                          // 0: empty
+	entries map[string][]byte              // bucket 0x00 key → value; nil: absent
+	seqs    map[string]uint64              // bucket → its sequence
+	ranges  map[string]map[string][]pgPair // bucket → range query → its page
+	bytes   int
+}
+
+// pgCacheMaxRange is the longest page of a range read the cache keeps.
+const pgCacheMaxRange = 64
+
+// pgRangeKey names one range read: its query, where it starts and how
+// many rows it asks for.
+func pgRangeKey(sql string, from []byte, size int) string {
+	return sql + "\x00" + string(from) + "\x00" + string(rune(size))
+}
+
+func (c *pgCache) rangeGet(bucket, key string) ([]pgPair, bool) {
+	if c.gen == 0 {
+		return nil, false
+	}
+	p, ok := c.ranges[bucket][key]
+	return p, ok
+}
+
+// Bounds on what the cache holds: larger values are not kept, and a cache
+// that outgrows its budget starts again empty.
+const (
+	pgCacheMaxValue   = 8 << 10
+	pgCacheMaxEntries = 200_000
+	pgCacheMaxBytes   = 48 << 20
+)
+
+func pgCacheKey(bucket string, key []byte) string {
+	return bucket + "\x00" + string(key)
+}
+
+func (c *pgCache) get(bucket string, key []byte) ([]byte, bool) {
+	if c.gen == 0 {
+		return nil, false
+	}
+	v, ok := c.entries[pgCacheKey(bucket, key)]
+	return v, ok
+}
+
+func (c *pgCache) seq(bucket string) (uint64, bool) {
+	if c.gen == 0 {
+		return 0, false
+	}
+	n, ok := c.seqs[bucket]
+	return n, ok
+}
+
+func (c *pgCache) clear() {
+	c.gen, c.entries, c.seqs, c.ranges, c.bytes = 0, nil, nil, nil, 0
+}
+
+// keep records what t read and wrote, t having committed and left the
+// generation at gen (bumped from gen-1 when wrote). When the cache was not
+// at the generation t started from, another node wrote in between: the
+// cache starts again from t alone, whose reads were made under the write
+// lock or checked against the generation.
+func (c *pgCache) keep(t *pgTx, gen int64, wrote bool) {
+	from := gen
+	if wrote {
+		from = gen - 1
+	}
+	if c.gen == 0 || c.gen != from || len(c.entries) > pgCacheMaxEntries || c.bytes > pgCacheMaxBytes {
+		c.clear()
+		c.entries, c.seqs, c.ranges = map[string][]byte{}, map[string]uint64{}, map[string]map[string][]pgPair{}
+	}
+	c.gen = gen
+	for _, b := range t.open {
+		for k, v := range b.read {
+			c.put(b.name, k, v)
+		}
+		for k, w := range b.written {
+			if w.deleted {
+				c.put(b.name, k, nil)
+			} else {
+				c.put(b.name, k, bytes.Clone(w.value)) // the caller may reuse its buffer
+			}
+		}
+		if b.seqRead {
+			c.seqs[b.name] = b.seq
+		}
+		switch {
+		case len(b.written) > 0:
+			delete(c.ranges, b.name) // every page of it may have changed
+		case len(b.ranges) > 0:
+			if c.ranges[b.name] == nil {
+				c.ranges[b.name] = map[string][]pgPair{}
+			}
+			for k, p := range b.ranges {
+				c.ranges[b.name][k] = p
+				for _, kv := range p {
+					c.bytes += len(kv.k) + len(kv.v)
+				}
+			}
+		}
+	}
+}
+
+func (c *pgCache) put(bucket, key string, v []byte) {
+	k := bucket + "\x00" + key
+	if len(v) > pgCacheMaxValue {
+		if old, ok := c.entries[k]; ok {
+			c.bytes -= len(k) + len(old)
+			delete(c.entries, k)
+		}
+		return
+	}
+	if old, ok := c.entries[k]; ok {
+		c.bytes -= len(k) + len(old)
+	}
+	c.entries[k] = v
+	c.bytes += len(k) + len(v)
+}
