@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -25,6 +26,13 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	cfg, err := PostgresConfig(opts.Database, opts.DatabaseInsecure)
 	if err != nil {
 		return nil, err
+	}
+	if !opts.ReadOnly && dataDir != "" {
+		// The node's own files still live there: its management socket,
+		// the ACME cache, by default the secret key file.
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
 	}
 	cfg.MaxConns = 16
 	if opts.DatabaseConns > 0 {
