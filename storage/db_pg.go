@@ -50,6 +50,15 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	opts.CreateSecretKey = false
 	db := &DB{kv: s, pg: s, path: RedactURL(opts.Database), opts: opts, ops: make(chan *op, 4096),
 		finished: make(chan struct{}), decoded: newDecodedCaches()}
+	if opts.ReadOnly || opts.MustExist {
+		if v, err := db.SchemaVersion(); err != nil || v == 0 {
+			s.Close()
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %s holds no Mailbolt data yet", ErrNoDatabase, db.path)
+		}
+	}
 	if err := db.loadSecretKey(); err != nil {
 		s.Close()
 		return nil, err
