@@ -40,6 +40,8 @@ type loop struct {
 
 func (d *Dispatcher) newLoop() *loop {
 	sendCtx, stopSends := context.WithCancel(context.Background())
+	outbox := newOutboxShards(d)
+	d.holder.Store(&outbox.holder)
 	return &loop{
 		d: d, sendCtx: sendCtx, stopSends: stopSends,
 		results:  make(chan result, d.opts.Workers),
@@ -47,7 +49,7 @@ func (d *Dispatcher) newLoop() *loop {
 		timer:    time.NewTimer(time.Hour),
 		perHost:  map[string]int{},
 		fresh:    map[uint64]*freshEvent{},
-		outbox:   newOutboxShards(d),
+		outbox:   outbox,
 		canClaim: true,
 	}
 }
