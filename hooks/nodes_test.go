@@ -26,12 +26,13 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // node is one serve process's share: its database handle and dispatcher.
 type node struct {
-	db     *storage.DB
-	d      *Dispatcher
-	sent   atomic.Int64 // requests its dispatcher made and saw end
-	cancel context.CancelFunc
-	done   chan error
-	dead   bool
+	db      *storage.DB
+	d       *Dispatcher
+	sent    atomic.Int64 // requests its dispatcher made and saw end
+	cancel  context.CancelFunc
+	done    chan error
+	started bool
+	dead    bool
 }
 
 // cluster is several nodes on one fake clock.
@@ -42,21 +43,27 @@ type cluster struct {
 	nodes []*node
 }
 
-// newCluster starts n dispatchers over one fresh PostgreSQL database. Each
-// is woken by its own handle's after-commit hook (NOTIFY), as in serve.
-func newCluster(t *testing.T, n int) *cluster {
-	url := pgtest.Shared(t).NewDatabase(t)
-	key := filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(key); err != nil {
-		t.Fatal(err)
+// newCluster makes n dispatchers over one fresh PostgreSQL database (each
+// node its own handle), or, when shared is false, over one embedded
+// database (several dispatchers in one process). Each is woken by its
+// handle's after-commit hook (NOTIFY across PostgreSQL nodes), as in
+// serve. None runs until start.
+func newCluster(t *testing.T, n int, shared bool) *cluster {
+	so := storage.DefaultOptions()
+	if shared {
+		so.Database, so.SecretKeyFile = pgtest.Shared(t).NewDatabase(t), filepath.Join(t.TempDir(), "secret.key")
+		if err := storage.WriteNewSecretKey(so.SecretKeyFile); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := &cluster{t: t, clock: &fakeClock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}}
+	var db *storage.DB
 	for range n {
-		so := storage.DefaultOptions()
-		so.Database, so.SecretKeyFile = url, key
-		db, err := storage.Open(t.TempDir(), so)
-		if err != nil {
-			t.Fatal(err)
+		if db == nil || shared {
+			var err error
+			if db, err = storage.Open(t.TempDir(), so); err != nil {
+				t.Fatal(err)
+			}
 		}
 		nd := &node{db: db, done: make(chan error, 1)}
 		opts := testOptions(func(o *Options) {
@@ -68,29 +75,47 @@ func newCluster(t *testing.T, n int) *cluster {
 		c.span = opts.Timeout + opts.OutboxLeaseMargin
 		nd.d = mustNew(t, db, opts)
 		db.AfterCommit(func(storage.Change) { nd.d.Kick() })
-		ctx, cancel := context.WithCancel(context.Background())
-		nd.cancel = cancel
-		go func() { nd.done <- nd.d.Run(ctx) }()
 		c.nodes = append(c.nodes, nd)
 	}
 	t.Cleanup(func() {
-		for _, nd := range c.nodes {
-			if !nd.dead {
-				nd.cancel()
-				if err := <-nd.done; err != nil {
-					t.Errorf("Run: %v", err)
-				}
-				nd.db.Close()
+		for _, nd := range c.live() {
+			nd.cancel()
+			if err := <-nd.done; err != nil {
+				t.Errorf("Run: %v", err)
 			}
+		}
+		for _, nd := range c.nodes {
+			nd.db.Close()
 		}
 	})
 	return c
 }
 
+// start runs the nodes' dispatchers, and waits for the heartbeat each
+// writes when it first leases shards.
+func (c *cluster) start(nodes ...*node) {
+	c.t.Helper()
+	for _, nd := range nodes {
+		ctx, cancel := context.WithCancel(context.Background())
+		nd.cancel, nd.started = cancel, true
+		go func() { nd.done <- nd.d.Run(ctx) }()
+	}
+	c.waitFor("every node started has a heartbeat", func() bool {
+		_, beats := c.leases()
+		for _, nd := range nodes {
+			if _, ok := beats[nd.holder()]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// live are the nodes started and not killed.
 func (c *cluster) live() []*node {
 	var out []*node
 	for _, nd := range c.nodes {
-		if !nd.dead {
+		if nd.started && !nd.dead {
 			out = append(out, nd)
 		}
 	}
@@ -296,11 +321,30 @@ func countingReceiver(t *testing.T, handler http.HandlerFunc) (*receiver, *arriv
 	return rec, a
 }
 
+// gatedReceiver holds every request until open is called, then answers
+// 200 (and at once from then on).
+func gatedReceiver(t *testing.T) (rec *receiver, got *arrivals, open func()) {
+	gate := make(chan struct{})
+	var opened sync.Once
+	open = func() { opened.Do(func() { close(gate) }) }
+	rec, got = countingReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	t.Cleanup(open) // before the receiver's Close, which waits for its requests
+	return rec, got, open
+}
+
 // With three nodes running at once, every event reaches each webhook
 // subscribed to it exactly once, saved as one delivered delivery, and
 // every node sends a share of them.
 func TestOutboxSharedAmongNodes(t *testing.T) {
-	c := newCluster(t, 3)
+	c := newCluster(t, 3, true)
+	c.start(c.nodes...)
 	recSent, sentTo := countingReceiver(t, status(200))
 	recAll, allTo := countingReceiver(t, status(204))
 	wSent := c.webhook(recSent.URL, "message.sent")
@@ -350,19 +394,9 @@ func TestOutboxSharedAmongNodes(t *testing.T) {
 // once, never lost); those appended after its death wait in the outbox
 // until its leases end, then go out once.
 func TestDeadNodesShardsAreTakenOver(t *testing.T) {
-	c := newCluster(t, 3)
-	gate := make(chan struct{})
-	var opened sync.Once
-	open := func() { opened.Do(func() { close(gate) }) }
-	defer open()
-	rec, got := countingReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-gate:
-		case <-r.Context().Done():
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	c := newCluster(t, 3, true)
+	c.start(c.nodes...)
+	rec, got, open := gatedReceiver(t)
 	w := c.webhook(rec.URL, "message.sent")
 	c.settle()
 	victim := c.nodes[2]
@@ -442,4 +476,77 @@ func TestDeadNodesShardsAreTakenOver(t *testing.T) {
 			t.Errorf("after the takeover: %v, want 8 shards each for the two survivors", held)
 		}
 	}
+}
+
+// A dispatcher asked to give shards back while it still has their events
+// out keeps them until those are saved, taking no new event of theirs
+// meanwhile; then it gives them back, and the newcomer sends what waited.
+// (Two dispatchers over one embedded database share the shards the same
+// way as nodes over PostgreSQL.)
+func TestBusyShardsAreGivenBackOnceSaved(t *testing.T) {
+	c := newCluster(t, 2, false)
+	first, second := c.nodes[0], c.nodes[1]
+	c.start(first)
+	rec, got, open := gatedReceiver(t)
+	w := c.webhook(rec.URL, "message.sent")
+	c.tick()
+	if held := c.held()[first.holder()]; held != storage.OutboxShards {
+		t.Fatalf("alone, the first dispatcher holds %d shards", held)
+	}
+	var out []storage.Event // two per shard, all out when the second starts
+	for range 2 * storage.OutboxShards {
+		ev, _ := c.appendEvent(first, "message.sent")
+		out = append(out, ev)
+	}
+	c.waitFor("every request is out", func() bool { return rec.count() == len(out) })
+
+	c.start(second)
+	c.tick()
+	if held := c.held(); held[first.holder()] != storage.OutboxShards || held[second.holder()] != 0 {
+		t.Fatalf("with every shard busy the first should keep all 16: %v", held)
+	}
+	upper := shardRange(8, 15) // the first's to give back
+	var waiting []storage.Event
+	for range storage.OutboxShards {
+		ev, seq := c.appendEvent(first, "message.sent")
+		if upper.Has(storage.OutboxShard(seq)) {
+			waiting = append(waiting, ev)
+		} else {
+			out = append(out, ev)
+		}
+	}
+	c.waitFor("the new events of the shards kept are out", func() bool { return rec.count() >= len(out) })
+	for _, ev := range waiting {
+		if got.of(ev.ID) != 0 {
+			t.Fatalf("event %s of a shard being given back was sent", ev.ID)
+		}
+	}
+
+	open()
+	c.waitFor("the first gives shards 8-15 back once its answers are saved", func() bool {
+		return c.shardsOf(first) == shardRange(0, 7)
+	})
+	c.tick() // the second's renewal takes them
+	if s := c.shardsOf(second); s != upper {
+		t.Fatalf("the second holds %016b, want %016b", s, upper)
+	}
+	all := len(out) + len(waiting)
+	c.waitFor("every event delivered", func() bool { return c.delivered(w) == all && c.outboxLen() == 0 })
+	saved := c.deliveries(w)
+	for _, ev := range append(out, waiting...) {
+		if got.of(ev.ID) != 1 || saved[ev.ID] != 1 {
+			t.Errorf("event %s received %d times, %d deliveries saved; want 1 and 1", ev.ID, got.of(ev.ID), saved[ev.ID])
+		}
+	}
+	if first.sent.Load() != int64(len(out)) || second.sent.Load() != int64(len(waiting)) {
+		t.Errorf("the first sent %d, the second %d; want %d and %d", first.sent.Load(), second.sent.Load(), len(out), len(waiting))
+	}
+}
+
+func shardRange(from, to int) storage.OutboxShardSet {
+	var s storage.OutboxShardSet
+	for i := from; i <= to; i++ {
+		s |= 1 << i
+	}
+	return s
 }
