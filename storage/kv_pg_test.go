@@ -222,3 +222,61 @@ func TestPostgresRefusesNewerSQLSchema(t *testing.T) {
 		t.Errorf("newer SQL schema: %v", err)
 	}
 }
+
+// TestPostgresErrorsFromAStaleCacheAreRetried: a write transaction that
+// fails on what its node's cache said (a record absent there that another
+// node has made since) runs again on the server's state, and its error
+// stands only when that state gives it too.
+func TestPostgresErrorsFromAStaleCacheAreRetried(t *testing.T) {
+	dbs := pgNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	missing := errors.New("not there")
+	get := func() error {
+		return b.kv.Update(func(tx kvTx) error {
+			if tx.Bucket(bucketTeam).Get([]byte("k")) == nil {
+				return missing
+			}
+			return nil
+		})
+	}
+	if err := get(); err != missing {
+		t.Fatalf("before a's write: %v", err)
+	}
+	kvPut(t, a, bucketTeam, "k", "1")
+	if err := get(); err != nil {
+		t.Errorf("after a's write, b still failed on its cache: %v", err)
+	}
+}
+
+// TestPostgresGroupCommitRerunStartsAfresh: when a batch is run again on
+// the server's state, a unit of work that failed only on the stale cache
+// is answered with its second run's outcome.
+func TestPostgresGroupCommitRerunStartsAfresh(t *testing.T) {
+	dbs := pgNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	missing := errors.New("not there")
+	use := func() error {
+		return b.Update(func(tx *Tx) error {
+			bk := tx.bucket(bucketTeam)
+			if bk.Get([]byte("k")) == nil {
+				return missing
+			}
+			return bk.Put([]byte("used"), []byte("yes"))
+		})
+	}
+	if err := use(); err != missing {
+		t.Fatalf("before a's write: %v", err)
+	}
+	// b caches k as absent, in a transaction that commits.
+	if v, _ := kvRead(t, b, bucketTeam, "k"); v != "" {
+		t.Fatalf("k is %q", v)
+	}
+	kvPut(t, b, bucketTeam, "x", "1")
+	kvPut(t, a, bucketTeam, "k", "1")
+	if err := use(); err != nil {
+		t.Fatalf("after a's write: %v", err)
+	}
+	if v, _ := kvRead(t, a, bucketTeam, "used"); v != "yes" {
+		t.Errorf("the unit of work's write is %q", v)
+	}
+}
