@@ -30,6 +30,9 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 	o := storageOptions(cmd)
 	o.MustExist = mustExist
 	db, err := storage.Open(dataDir, o)
+	if errors.Is(err, storage.ErrNoDatabase) && o.Database != "" {
+		return fmt.Errorf("%w: check --database (or MAILBOLT_DATABASE), or start `mailbolt serve --database …` once (or `mailbolt migrate` into it)", err)
+	}
 	if errors.Is(err, storage.ErrNoDatabase) {
 		return fmt.Errorf("no database in %s: check --data-dir (or MAILBOLT_DATA_DIR), or start `mailbolt serve` there once", dataDir)
 	}

@@ -54,6 +54,7 @@ through --dns-server. See docs/operations.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
+			cfg.storage = storageOptions(cmd)
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			d := &doctor{cfg: cfg, opts: o, out: cmd.OutOrStdout()}
 			return d.run(cmd.Context())
@@ -183,6 +184,9 @@ func (d *doctor) checkDatabase(ctx context.Context) []ipName {
 		}
 		return out
 	}
+	if d.cfg.storage.Database != "" {
+		return d.checkSharedDatabase()
+	}
 	path := filepath.Join(dir, storage.FileName)
 	err := storage.Check(path)
 	switch {
@@ -199,16 +203,53 @@ func (d *doctor) checkDatabase(ctx context.Context) []ipName {
 		return nil
 	}
 	d.report(checkOK, "database: "+path+" is whole (every page checked, read-only)", "")
-	o := storage.DefaultOptions()
-	o.ReadOnly, o.MustExist = true, true
-	db, err := storage.Open(dir, o)
+	db, err := d.openReadOnly()
 	if err != nil {
 		d.report(checkFail, "database: the registered IPs could not be read: "+err.Error(), "")
 		return nil
 	}
 	defer db.Close()
+	return d.registeredIPs(db)
+}
+
+// openReadOnly opens the database (--database, or the file in the data
+// dir) for reading only.
+func (d *doctor) openReadOnly() (*storage.DB, error) {
+	o := d.cfg.storage
+	if o.MaxBatch == 0 {
+		o = storage.DefaultOptions()
+	}
+	o.ReadOnly, o.MustExist = true, true
+	return storage.Open(d.cfg.dataDir, o)
+}
+
+// checkSharedDatabase checks that the PostgreSQL database answers and
+// opens with the key file, and reads the registered IPs from it.
+func (d *doctor) checkSharedDatabase() []ipName {
+	url := storage.RedactURL(d.cfg.storage.Database)
+	db, err := d.openReadOnly()
+	if errors.Is(err, storage.ErrNoDatabase) {
+		d.report(checkSkip, "database: PostgreSQL at "+url+" answers and holds no Mailbolt data yet; serve creates it at its first start", "")
+		return nil
+	}
+	if err != nil {
+		d.report(checkFail, "database: "+err.Error(), "check --database (MAILBOLT_DATABASE), that PostgreSQL runs and that --secret-key-file is the nodes' key")
+		return nil
+	}
+	defer db.Close()
+	v, err := db.SchemaVersion()
+	if err != nil {
+		d.report(checkFail, "database: "+url+" does not answer: "+err.Error(), "")
+		return nil
+	}
+	d.report(checkOK, fmt.Sprintf("database: PostgreSQL at %s answers, schema version %d, and the secret key file opens it", url, v), "")
+	return d.registeredIPs(db)
+}
+
+// registeredIPs reads the addresses registered with `mailbolt ips`.
+func (d *doctor) registeredIPs(db *storage.DB) []ipName {
 	var out []ipName
-	err = db.View(func(tx *storage.Tx) error {
+	err := db.View(func(tx *storage.Tx) error {
 		ips, err := tx.IPs()
 		for _, ip := range ips {
 			out = append(out, ipName{ip: net.ParseIP(ip.Address), name: ip.Hostname})

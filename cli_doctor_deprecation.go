@@ -67,9 +67,7 @@ func (d *doctor) announcements() (list []storage.Announcement, ok bool) {
 		}
 		return list, true
 	}
-	o := storage.DefaultOptions()
-	o.ReadOnly, o.MustExist = true, true
-	db, err := storage.Open(d.cfg.dataDir, o)
+	db, err := d.openReadOnly()
 	if err != nil {
 		return nil, false
 	}

@@ -64,12 +64,16 @@ func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, erro
 
 // queueTx turns outbox entries into one pending delivery per matching
 // webhook, due now, and removes them from the outbox in the same
-// transaction.
+// transaction. An entry another dispatcher has removed meanwhile is left
+// to it.
 func (d *Dispatcher) queueTx(tx *storage.Tx, entries []storage.OutboxEntry) error {
 	match := webhookMatcher(tx)
 	now := d.now()
 	var dels []storage.Delivery
 	for _, e := range entries {
+		if !tx.InOutbox(e.Seq) {
+			continue
+		}
 		ev := e.Event
 		matched, err := match(ev)
 		if err != nil {

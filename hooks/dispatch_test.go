@@ -676,7 +676,7 @@ func TestCrashBeforeFreshAnswerIsSavedResends(t *testing.T) {
 	rec := newReceiver(t, status(200))
 	w := h.webhook(rec.URL, "message.sent")
 	ev := h.event("message.sent")
-	jobs, events, queue, _, _, err := h.d.take(0, 10, map[string]int{})
+	jobs, events, queue, _, err := h.d.take(storage.AllOutboxShards, &outboxCursor{}, 10, map[string]int{})
 	if err != nil || len(jobs) != 1 || len(events) != 1 || len(queue) != 0 {
 		t.Fatalf("take: %d jobs, %d events, %d queued, %v", len(jobs), len(events), len(queue), err)
 	}

@@ -22,6 +22,7 @@ type Dispatcher struct {
 	client *http.Client
 	kick   chan struct{}
 	panics atomic.Int64
+	holder atomic.Pointer[string] // the running Run's outbox lease holder
 }
 
 // New builds a Dispatcher over db, or says which options make no sense.

@@ -41,12 +41,25 @@
 //     the queued path whole: a host at its cap, more matching webhooks than
 //     Workers, an envelope gone from the history, or a secret that cannot
 //     be read. An event no webhook matches just leaves the outbox.
-//   - One dispatcher at a time sends from the outbox: it holds a lease in
-//     storage (meta/outbox_lease) for Timeout plus a minute, renews it when
-//     half over and gives it up when Run returns. A lease Run could not
-//     give up (a failed write) holds the others' fresh sends back until it
-//     runs out; opening the database drops one left by a process that
-//     ended.
+//   - The outbox is split into storage.OutboxShards shards (an entry's
+//     sequence number modulo 16), and one dispatcher at a time sends from
+//     each: it holds a lease on the shard in storage (meta/outbox_shards)
+//     for Timeout plus OutboxLeaseMargin, renews it when half over and
+//     gives it up when Run returns. Alone, a dispatcher holds every shard.
+//     With several (one per node over a shared database) each renews a
+//     heartbeat with its leases and moves towards its fair share,
+//     ceil(16 / live dispatchers): one holding more gives back its
+//     highest shards at renewal (once the entries it took from them are
+//     saved), one holding fewer takes free ones. A dispatcher that dies
+//     keeps its shards until its leases end; then the others take them
+//     and send their entries, again those it had sent and not saved.
+//   - A lease Run could not give up (a failed write) holds the others'
+//     fresh sends from its shards back until it runs out; opening the
+//     embedded database drops those left by a process that ended (a
+//     shared database keeps them: they may be a live node's).
+//   - An event that two dispatchers both sent (the shard changed hands
+//     while its requests were out) gets the deliveries of the one that
+//     saves first; the other's answers are dropped.
 //
 // # The queued path: claimed before sent
 //

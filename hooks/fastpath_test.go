@@ -175,7 +175,7 @@ func TestUnreadableSecretDoesNotLaunchUntrackedJobs(t *testing.T) {
 	}
 	ev := h.event("message.sent")
 
-	jobs, events, _, _, _, err := h.d.take(0, 10, map[string]int{})
+	jobs, events, _, _, err := h.d.take(storage.AllOutboxShards, &outboxCursor{}, 10, map[string]int{})
 	tracked := map[uint64]bool{}
 	for _, ev := range events {
 		tracked[ev.seq] = true

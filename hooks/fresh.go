@@ -23,69 +23,120 @@ type freshEvent struct {
 	results []result
 }
 
-// outboxLease is one Run's lease on sending straight from the outbox: one
-// dispatcher at a time does it (see storage.Tx.LeaseOutbox). The lease is
-// renewed well before it ends and given up when Run returns.
-type outboxLease struct {
-	d            *Dispatcher
-	holder       string
-	until, retry time.Time
-	span         time.Duration
+// outboxShards is one Run's share of the outbox: the shards it leases
+// (see storage.Tx.LeaseOutboxShards), which it alone sends straight from,
+// and where it stands in each shard. With one dispatcher it holds every
+// shard; with several (one per node over a shared database) each holds
+// about its fair share. The leases last Timeout plus OutboxLeaseMargin,
+// are renewed when half over (sooner to give back shards it was asked to
+// give) and are given up when Run returns.
+type outboxShards struct {
+	d      *Dispatcher
+	holder string
+	span   time.Duration
+	renew  time.Time              // when the leases are renewed next
+	held   storage.OutboxShardSet // leased to this Run
+	give   storage.OutboxShardSet // of held, to give back once not busy
+	// busy counts, per shard, the entries taken and not yet removed by a
+	// write: a shard is given back only when it holds none.
+	busy [storage.OutboxShards]int
+	// after is where this Run stands in each shard: every entry of shard
+	// s up to after[s] has been taken by it, and is either saved and
+	// removed or still held in memory. It only moves forward, so a shard
+	// lost and taken again is not read twice.
+	after [storage.OutboxShards]uint64
 }
 
-func newOutboxLease(d *Dispatcher) outboxLease {
-	return outboxLease{d: d, holder: uuid.Must(uuid.NewV7()).String(), span: d.opts.Timeout + time.Minute}
+func newOutboxShards(d *Dispatcher) outboxShards {
+	return outboxShards{d: d, holder: uuid.Must(uuid.NewV7()).String(), span: d.opts.Timeout + d.opts.OutboxLeaseMargin}
 }
 
-// own reports whether this Run may send from the outbox now, taking or
-// renewing the lease when it is half over. After a refusal it asks again
-// only a quarter of the lease later.
-func (o *outboxLease) own() bool {
+// sendable returns the shards this Run may take entries from now (held,
+// less those to give back), renewing the leases when due, and when the
+// next renewal is due. After a failed renewal it sends nothing and tries
+// again a quarter of a lease later.
+func (o *outboxShards) sendable() (storage.OutboxShardSet, time.Time) {
 	now := o.d.now()
-	if now.Before(o.until.Add(-o.span / 2)) {
-		return true
+	if now.Before(o.renew) && (o.give == 0 || o.busySet()&o.give != 0) {
+		return o.held &^ o.give, o.renew
 	}
-	if now.Before(o.retry) {
-		return false
-	}
-	var ok bool
-	err := o.d.db.Update(func(tx *storage.Tx) error { ok = tx.LeaseOutbox(o.holder, now, now.Add(o.span)); return nil })
+	var l storage.OutboxLease
+	busy := o.busySet()
+	err := o.d.db.Update(func(tx *storage.Tx) error {
+		var err error
+		l, err = tx.LeaseOutboxShards(o.holder, now, now.Add(o.span), busy)
+		return err
+	})
 	if err != nil {
 		o.d.opts.Logger.Error("webhook outbox lease", "err", err)
+		o.held, o.give, o.renew = 0, 0, now.Add(o.span/4)
+		return 0, o.renew
 	}
-	if err != nil || !ok {
-		o.until, o.retry = time.Time{}, now.Add(o.span/4)
-		return false
-	}
-	o.until = now.Add(o.span)
-	return true
+	o.held, o.give, o.renew = l.Held, l.Give, now.Add(o.span/2)
+	return o.held &^ o.give, o.renew
 }
 
-// releaseOutbox gives the lease up, if this Run still holds it.
+func (o *outboxShards) busySet() storage.OutboxShardSet {
+	var s storage.OutboxShardSet
+	for i, n := range o.busy {
+		if n > 0 {
+			s |= 1 << i
+		}
+	}
+	return s
+}
+
+// taken and saved keep the busy counts: entries taken from the outbox,
+// entries removed from it by a write.
+func (o *outboxShards) taken(seq uint64) { o.busy[storage.OutboxShard(seq)]++ }
+func (o *outboxShards) saved(seq uint64) { o.busy[storage.OutboxShard(seq)]-- }
+
+// releaseOutbox gives up the shard leases this Run still holds.
 func (l *loop) releaseOutbox() error {
-	return l.d.db.Update(func(tx *storage.Tx) error { return tx.ReleaseOutbox(l.outbox.holder) })
+	return l.d.db.Update(func(tx *storage.Tx) error { return tx.ReleaseOutboxShards(l.outbox.holder) })
 }
 
-// take reads the outbox after cursor (read-only) and turns the events whose
-// every matching webhook can be sent to now into jobs, up to free requests.
-// An event with a webhook whose host is at its cap is handed back in queue,
-// to be saved as pending deliveries that wait in the delivery queue, and so
-// is an event no webhook matches (to be removed). It returns the new cursor
-// and whether more entries may be waiting beyond what it looked at.
-func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs []job, events []*freshEvent, queue []storage.OutboxEntry, last uint64, more bool, err error) {
-	last = cursor
+// outboxCursor is where a reader stands in each shard of the outbox.
+type outboxCursor = [storage.OutboxShards]uint64
+
+// maxOutboxScan bounds the outbox keys one take looks at, so the entries
+// of shards other dispatchers hold cost a bounded walk.
+const maxOutboxScan = 4096
+
+// take reads the entries of shards after cur (read-only) and turns the
+// events whose every matching webhook can be sent to now into jobs, up to
+// free requests, moving cur past what it took. An event with a webhook
+// whose host is at its cap is handed back in queue, to be saved as pending
+// deliveries that wait in the delivery queue, and so is an event no
+// webhook matches (to be removed). It reports whether more entries may be
+// waiting beyond what it looked at.
+func (d *Dispatcher) take(shards storage.OutboxShardSet, cur *outboxCursor, free int, perHost map[string]int) (jobs []job, events []*freshEvent, queue []storage.OutboxEntry, more bool, err error) {
+	from := ^uint64(0)
+	for s, at := range cur {
+		if shards.Has(s) {
+			from = min(from, at)
+		}
+	}
+	if from == ^uint64(0) {
+		return nil, nil, nil, false, nil
+	}
+	last := from
 	limit := 2 * free
 	err = d.db.View(func(tx *storage.Tx) error {
-		entries, err := tx.OutboxAfter(cursor, limit)
+		entries, through, scanMore, err := tx.OutboxIn(shards, from, limit, maxOutboxScan)
 		if err != nil {
 			return err
 		}
-		more = len(entries) == limit
+		more = scanMore
 		now := d.now()
 		match := webhookMatcher(tx)
 		keysOf := map[string][][]byte{}
 		added := map[string]int{}
 		for _, e := range entries {
+			if e.Seq <= cur[storage.OutboxShard(e.Seq)] {
+				last = e.Seq // taken before: still held, in memory
+				continue
+			}
 			ev := e.Event
 			matched, err := match(ev)
 			if err != nil {
@@ -136,14 +187,23 @@ func (d *Dispatcher) take(cursor uint64, free int, perHost map[string]int) (jobs
 			events = append(events, &freshEvent{seq: e.Seq, left: len(matched)})
 			last = e.Seq
 		}
+		last = through // every entry looked at was taken, and the keys between were other shards'
 		return nil
 	})
-	return jobs, events, queue, last, more, err
+	for s := range cur {
+		if shards.Has(s) {
+			cur[s] = max(cur[s], last)
+		}
+	}
+	return jobs, events, queue, more, err
 }
 
 // recordFreshTx saves the deliveries of events sent straight from the
 // outbox, each with its one attempt, and removes the events from the
-// outbox. A webhook deleted while its request was out gets no delivery.
+// outbox. A webhook deleted while its request was out gets no delivery, and
+// neither does an event another dispatcher has removed from the outbox (it
+// took the shard over after this one's lease ended, sent the event too and
+// saved its deliveries first).
 func (d *Dispatcher) recordFreshTx(tx *storage.Tx, events []*freshEvent) error {
 	if len(events) == 0 {
 		return nil
@@ -152,6 +212,9 @@ func (d *Dispatcher) recordFreshTx(tx *storage.Tx, events []*freshEvent) error {
 	exists := map[string]bool{}
 	var dels []storage.Delivery
 	for _, ev := range events {
+		if !tx.InOutbox(ev.seq) {
+			continue
+		}
 		for _, r := range ev.results {
 			j := r.job
 			ok, seen := exists[j.webhookID]

@@ -25,8 +25,7 @@ type loop struct {
 	inflight int
 	perHost  map[string]int         // requests in flight per host
 	fresh    map[uint64]*freshEvent // fresh events with requests still out
-	cursor   uint64                 // outbox entries up to here are taken
-	outbox   outboxLease
+	outbox   outboxShards           // the outbox shards it sends from
 
 	batch   []result              // queued deliveries' answers to save
 	ready   []*freshEvent         // fresh events to save
@@ -41,6 +40,8 @@ type loop struct {
 
 func (d *Dispatcher) newLoop() *loop {
 	sendCtx, stopSends := context.WithCancel(context.Background())
+	outbox := newOutboxShards(d)
+	d.holder.Store(&outbox.holder)
 	return &loop{
 		d: d, sendCtx: sendCtx, stopSends: stopSends,
 		results:  make(chan result, d.opts.Workers),
@@ -48,7 +49,7 @@ func (d *Dispatcher) newLoop() *loop {
 		timer:    time.NewTimer(time.Hour),
 		perHost:  map[string]int{},
 		fresh:    map[uint64]*freshEvent{},
-		outbox:   newOutboxLease(d),
+		outbox:   outbox,
 		canClaim: true,
 	}
 }
@@ -117,24 +118,34 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 	return wait
 }
 
-// sendFresh takes events from the outbox and sends them while workers are
-// free, no write claims from the queue, what waits to be saved or queued
-// is within its bounds, and no write failed in the last writeRetry.
+// sendFresh takes events from its outbox shards and sends them while
+// workers are free, no write claims from the queue, what waits to be saved
+// or queued is within its bounds, and no write failed in the last
+// writeRetry. It returns wait, shortened to when its shard leases are to
+// be renewed.
 func (l *loop) sendFresh(wait time.Duration) time.Duration {
 	free := l.d.opts.Workers - l.inflight
 	unsaved := len(l.batch) + len(l.ready)
 	if free <= 0 || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
-		l.d.now().Before(l.writeAfter) || !l.outbox.own() {
+		l.d.now().Before(l.writeAfter) {
 		return wait
 	}
-	jobs, events, queue, last, more, err := l.d.take(l.cursor, free, l.perHost)
+	shards, renew := l.outbox.sendable()
+	wait = min(wait, max(time.Millisecond, renew.Sub(l.d.now())))
+	if shards == 0 {
+		return wait
+	}
+	jobs, events, queue, more, err := l.d.take(shards, &l.outbox.after, free, l.perHost)
 	if err != nil {
 		l.d.opts.Logger.Error("webhook outbox", "err", err)
 		more = false
 	}
-	l.cursor = last
 	for _, ev := range events {
 		l.fresh[ev.seq] = ev
+		l.outbox.taken(ev.seq)
+	}
+	for _, e := range queue {
+		l.outbox.taken(e.Seq)
 	}
 	l.toQueue = append(l.toQueue, queue...)
 	l.launch(jobs)
@@ -228,6 +239,12 @@ func (l *loop) finishWrite(w writeOut, launchJobs bool) {
 		l.toQueue = append(w.in.queue, l.toQueue...)
 		l.writeAfter = l.d.now().Add(writeRetry)
 		return
+	}
+	for _, ev := range w.in.fresh {
+		l.outbox.saved(ev.seq)
+	}
+	for _, e := range w.in.queue {
+		l.outbox.saved(e.Seq)
 	}
 	if w.in.claim > 0 && len(w.jobs) < w.in.claim && !l.kicked {
 		// What is due now waits on busy hosts: the next answer, not

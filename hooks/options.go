@@ -45,6 +45,11 @@ type Options struct {
 	// off and puts back the requests still out when it is over. Zero cuts
 	// them off at once.
 	ShutdownGrace time.Duration
+	// OutboxLeaseMargin is how much longer than Timeout a dispatcher's
+	// lease on its outbox shards lasts (see storage.LeaseOutboxShards):
+	// it renews the lease when half over, and when it dies the others
+	// take its shards once the lease has ended.
+	OutboxLeaseMargin time.Duration
 	// Now is the one clock the dispatcher reads: attempt times, signature
 	// timestamps, latencies, leases and due times.
 	Now    func() time.Time
@@ -60,8 +65,8 @@ type Options struct {
 // after 30 s, doubling up to 1 h, at most 3 of them; a 30 s deadline; 64
 // requests in flight, 8 per host; a 1 min poll; failed deliveries kept 7
 // days, delivered ones 30 days; only public addresses reachable; requests
-// in flight may finish for 15 s after shutdown begins; the system clock and
-// resolver; no logging.
+// in flight may finish for 15 s after shutdown begins; outbox shard leases
+// of the deadline plus 1 min; the system clock and resolver; no logging.
 func DefaultOptions() Options {
 	return Options{
 		BaseDelay:          30 * time.Second,
@@ -75,6 +80,7 @@ func DefaultOptions() Options {
 		DeliveredRetention: 30 * 24 * time.Hour,
 		Lookup:             net.DefaultResolver.LookupIPAddr,
 		ShutdownGrace:      15 * time.Second,
+		OutboxLeaseMargin:  time.Minute,
 		Now:                time.Now,
 		Logger:             slog.New(slog.DiscardHandler),
 	}
@@ -87,7 +93,8 @@ func (o Options) check() error {
 		name string
 		d    time.Duration
 	}{{"base delay", o.BaseDelay}, {"max delay", o.MaxDelay}, {"timeout", o.Timeout}, {"poll", o.Poll},
-		{"failed retention", o.FailedRetention}, {"delivered retention", o.DeliveredRetention}} {
+		{"failed retention", o.FailedRetention}, {"delivered retention", o.DeliveredRetention},
+		{"outbox lease margin", o.OutboxLeaseMargin}} {
 		if f.d <= 0 {
 			errs = append(errs, fmt.Errorf("hooks: %s must be positive, not %s", f.name, f.d))
 		}

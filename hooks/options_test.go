@@ -29,6 +29,7 @@ func TestNewRefusesNonsense(t *testing.T) {
 		{"zero poll", func(o *Options) { o.Poll = 0 }, "poll must be positive"},
 		{"zero failed retention", func(o *Options) { o.FailedRetention = 0 }, "failed retention must be positive"},
 		{"zero delivered retention", func(o *Options) { o.DeliveredRetention = 0 }, "delivered retention must be positive"},
+		{"zero outbox lease margin", func(o *Options) { o.OutboxLeaseMargin = 0 }, "outbox lease margin must be positive, not 0s"},
 		{"max below base", func(o *Options) { o.MaxDelay = time.Second }, "max delay 1s is below base delay 30s"},
 		{"negative retries", func(o *Options) { o.MaxRetries = -1 }, "max retries must be 0 (none) or more, not -1"},
 		{"no workers", func(o *Options) { o.Workers = 0 }, "workers (0) and per-host requests (8) must be at least 1"},

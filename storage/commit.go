@@ -70,6 +70,9 @@ func (db *DB) commitBatch(batch []*op) {
 		var gauge gaugeDelta
 		start := time.Now()
 		err := db.kv.Update(func(btx kvTx) error {
+			// The engine may run this more than once (PostgreSQL re-runs it
+			// when its node cache was stale): each run starts afresh.
+			failed, failErr = -1, nil
 			tx := &Tx{btx: btx, seal: db.seal, decoded: db.decoded}
 			for i, o := range batch {
 				if err := db.runOne(o.fn, tx); err != nil {

@@ -162,7 +162,7 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 			db.bolt.Close()
 			return nil, err
 		}
-		if err := voidOutboxLease(db.kv); err != nil {
+		if err := voidOutboxLeases(db.kv); err != nil {
 			db.bolt.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,13 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !opts.ReadOnly && dataDir != "" {
+		// The node's own files still live there: its management socket,
+		// the ACME cache, by default the secret key file.
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data dir: %w", err)
+		}
+	}
 	cfg.MaxConns = 16
 	if opts.DatabaseConns > 0 {
 		cfg.MaxConns = int32(opts.DatabaseConns)
@@ -42,6 +50,15 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	opts.CreateSecretKey = false
 	db := &DB{kv: s, pg: s, path: RedactURL(opts.Database), opts: opts, ops: make(chan *op, 4096),
 		finished: make(chan struct{}), decoded: newDecodedCaches()}
+	if opts.ReadOnly || opts.MustExist {
+		if v, err := db.SchemaVersion(); err != nil || v == 0 {
+			s.Close()
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %s holds no Mailbolt data yet", ErrNoDatabase, db.path)
+		}
+	}
 	if err := db.loadSecretKey(); err != nil {
 		s.Close()
 		return nil, err

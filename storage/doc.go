@@ -8,7 +8,9 @@
 //
 //	meta/
 //	    schema_version            -> u64
-//	    outbox_lease              -> u64 unix-nanos end · holder token (void at open)
+//	    outbox_shards             -> JSON {nodes: {holder: end}, shards: [{holder, until} × 16]}: the
+//	                                 outbox shard leases and dispatcher heartbeats, unix nanos
+//	                                 (void at open on the embedded engine; see outboxshards.go)
 //	    probe                     -> u64 unix-nanos of the last readiness probe (DB.Probe)
 //	    return_path_mac_since     -> u64 unix-nanos (when bounce addresses started carrying a MAC)
 //	    server_secret             -> sealed 32 random bytes (link and bounce address keys derive from it)

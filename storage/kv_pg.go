@@ -204,6 +204,14 @@ func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err err
 		}
 	}()
 	ferr := fn(t)
+	if (t.err != nil || ferr != nil) && t.usedCache {
+		// fn may have failed on what the cache said (a record another
+		// node has since made): only an error the server's state gives too
+		// is fn's answer.
+		if err := t.checkCache(); err != nil {
+			return err
+		}
+	}
 	if t.err != nil {
 		return fmt.Errorf("storage: %w", t.err)
 	}
@@ -238,6 +246,19 @@ func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err err
 		}
 	}
 	return nil
+}
+
+// checkCache reports errStaleCache when another node has written since
+// the cache was filled; the transaction is rolled back afterwards either way.
+func (t *pgTx) checkCache() error {
+	batch := t.batch()
+	batch.Queue("SELECT mailbolt_commit($1, false)", t.s.cache.gen)
+	err := t.conn.SendBatch(t.ctx, batch).Close()
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == pgStaleCode {
+		return errStaleCache
+	}
+	return nil // the cache was current (or the check failed: fn's error stands)
 }
 
 // pgStaleCode is the SQLSTATE mailbolt_commit raises for a stale cache.

@@ -11,32 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"mailbolt/storage/pgtest"
 )
-
-// pgNodes opens n handles on one new PostgreSQL database, as n nodes
-// would: one URL, one secret key file.
-func pgNodes(t *testing.T, n int) []*DB {
-	t.Helper()
-	url := pgtest.Shared(t).NewDatabase(t)
-	key := filepath.Join(t.TempDir(), "secret.key")
-	if err := WriteNewSecretKey(key); err != nil {
-		t.Fatal(err)
-	}
-	var dbs []*DB
-	for i := 0; i < n; i++ {
-		o := DefaultOptions()
-		o.Database, o.SecretKeyFile = url, key
-		db, err := Open(t.TempDir(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs = append(dbs, db)
-	}
-	return dbs
-}
 
 func kvPut(t *testing.T, db *DB, bucket []byte, k, v string) {
 	t.Helper()
@@ -64,7 +39,7 @@ func kvRead(t *testing.T, db *DB, bucket []byte, k string) (v string, keys []str
 // TestPostgresNodeCacheSeesOtherNodes: a node's write transactions read
 // through its cache, and still see what another node committed since.
 func TestPostgresNodeCacheSeesOtherNodes(t *testing.T) {
-	dbs := pgNodes(t, 2)
+	dbs := openNodes(t, 2)
 	a, b := dbs[0], dbs[1]
 	kvPut(t, a, bucketTeam, "k", "1")
 	if v, keys := kvRead(t, b, bucketTeam, "k"); v != "1" || len(keys) != 1 {
@@ -81,7 +56,7 @@ func TestPostgresNodeCacheSeesOtherNodes(t *testing.T) {
 // server once, not in every write transaction, and a range of a bucket
 // nobody wrote to likewise.
 func TestPostgresNodeCacheSavesReads(t *testing.T) {
-	db := pgNodes(t, 1)[0]
+	db := openNodes(t, 1)[0]
 	kvPut(t, db, bucketTeam, "k", "1")
 	kvRead(t, db, bucketTeam, "k")
 	before := db.pg.serverReads.Load()
@@ -104,7 +79,7 @@ func TestPostgresNodeCacheSavesReads(t *testing.T) {
 // TestPostgresWritesSerializedAcrossNodes: read-modify-write transactions
 // on three nodes at once lose no update.
 func TestPostgresWritesSerializedAcrossNodes(t *testing.T) {
-	dbs := pgNodes(t, 3)
+	dbs := openNodes(t, 3)
 	const each = 60
 	var wg sync.WaitGroup
 	for _, db := range dbs {
@@ -134,7 +109,7 @@ func TestPostgresWritesSerializedAcrossNodes(t *testing.T) {
 // TestPostgresCommitsWakeOtherNodes: a commit that files queue work runs
 // the after-commit hooks of the other nodes too.
 func TestPostgresCommitsWakeOtherNodes(t *testing.T) {
-	dbs := pgNodes(t, 2)
+	dbs := openNodes(t, 2)
 	got := make(chan Change, 4)
 	dbs[1].AfterCommit(func(c Change) { got <- c })
 	time.Sleep(200 * time.Millisecond) // let b's LISTEN start; a late one only delays the wake-up below
@@ -186,7 +161,7 @@ func TestPostgresURLRules(t *testing.T) {
 // TestPostgresNeedsItsKeyFile: the engine never makes the key file, and a
 // node given another key is refused.
 func TestPostgresNeedsItsKeyFile(t *testing.T) {
-	db := pgNodes(t, 1)[0]
+	db := openNodes(t, 1)[0]
 	// Seal a secret, so the database holds a key check.
 	if err := db.Update(func(tx *Tx) error { _, err := tx.ServerSecret(); return err }); err != nil {
 		t.Fatal(err)
@@ -213,12 +188,70 @@ func TestPostgresNeedsItsKeyFile(t *testing.T) {
 // TestPostgresRefusesNewerSQLSchema: an older binary never writes to a
 // database a newer one has migrated.
 func TestPostgresRefusesNewerSQLSchema(t *testing.T) {
-	db := pgNodes(t, 1)[0]
+	db := openNodes(t, 1)[0]
 	if _, err := db.pg.pool.Exec(context.Background(), fmt.Sprintf("INSERT INTO mailbolt_sql_schema VALUES (%d)", len(pgSchema)+5)); err != nil {
 		t.Fatal(err)
 	}
 	o := db.opts
 	if _, err := Open(t.TempDir(), o); err == nil || !strings.Contains(err.Error(), "newer than this build") {
 		t.Errorf("newer SQL schema: %v", err)
+	}
+}
+
+// TestPostgresErrorsFromAStaleCacheAreRetried: a write transaction that
+// fails on what its node's cache said (a record absent there that another
+// node has made since) runs again on the server's state, and its error
+// stands only when that state gives it too.
+func TestPostgresErrorsFromAStaleCacheAreRetried(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	missing := errors.New("not there")
+	get := func() error {
+		return b.kv.Update(func(tx kvTx) error {
+			if tx.Bucket(bucketTeam).Get([]byte("k")) == nil {
+				return missing
+			}
+			return nil
+		})
+	}
+	if err := get(); err != missing {
+		t.Fatalf("before a's write: %v", err)
+	}
+	kvPut(t, a, bucketTeam, "k", "1")
+	if err := get(); err != nil {
+		t.Errorf("after a's write, b still failed on its cache: %v", err)
+	}
+}
+
+// TestPostgresGroupCommitRerunStartsAfresh: when a batch is run again on
+// the server's state, a unit of work that failed only on the stale cache
+// is answered with its second run's outcome.
+func TestPostgresGroupCommitRerunStartsAfresh(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	missing := errors.New("not there")
+	use := func() error {
+		return b.Update(func(tx *Tx) error {
+			bk := tx.bucket(bucketTeam)
+			if bk.Get([]byte("k")) == nil {
+				return missing
+			}
+			return bk.Put([]byte("used"), []byte("yes"))
+		})
+	}
+	if err := use(); err != missing {
+		t.Fatalf("before a's write: %v", err)
+	}
+	// b caches k as absent, in a transaction that commits.
+	if v, _ := kvRead(t, b, bucketTeam, "k"); v != "" {
+		t.Fatalf("k is %q", v)
+	}
+	kvPut(t, b, bucketTeam, "x", "1")
+	kvPut(t, a, bucketTeam, "k", "1")
+	if err := use(); err != nil {
+		t.Fatalf("after a's write: %v", err)
+	}
+	if v, _ := kvRead(t, a, bucketTeam, "used"); v != "yes" {
+		t.Errorf("the unit of work's write is %q", v)
 	}
 }
