@@ -129,7 +129,7 @@ func TestImportGraph(t *testing.T) {
 
 // testHelpers are packages for tests; of production code, only the bench
 // command's files may use them.
-var testHelpers = []string{module + "/mta/smtptest", module + "/mta/dns/dnstest", module + "/tlsconf/tlstest", module + "/storage/pgtest"}
+var testHelpers = []string{module + "/mta/smtptest", module + "/mta/dns/dnstest", module + "/tlsconf/tlstest", module + "/storage/pgtest", module + "/storage/storagetest"}
 
 func TestHelpersStayInTests(t *testing.T) {
 	for _, h := range testHelpers {

@@ -29,7 +29,7 @@ func (c *crashAfter) arm(n int32) { c.failAt.Store(c.writes.Load() + n + 1) }
 // request a second time (issue 13, item 12).
 func TestIdempotentAnswerCommitsWithTheEffect(t *testing.T) {
 	crash := &crashAfter{}
-	db, err := storage.Open(t.TempDir(), faults(crash.fault, nil))
+	db, err := storage.Open(t.TempDir(), faults(t, crash.fault, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestIdempotentAnswerCommitsWithTheEffect(t *testing.T) {
 // A use case whose transaction fails stores no answer: the retry runs.
 func TestIdempotentFailedEffectStoresNothing(t *testing.T) {
 	crash := &crashAfter{}
-	db, err := storage.Open(t.TempDir(), faults(crash.fault, nil))
+	db, err := storage.Open(t.TempDir(), faults(t, crash.fault, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

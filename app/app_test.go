@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 type clock struct {
@@ -28,7 +29,7 @@ func (c *clock) add(d time.Duration) {
 
 func newTestApp(t *testing.T) (*App, *clock) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +38,10 @@ func newTestApp(t *testing.T) (*App, *clock) {
 	return mustNew(t, db, options(c.now)), c
 }
 
-// mustNew builds an App or fails the test.
-// faults are storage's default options with write and read faults.
-func faults(write, read func() error) storage.Options {
-	o := storage.DefaultOptions()
+// faults are the run's storage options with write and read faults.
+func faults(t testing.TB, write, read func() error) storage.Options {
+	t.Helper()
+	o := storagetest.Options(t)
 	o.WriteFault, o.ReadFault = write, read
 	return o
 }
@@ -52,6 +53,7 @@ func options(now func() time.Time) Options {
 	return o
 }
 
+// mustNew builds an App or fails the test.
 func mustNew(t testing.TB, db *storage.DB, opts Options) *App {
 	t.Helper()
 	a, err := New(db, opts)
@@ -365,7 +367,7 @@ func TestWorkersStopAndDoNotPanic(t *testing.T) {
 // fails instead of signing links with an empty, forgeable key.
 func TestNewRefusesUnreadableSecret(t *testing.T) {
 	fault := errors.New("disk gone")
-	db, err := storage.Open(t.TempDir(), faults(nil, func() error { return fault }))
+	db, err := storage.Open(t.TempDir(), faults(t, nil, func() error { return fault }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +382,7 @@ func TestNewRefusesUnreadableSecret(t *testing.T) {
 // NOT_FOUND that would tell the visitor the link is bad.
 func TestTokenLookupsReportStorageFailure(t *testing.T) {
 	var fail atomic.Bool
-	db, err := storage.Open(t.TempDir(), faults(nil, func() error {
+	db, err := storage.Open(t.TempDir(), faults(t, nil, func() error {
 		if fail.Load() {
 			return errors.New("disk gone")
 		}

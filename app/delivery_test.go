@@ -65,7 +65,7 @@ func newSendEnv(t *testing.T, alg string, tune func(*Options)) *sendEnv {
 	}
 	t.Cleanup(func() { d.Close() })
 	failWrites, failNth := &atomic.Bool{}, &atomic.Int64{}
-	db, err := storage.Open(t.TempDir(), faults(func() error {
+	db, err := storage.Open(t.TempDir(), faults(t, func() error {
 		if failWrites.Load() || failNth.Load() > 0 && failNth.Add(-1) == 0 {
 			return errors.New("injected write fault")
 		}

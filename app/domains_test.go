@@ -11,6 +11,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 type domainEnv struct {
@@ -28,7 +29,7 @@ func newDomainEnv(t *testing.T, opts DomainOptions) *domainEnv {
 	if opts.Hostname == "" {
 		opts.Hostname = "mx.mailbolt.test"
 	}
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func newGraderApp(t *testing.T, fault *atomic.Bool, readFault ...*atomic.Bool) (
 	zone.A("mx.good.test", "127.0.0.1")
 	zone.TXT("good.test", "v=spf1 ip4:127.0.0.1 -all")
 	zone.TXT("_dmarc.good.test", "v=DMARC1; p=reject; rua=mailto:d@good.test")
-	db, err := storage.Open(t.TempDir(), faults(func() error {
+	db, err := storage.Open(t.TempDir(), faults(t, func() error {
 		if fault != nil && fault.Load() {
 			return errors.New("injected write fault")
 		}

@@ -8,15 +8,16 @@ import (
 	"github.com/google/uuid"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // TestLinksSignedBeforeARotationStillVerify: rotating the secret key
 // re-seals the server secret without changing it, so tracking and
 // unsubscribe links and bounce addresses already sent keep verifying.
 func TestLinksSignedBeforeARotationStillVerify(t *testing.T) {
-	dir := t.TempDir()
+	dir, sopts := t.TempDir(), storagetest.Options(t)
 	open := func() *App {
-		db, err := storage.Open(dir, storage.DefaultOptions())
+		db, err := storage.Open(dir, sopts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +30,7 @@ func TestLinksSignedBeforeARotationStillVerify(t *testing.T) {
 	rpKey := a.returnPathKey
 	a.db.Close()
 
-	if _, err := storage.RotateSecretKey(dir, storage.DefaultOptions(), time.Now()); err != nil {
+	if _, err := storage.RotateSecretKey(dir, sopts, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	b := open()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // defaultLimits are the render limits of DefaultOptions on the system clock.
@@ -210,7 +211,7 @@ func TestRenderSteps(t *testing.T) {
 // encoding makes it so: a plain one as invalid, a templated one as a render
 // that failed.
 func TestMessageSizeLimit(t *testing.T) {
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}

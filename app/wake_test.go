@@ -12,6 +12,7 @@ import (
 
 	"mailbolt/hooks"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // TestCommitsWakeTheWorkers: nothing but storage's after-commit hook wakes
@@ -40,7 +41,7 @@ func TestCommitsWakeTheWorkers(t *testing.T) {
 	}))
 	defer receiver.Close()
 
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}
