@@ -11,9 +11,10 @@ import (
 
 // Where a backup cannot go is the caller's mistake, named in a validation
 // error: the missing directory, a file where a directory should be, a
-// directory where the file should be.
+// directory where the file should be. The backup is of the embedded file
+// (PostgreSQL's is pg_dump's), so this test stays on it.
 func TestLocalAdminBackupChecksWhereItGoes(t *testing.T) {
-	a, _ := newTestApp(t)
+	a, _ := newTestAppOn(t, storage.DefaultOptions())
 	admin := LocalAdmin{App: a}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")

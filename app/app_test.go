@@ -29,7 +29,14 @@ func (c *clock) add(d time.Duration) {
 
 func newTestApp(t *testing.T) (*App, *clock) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
+	return newTestAppOn(t, storagetest.Options(t))
+}
+
+// newTestAppOn is newTestApp on a database opened with sopts: the
+// embedded file's own tests (backup) give storage.DefaultOptions.
+func newTestAppOn(t *testing.T, sopts storage.Options) (*App, *clock) {
+	t.Helper()
+	db, err := storage.Open(t.TempDir(), sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
