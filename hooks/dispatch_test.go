@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 type fakeClock struct {
@@ -68,7 +69,7 @@ func mustNew(t testing.TB, db *storage.DB, opts Options) *Dispatcher {
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)},
-		dbOpts: storage.DefaultOptions()}
+		dbOpts: storagetest.Options(t)}
 	opts.Now = h.clock.Now
 	h.opts = opts
 	h.open()
@@ -497,7 +498,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 		}
 	})
 	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}

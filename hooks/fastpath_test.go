@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // hangUntil answers only when release is closed or the client goes away.
@@ -51,7 +52,7 @@ func TestRetryDueSoonIsNotHeldBehindSlowReceiver(t *testing.T) {
 	defer releaseAll()
 	slow := newReceiver(t, hangUntil(release))
 	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestRetryDueSoonIsNotHeldBehindSlowReceiver(t *testing.T) {
 // to the one-minute poll.
 func TestRetryDueSoonAfterEmptyClaim(t *testing.T) {
 	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}

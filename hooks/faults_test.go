@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // logBuffer collects log output; safe for the dispatcher's goroutines.
@@ -44,7 +45,7 @@ func TestStoreFaultsAreReportedNotDropped(t *testing.T) {
 	}
 	logs := &logBuffer{}
 	h := &harness{t: t, dir: t.TempDir(), clock: &fakeClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)},
-		dbOpts: storage.DefaultOptions()}
+		dbOpts: storagetest.Options(t)}
 	h.dbOpts.ReadFault, h.dbOpts.WriteFault = fault(&failReads), fault(&failWrites)
 	h.opts = testOptions(func(o *Options) { o.Now, o.Logger = h.clock.Now, slog.New(slog.NewTextHandler(logs, nil)) })
 	h.open()

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 func TestNewRefusesNonsense(t *testing.T) {
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}
