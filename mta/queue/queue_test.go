@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // clock is a settable time source.
@@ -35,7 +36,7 @@ func testQueue(t *testing.T, db *storage.DB, c *clock) *Queue {
 
 func openDB(t *testing.T) *storage.DB {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}

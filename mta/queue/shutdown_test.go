@@ -14,6 +14,7 @@ import (
 
 	"mailbolt/mta"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // slowRelay is an SMTP relay on loopback that, after reading a message's
@@ -69,11 +70,11 @@ func (s relaySession) Data(rd io.Reader) error {
 	return nil
 }
 
-// liveQueue is a Queue on the real clock over the database in dir, sending
-// through the SMTP client to relay.
-func liveQueue(t *testing.T, dir string, relay string, grace time.Duration) (*Queue, *storage.DB) {
+// liveQueue is a Queue on the real clock over the database in dir opened
+// with sopts, sending through the SMTP client to relay.
+func liveQueue(t *testing.T, dir string, sopts storage.Options, relay string, grace time.Duration) (*Queue, *storage.DB) {
 	t.Helper()
-	db, err := storage.Open(dir, storage.DefaultOptions())
+	db, err := storage.Open(dir, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +151,9 @@ func shutDownDuringData(t *testing.T, q *Queue, r *slowRelay) time.Duration {
 
 // restart opens the database again, as the next process does, and
 // delivers whatever is due.
-func restart(t *testing.T, dir, relay string) *storage.DB {
+func restart(t *testing.T, dir string, sopts storage.Options, relay string) *storage.DB {
 	t.Helper()
-	q, db := liveQueue(t, dir, relay, time.Second)
+	q, db := liveQueue(t, dir, sopts, relay, time.Second)
 	if err := q.recoverLeases(); err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +168,9 @@ func restart(t *testing.T, dir, relay string) *storage.DB {
 // grace is longer than the wait. The message is recorded delivered before
 // Run returns, and the next start does not send it again.
 func TestShutdownLetsATransactionInFlightFinish(t *testing.T) {
-	dir := t.TempDir()
+	dir, sopts := t.TempDir(), storagetest.Options(t)
 	relay := startSlowRelay(t, 2*time.Second)
-	q, db := liveQueue(t, dir, relay.addr, 30*time.Second)
+	q, db := liveQueue(t, dir, sopts, relay.addr, 30*time.Second)
 	m := acceptLive(t, q, db)
 	shutDownDuringData(t, q, relay)
 	st, _ := read(t, db, m)
@@ -190,7 +191,7 @@ func TestShutdownLetsATransactionInFlightFinish(t *testing.T) {
 	db.Close()
 
 	relay.setHold(0)
-	db2 := restart(t, dir, relay.addr)
+	db2 := restart(t, dir, sopts, relay.addr)
 	st, _ = read(t, db2, m)
 	if st.Status != StatusDelivered || relay.count() != 1 {
 		t.Fatalf("after restart: %s, the relay received %d copies", st.Status, relay.count())
@@ -202,9 +203,9 @@ func TestShutdownLetsATransactionInFlightFinish(t *testing.T) {
 // interrupted (deferred, due at once) with its lease given up, and the next
 // start sends again: delivery is at least once.
 func TestShutdownGraceOverCutsTheAttemptOff(t *testing.T) {
-	dir := t.TempDir()
+	dir, sopts := t.TempDir(), storagetest.Options(t)
 	relay := startSlowRelay(t, 3*time.Second)
-	q, db := liveQueue(t, dir, relay.addr, 200*time.Millisecond)
+	q, db := liveQueue(t, dir, sopts, relay.addr, 200*time.Millisecond)
 	m := acceptLive(t, q, db)
 	if took := shutDownDuringData(t, q, relay); took > 2500*time.Millisecond {
 		t.Errorf("Run took %s to return with a 200ms grace", took)
@@ -223,7 +224,7 @@ func TestShutdownGraceOverCutsTheAttemptOff(t *testing.T) {
 	db.Close()
 
 	relay.setHold(0)
-	db2 := restart(t, dir, relay.addr)
+	db2 := restart(t, dir, sopts, relay.addr)
 	st, _ = read(t, db2, m)
 	if st.Status != StatusDelivered || st.Recipients[0].Attempts != 2 || relay.count() != 2 {
 		t.Fatalf("after restart: %s, attempts %d, the relay received %d copies", st.Status, st.Recipients[0].Attempts, relay.count())
