@@ -14,14 +14,21 @@ import (
 
 	"mailbolt/app"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // adminOverSocket serves app.LocalAdmin on a socket in a fresh data dir
 // and dials it, as a management command does while serve runs.
 func adminOverSocket(t *testing.T) (*app.App, *AdminClient) {
 	t.Helper()
+	return adminOverSocketOn(t, storagetest.Options(t))
+}
+
+// adminOverSocketOn is adminOverSocket on a database opened with sopts.
+func adminOverSocketOn(t *testing.T, sopts storage.Options) (*app.App, *AdminClient) {
+	t.Helper()
 	dir := t.TempDir()
-	db, err := storage.Open(dir, storage.DefaultOptions())
+	db, err := storage.Open(dir, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,9 +146,10 @@ func TestAdminSocketCarriesNoKeyHash(t *testing.T) {
 
 // A backup into a directory that does not exist is the caller's mistake,
 // named as such, not an internal error; one into an existing directory
-// works.
+// works. The backup is of the embedded file (PostgreSQL's is pg_dump's),
+// so this test stays on it.
 func TestAdminSocketBackupNamesAMissingDirectory(t *testing.T) {
-	_, c := adminOverSocket(t)
+	_, c := adminOverSocketOn(t, storage.DefaultOptions())
 	missing := filepath.Join(t.TempDir(), "no", "such")
 	_, err := c.Backup(filepath.Join(missing, "x.db"))
 	if !app.HasCode(err, app.CodeValidation) || !strings.Contains(err.Error(), missing+" does not exist") {

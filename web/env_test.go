@@ -17,6 +17,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // testClock is the clock every test server runs on.
@@ -32,7 +33,8 @@ func (c *testClock) Add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// env is a real server on 127.0.0.1:0 over a real bbolt file, with one
+// env is a real server on 127.0.0.1:0 over a real database (the bbolt
+// file, or PostgreSQL with MAILBOLT_TEST_DATABASE=postgres), with one
 // account ("acme", generous rate limit) and a key of scope "*".
 type env struct {
 	t     *testing.T
@@ -78,7 +80,7 @@ func newEnv(t *testing.T, cfg Config) *env {
 // may reach loopback receivers unless tune says otherwise.
 func newEnvWith(t *testing.T, cfg Config, tune func(*app.Options)) *env {
 	t.Helper()
-	return newEnvOn(t, cfg, storage.DefaultOptions(), tune)
+	return newEnvOn(t, cfg, storagetest.Options(t), tune)
 }
 
 // newEnvOn is newEnvWith on a database opened with sopts (fault injection).

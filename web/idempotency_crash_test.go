@@ -11,7 +11,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/grader"
 	"mailbolt/mta/dns"
-	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // crashAfter is a storage write fault that fails the write after the next
@@ -35,7 +35,7 @@ func (c *crashAfter) disarm()     { c.failAt.Store(0) }
 // replays the first answer.
 func TestWriteRoutesCommitTheAnswerWithTheEffect(t *testing.T) {
 	crash := &crashAfter{}
-	sopts := storage.DefaultOptions()
+	sopts := storagetest.Options(t)
 	sopts.WriteFault = crash.fault
 	e := newEnvOn(t, DefaultConfig(), sopts, func(o *app.Options) {
 		o.Grader.Config = grader.Config{

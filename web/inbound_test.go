@@ -23,7 +23,7 @@ import (
 	"mailbolt/app"
 	"mailbolt/hooks"
 	"mailbolt/mta/inbound"
-	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // received is one request a webhook receiver got.
@@ -432,7 +432,7 @@ func TestInboundQuota(t *testing.T) {
 // taken and stored.
 func TestInboundDurableBefore250(t *testing.T) {
 	crash := &crashAfter{}
-	sopts := storage.DefaultOptions()
+	sopts := storagetest.Options(t)
 	sopts.WriteFault = crash.fault
 	e := newEnvOn(t, DefaultConfig(), sopts, nil)
 	hookSrv, _ := receiver(t)

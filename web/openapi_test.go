@@ -30,6 +30,7 @@ import (
 	"mailbolt/mta/dns"
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // The OpenAPI document (openapi.json) is the source of truth for the API
@@ -399,7 +400,7 @@ func errorCodes() []string {
 // newOpenAPITestServer is a Server over a fresh database.
 func newOpenAPITestServer(t *testing.T, opts app.Options) (*Server, *app.App) {
 	t.Helper()
-	db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"mailbolt/app"
-	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // csvRows builds a CSV import of n rows: u0@x.test … with the header given.
@@ -290,7 +290,7 @@ func TestExportRoundTrips(t *testing.T) {
 func TestExportBreaksOffWhenReadingFails(t *testing.T) {
 	var armed atomic.Bool
 	var reads atomic.Int64
-	sopts := storage.DefaultOptions()
+	sopts := storagetest.Options(t)
 	sopts.ReadFault = func() error {
 		// Armed: the request's authentication and the export's first
 		// chunk read; the second chunk fails.
