@@ -24,6 +24,7 @@ import (
 	"mailbolt/mta/dns/dnstest"
 	"mailbolt/netguard"
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // testCA issues certificates for policy hosts.
@@ -113,6 +114,7 @@ type fixture struct {
 	ca    *testCA
 	db    *storage.DB
 	dir   string
+	sopts storage.Options // how db is opened, again at a restart
 	clock time.Time
 }
 
@@ -123,13 +125,13 @@ func (f *fixture) sts() *STS {
 }
 
 func setup(t *testing.T) *fixture {
-	f := &fixture{zone: dnstest.Start(t), ca: newCA(t), dir: t.TempDir(), clock: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
+	f := &fixture{zone: dnstest.Start(t), ca: newCA(t), dir: t.TempDir(), sopts: storagetest.Options(t), clock: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}
 	f.ps = startPolicyServer(t, f.ca.issue(t, "mta-sts.example.test"))
 	f.ps.set(servePolicy(enforce))
 	f.zone.TXT("_mta-sts.example.test", "v=STSv1; id=one")
 	f.zone.A("mta-sts.example.test", "127.0.0.1")
 	var err error
-	if f.db, err = storage.Open(f.dir, storage.DefaultOptions()); err != nil {
+	if f.db, err = storage.Open(f.dir, f.sopts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.db.Close() })
@@ -155,7 +157,7 @@ func TestPolicyFetchedCachedAndKeptThroughAnOutageAndARestart(t *testing.T) {
 	// A restart: the database is opened again.
 	f.db.Close()
 	var err2 error
-	if f.db, err2 = storage.Open(f.dir, storage.DefaultOptions()); err2 != nil {
+	if f.db, err2 = storage.Open(f.dir, f.sopts); err2 != nil {
 		t.Fatal(err2)
 	}
 	if p, err := f.sts().STSPolicy(ctx, "example.test"); err != nil || p == nil || p.ID != "one" {
