@@ -426,13 +426,19 @@ const EnvVar = "MAILBOLT_TEST_DATABASE"
 
 // FromEnv is "" when EnvVar is unset (the suites use the embedded file),
 // or else the URL of a new database on the shared server, dropped when tb
-// ends. Packages that call it need TestMain to run Main.
+// ends. Packages that call it need TestMain to run Main. A run that asks
+// for PostgreSQL where its binaries are absent fails rather than skips:
+// every test of the suite would skip, and the run would pass having
+// tested nothing.
 func FromEnv(tb testing.TB) string {
 	tb.Helper()
 	switch v := os.Getenv(EnvVar); v {
 	case "":
 		return ""
 	case "postgres":
+		if _, err := Available(); err != nil {
+			tb.Fatalf("%s=postgres: %v", EnvVar, err)
+		}
 		return Shared(tb).NewDatabase(tb)
 	default:
 		tb.Fatalf("%s=%q: the only engine it selects is postgres", EnvVar, v)
