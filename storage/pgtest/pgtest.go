@@ -89,10 +89,19 @@ type Server struct {
 	exited chan struct{} // closed when postgres has exited
 	err    error         // postgres's exit status, set before exited closes
 
-	mu    sync.Mutex // guards admin and n
+	mu    sync.Mutex // guards admin, n, ahead and stopping
 	admin *pgx.Conn
 	n     int
 	stop  sync.Once
+
+	// ahead yields the name of the database being made ahead for the next
+	// NewDatabase once CREATE DATABASE returns ("" when it failed); nil
+	// when none is being made. Creating a database (copying template1)
+	// is most of what a short test on it costs; made while the previous
+	// test runs, it costs that test's wait only a rename.
+	ahead    chan string
+	stopping bool
+	making   sync.WaitGroup
 }
 
 // Start runs a new server for this test and stops it, removing its
@@ -313,6 +322,10 @@ func (s *Server) Stop() error {
 // it to exit.
 func (s *Server) shutdown() error {
 	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.making.Wait() // the database made ahead goes with the cluster
+	s.mu.Lock()
 	if s.admin != nil {
 		s.admin.Close(context.Background())
 		s.admin = nil
@@ -360,11 +373,25 @@ func (s *Server) NewDatabase(tb testing.TB) string {
 	s.mu.Lock()
 	s.n++
 	name := fmt.Sprintf("t%d_%s", s.n, dbName(tb.Name()))
-	err := s.exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize())
+	ahead := s.ahead
+	s.ahead = nil
+	s.mu.Unlock()
+	spare := ""
+	if ahead != nil {
+		spare = <-ahead
+	}
+	s.mu.Lock()
+	var err error
+	if spare != "" {
+		err = s.exec("ALTER DATABASE " + pgx.Identifier{spare}.Sanitize() + " RENAME TO " + pgx.Identifier{name}.Sanitize())
+	} else {
+		err = s.exec("CREATE DATABASE " + pgx.Identifier{name}.Sanitize())
+	}
 	s.mu.Unlock()
 	if err != nil {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
 	}
+	s.makeAhead()
 	tb.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -373,6 +400,37 @@ func (s *Server) NewDatabase(tb testing.TB) string {
 		}
 	})
 	return s.URL(name)
+}
+
+// makeAhead starts making the database the next NewDatabase takes,
+// unless one is being made already or the server is stopping. It uses a
+// connection of its own: the admin one stays free for the drops of the
+// tests that end meanwhile.
+func (s *Server) makeAhead() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ahead != nil || s.stopping {
+		return
+	}
+	s.n++
+	name := fmt.Sprintf("ahead%d", s.n)
+	ch := make(chan string, 1)
+	s.ahead = ch
+	s.making.Add(1)
+	go func() {
+		defer s.making.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, s.URL("postgres"))
+		if err == nil {
+			_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+			conn.Close(context.Background())
+		}
+		if err != nil {
+			name = "" // NewDatabase creates its own
+		}
+		ch <- name
+	}()
 }
 
 // exec runs one statement on the admin connection, reconnecting once if

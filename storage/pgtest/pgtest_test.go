@@ -126,3 +126,25 @@ func TestAvailable(t *testing.T) {
 		}
 	}
 }
+
+// Databases made ahead (every NewDatabase after the first) are empty and
+// named after the test that takes them, like those made on the spot.
+func TestDatabasesMadeAheadAreNamedAndEmpty(t *testing.T) {
+	srv := Shared(t)
+	ctx := context.Background()
+	for i := range 3 {
+		c := connect(t, srv.NewDatabase(t))
+		var name string
+		var tables int
+		if err := c.QueryRow(ctx, "SELECT current_database(), (SELECT count(*) FROM pg_tables WHERE schemaname = 'public')").
+			Scan(&name, &tables); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(name, "_testdatabasesmadeaheadarenamedandempty") || tables != 0 {
+			t.Fatalf("database %d: %s with %d tables", i, name, tables)
+		}
+		if _, err := c.Exec(ctx, "CREATE TABLE things (id int)"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
