@@ -290,6 +290,16 @@ func TestRefusalsAndFailuresAreNotStored(t *testing.T) {
 func TestSweepRemovesExpiredIdempotency(t *testing.T) {
 	a, c := newTestApp(t)
 	a.Idempotent(context.Background(), pk("k1"), "s1", "x", []byte("A"), func(Principal) Response { return Response{Status: 200} })
+	// Past the time of the in-flight marker nodes sharing a database write
+	// first (its expiry entry is swept here), within the answer's: the
+	// answer stays.
+	c.add(IdempotencyInFlight + time.Minute)
+	if _, err := a.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if _, replayed, e := a.Idempotent(context.Background(), pk("k1"), "s1", "x", []byte("A"), nil); !replayed || e != nil {
+		t.Fatalf("the answer did not outlive its in-flight marker's time: replayed=%v %v", replayed, e)
+	}
 	c.add(25 * time.Hour)
 	n, err := a.Sweep()
 	if err != nil || n != 1 {
