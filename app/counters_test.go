@@ -114,9 +114,10 @@ func TestLimiterSyncsByItself(t *testing.T) {
 }
 
 // TestLimiterEmbedded: on the embedded engine a Limiter counts in memory
-// only, and never schedules a sync.
+// only, and never schedules a sync. (So it stays on that engine when the
+// suite runs on PostgreSQL.)
 func TestLimiterEmbedded(t *testing.T) {
-	a, c := newTestApp(t)
+	a, c := newTestAppOn(t, storage.DefaultOptions())
 	l := a.NewLimiter("solo")
 	l.after = func(time.Duration, func()) { t.Error("a sync was scheduled on the embedded engine") }
 	for i := range 3 {
