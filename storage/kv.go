@@ -42,6 +42,10 @@ type kvBucket interface {
 	NextSequence() (uint64, error)
 	// KeyN is how many keys the bucket holds.
 	KeyN() int
+	// ExpectNew reports ErrExists when key holds a value. An engine may
+	// check it when the transaction commits instead, failing the whole
+	// transaction with ErrExists then.
+	ExpectNew(key []byte) error
 }
 
 // kvCursor walks a bucket's keys in order. Each move returns the key and

@@ -48,6 +48,13 @@ type boltBucket struct{ *bolt.Bucket }
 func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
 func (b boltBucket) KeyN() int        { return b.Bucket.Stats().KeyN }
 
+func (b boltBucket) ExpectNew(key []byte) error {
+	if b.Bucket.Get(key) != nil {
+		return ErrExists
+	}
+	return nil
+}
+
 // appendMostly are the buckets whose new keys sort after the existing
 // ones (per account, or globally).
 var appendMostly = map[string]bool{

@@ -86,6 +86,13 @@ END $$;`,
 	// and attempt counts, written outside the write lock.
 	2: `CREATE TABLE mailbolt_counters (name bytea NOT NULL, window_id bigint NOT NULL, count bigint NOT NULL, expires timestamptz NOT NULL, PRIMARY KEY (name, window_id));
 CREATE INDEX mailbolt_counters_expires ON mailbolt_counters (expires);`,
+	// A new record's key checked at commit rather than read before it.
+	3: `CREATE FUNCTION mailbolt_expect_absent(buckets text[], keys bytea[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM mailbolt_kv k JOIN unnest(buckets, keys) AS u(b, k) ON k.bucket = u.b AND k.key = u.k) THEN
+		RAISE EXCEPTION 'mailbolt: a new record''s key is taken' USING ERRCODE = 'MB002';
+	END IF;
+END $$;`,
 }
 
 func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
@@ -163,25 +170,42 @@ func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
 
 func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
 	if !writable {
-		return s.runOnce(false, false, fn)
+		return s.runOnce(false, false, false, fn)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	err := s.runOnce(true, true, fn)
+	err := s.runOnce(true, true, false, fn)
 	if errors.Is(err, errStaleCache) {
 		// Another node wrote since this node last did: what the cache held
 		// may be out of date. Run fn again on what the server holds.
 		s.cache.clear()
-		err = s.runOnce(true, false, fn)
+		err = s.runOnce(true, false, false, fn)
+	}
+	if errors.Is(err, errKeyTaken) {
+		// A key ExpectNew let through is taken: run fn again checking each
+		// one as it is asked, so the unit of work that made it hears
+		// ErrExists and the others go on.
+		err = s.runOnce(true, true, true, fn)
+		if errors.Is(err, errStaleCache) {
+			s.cache.clear()
+			err = s.runOnce(true, false, true, fn)
+		}
 	}
 	return err
 }
+
+// errKeyTaken is a commit refused because a key given to ExpectNew holds
+// a record.
+var errKeyTaken = errors.New("storage: a new record's key is taken")
+
+// pgKeyTakenCode is the SQLSTATE mailbolt_expect_absent raises.
+const pgKeyTakenCode = "MB002"
 
 // errStaleCache is a commit refused because the generation moved on since
 // the cache was filled.
 var errStaleCache = errors.New("storage: stale cache")
 
-func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err error) {
+func (s *pgStore) runOnce(writable, useCache, eagerNew bool, fn func(kvTx) error) (err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -194,7 +218,7 @@ func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err err
 		s.pids[conn.Conn().PgConn().PID()] = true
 		s.pidMu.Unlock()
 	}
-	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: useCache, open: map[string]*pgBucket{}}
+	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: useCache, eagerNew: eagerNew, open: map[string]*pgBucket{}}
 	done := false
 	defer func() {
 		if !done && t.begun {
@@ -204,6 +228,10 @@ func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err err
 		}
 	}()
 	ferr := fn(t)
+	var pe *pgconn.PgError
+	if errors.As(t.err, &pe) && pe.Code == pgKeyTakenCode {
+		return errKeyTaken
+	}
 	if (t.err != nil || ferr != nil) && t.usedCache {
 		// fn may have failed on what the cache said (a record another
 		// node has since made): only an error the server's state gives too
@@ -220,9 +248,11 @@ func (s *pgStore) runOnce(writable, useCache bool, fn func(kvTx) error) (err err
 	}
 	gen, err := t.commit()
 	if err != nil {
-		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == pgStaleCode {
 			return errStaleCache // the deferred ROLLBACK ends the transaction
+		}
+		if errors.As(err, &pe) && pe.Code == pgKeyTakenCode {
+			return errKeyTaken
 		}
 		done = true // the connection's state is unknown
 		conn.Conn().Close(context.Background())
@@ -325,8 +355,11 @@ type pgTx struct {
 	created map[string]bool // buckets created (true) or deleted (false) here
 	notify  Change
 
-	begun     bool // BEGIN has been sent (with the first statement)
-	useCache  bool // reads may come from the node's cache
+	begun     bool     // BEGIN has been sent (with the first statement)
+	useCache  bool     // reads may come from the node's cache
+	eagerNew  bool     // ExpectNew reads the key at once
+	newB      []string // keys given to ExpectNew, checked with the next flush
+	newK      [][]byte
 	usedCache bool // some did: the commit checks the generation
 	wrote     bool
 }
@@ -426,6 +459,11 @@ func (t *pgTx) setNotify(c Change) { t.notify |= c }
 // queueFlush adds this transaction's unsent writes to batch, leaving them
 // sent once batch is.
 func (t *pgTx) queueFlush(batch *pgx.Batch) {
+	if len(t.newK) > 0 {
+		// Before this transaction's own writes of those keys are sent.
+		batch.Queue("SELECT mailbolt_expect_absent($1::text[], $2::bytea[])", t.newB, t.newK)
+		t.newB, t.newK = nil, nil
+	}
 	var putB, delB []string
 	var putK, putV, delK [][]byte
 	for _, b := range t.open {
@@ -464,6 +502,9 @@ func (t *pgTx) flush() error {
 
 // dirty reports whether t holds writes not sent yet.
 func (t *pgTx) dirty() bool {
+	if len(t.newK) > 0 {
+		return true
+	}
 	for _, b := range t.open {
 		if len(b.dirty) > 0 || b.seqDirty {
 			return true
@@ -599,6 +640,33 @@ func (b *pgBucket) write(key []byte, w pgValue) error {
 	}
 	b.dirty[string(key)] = struct{}{}
 	b.version++
+	return nil
+}
+
+// ExpectNew reports ErrExists when key holds a record. When neither this
+// transaction nor the node's cache knows the key, it is checked with the
+// transaction's next flush instead of read now, saving a round trip inside
+// the write lock; the transaction then fails as a whole when it is taken,
+// and is run again checking each key at once.
+func (b *pgBucket) ExpectNew(key []byte) error {
+	if w, ok := b.written[string(key)]; ok {
+		if w.deleted {
+			return nil
+		}
+		return ErrExists
+	}
+	_, known := b.read[string(key)]
+	if !known && b.t.useCache {
+		_, known = b.t.s.cache.get(b.name, key)
+	}
+	if known || b.t.eagerNew {
+		if b.Get(key) != nil {
+			return ErrExists
+		}
+		return nil
+	}
+	b.t.newB, b.t.newK = append(b.t.newB, b.name), append(b.t.newK, bytes.Clone(key))
+	b.t.wrote = true // the check goes with the commit
 	return nil
 }
 

@@ -255,3 +255,55 @@ func TestPostgresGroupCommitRerunStartsAfresh(t *testing.T) {
 		t.Errorf("the unit of work's write is %q", v)
 	}
 }
+
+// TestPostgresNewKeyTakenOnAnotherNode: a message id another node has
+// stored (unknown to this node's cache, so checked only at commit) is
+// refused with ErrExists, and only the unit of work that reused it fails:
+// the others of its commit are stored, and the first message is intact.
+func TestPostgresNewKeyTakenOnAnotherNode(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	first := newMessage("a1", "m1", false, nil)
+	first.Subject = "first"
+	if err := a.Update(func(tx *Tx) error { return tx.InsertMessage(first, MessageContent{}, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	// b's committer is busy, so both inserts below share one commit.
+	release := make(chan struct{})
+	go b.Update(func(tx *Tx) error { <-release; return nil })
+	time.Sleep(50 * time.Millisecond)
+	errs := make(chan error, 2)
+	go func() {
+		again := newMessage("a1", "m1", false, nil)
+		again.Subject = "again"
+		errs <- b.Update(func(tx *Tx) error { return tx.InsertMessage(again, MessageContent{}, nil) })
+	}()
+	go func() {
+		errs <- b.Update(func(tx *Tx) error { return tx.InsertMessage(newMessage("a1", "m2", false, nil), MessageContent{}, nil) })
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	var exists, ok int
+	for range 2 {
+		switch err := <-errs; {
+		case errors.Is(err, ErrExists):
+			exists++
+		case err == nil:
+			ok++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if exists != 1 || ok != 1 {
+		t.Fatalf("%d refused, %d stored; want 1 and 1", exists, ok)
+	}
+	b.View(func(tx *Tx) error {
+		if m, err := tx.Message("a1", "m1"); err != nil || m.Subject != "first" {
+			t.Errorf("m1 is %+v, %v: want the first message intact", m.Subject, err)
+		}
+		if _, err := tx.Message("a1", "m2"); err != nil {
+			t.Errorf("m2: %v", err)
+		}
+		return nil
+	})
+}

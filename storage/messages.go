@@ -145,8 +145,8 @@ func messageCollection(test bool) string {
 // files it in the delivery queue.
 func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error {
 	key := join(m.AccountID, m.ID)
-	if tx.bucket(bucketMessages).Get(key) != nil {
-		return ErrExists
+	if err := tx.bucket(bucketMessages).ExpectNew(key); err != nil {
+		return err
 	}
 	if err := putJSON(tx.bucket(bucketMessageContent), []byte(m.ID), content); err != nil {
 		return err
