@@ -11,7 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"mailbolt/mta/dkim"
-	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 )
@@ -117,9 +116,7 @@ func TestUpgradedServerWarnsAndDoctorFails(t *testing.T) {
 // With a verified system sender, serve mails the notice to the account's
 // owner: once across restarts with the same pair, again for a new sunset.
 func TestServeMailsTheDeprecationNoticeToOwnersOnce(t *testing.T) {
-	zone := dnstest.Start(t)
-	zone.MX("dest.test", 10, "mx.dest.test")
-	zone.A("mx.dest.test", "127.0.0.1")
+	zone := destZone(t)
 	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{})
 	if err != nil {
 		t.Fatal(err)

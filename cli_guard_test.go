@@ -43,9 +43,7 @@ func TestServeMXGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sink.Close() })
-	zone := dnstest.Start(t)
-	zone.MX("dest.test", 10, "mx.dest.test")
-	zone.A("mx.dest.test", "127.0.0.1")
+	zone := destZone(t)
 	resolver := &dns.Resolver{Server: zone.Addr, Timeout: time.Second}
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	env := mta.Envelope{From: "b@mailbolt.test", To: []string{"x@dest.test"}, Data: []byte("Subject: t\r\n\r\nt\r\n")}

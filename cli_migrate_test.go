@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta/dkim"
-	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
@@ -137,9 +135,7 @@ func TestMigrateKeepsEveryAPIAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	zone := dnstest.Start(t)
-	zone.MX("dest.test", 10, "mx.dest.test")
-	zone.A("mx.dest.test", "127.0.0.1")
+	zone := destZone(t)
 	flags := []string{"--dns-server", zone.Addr, "--mx-port", strconv.Itoa(sink.Port), "--mx-allow-cidrs", "127.0.0.0/8",
 		"--webhook-allow-cidrs", "127.0.0.0/8", "--hostname", "mx.mailbolt.test", "--dev"}
 
@@ -150,14 +146,7 @@ func TestMigrateKeepsEveryAPIAnswer(t *testing.T) {
 	call, tcall := apiCaller(t, base, live), apiCaller(t, base, test)
 
 	dom := call("POST", "/v1/domains", `{"name":"acme.test"}`, 201)
-	for _, r := range dom["records"].([]any) {
-		rec := r.(map[string]any)
-		if rec["type"] == "CNAME" {
-			zone.CNAME(rec["name"].(string), rec["value"].(string))
-		} else {
-			zone.LongTXT(rec["name"].(string), dkim.JoinTXT(rec["value"].(string)))
-		}
-	}
+	publishRecords(zone, dom)
 	call("POST", "/v1/domains/"+dom["id"].(string)+"/verify", "", 200)
 	call("POST", "/v1/domains", `{"name":"unverified.test"}`, 201)
 	tpl := call("POST", "/v1/templates", `{"name":"welcome","subject":"Hi {{name}}","text":"Hello {{name}}","alias":"welcome"}`, 201)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,60 +16,16 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta/dkim"
-	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
 )
 
-// node is one `mailbolt serve` process over the shared database.
-type node struct {
-	cmd    *exec.Cmd
-	base   string
-	stdout *syncBuffer
-	stderr *syncBuffer
-	exited chan struct{}
-}
-
-// startNode runs serve as its own process (so that it can be SIGKILLed)
-// and waits until it listens.
-func startNode(t *testing.T, bin string, args ...string) *node {
+// startNode runs serve as its own process (so that it can be SIGKILLed),
+// on a data directory of its own, and waits until it listens.
+func startNode(t *testing.T, bin string, args ...string) *serveProcess {
 	t.Helper()
-	n := &node{stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	n.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0", "--metrics-addr="}, args...)...)
-	n.cmd.Stdout, n.cmd.Stderr = n.stdout, n.stderr
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { n.cmd.Wait(); close(n.exited) }()
-	t.Cleanup(func() {
-		n.cmd.Process.Signal(syscall.SIGTERM)
-		<-n.exited
-		if t.Failed() {
-			t.Logf("node %s stderr (tail):\n%s", n.base, tail(n.stderr.String(), 3000))
-		}
-	})
-	for deadline := time.Now().Add(30 * time.Second); !listenRe.MatchString(n.stdout.String()); time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-n.exited:
-			t.Fatalf("serve exited:\n%s\n%s", n.stdout, n.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start:\n%s\n%s", n.stdout, n.stderr)
-		}
-	}
-	n.base = listenRe.FindStringSubmatch(n.stdout.String())[1]
-	return n
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
+	return startServeProcess(t, bin, filepath.Join(t.TempDir(), "data"), append([]string{"--metrics-addr="}, args...)...)
 }
 
 var messageIDRe = regexp.MustCompile(`(?mi)^Message-ID:\s*(<[^>]+>)`)
@@ -118,16 +73,14 @@ func TestThreeNodesShareOneDatabase(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer receiver.Close()
-	zone := dnstest.Start(t)
-	zone.MX("dest.test", 10, "mx.dest.test")
-	zone.A("mx.dest.test", "127.0.0.1")
+	zone := destZone(t)
 
 	bin := tlsTestBinary(t)
 	const lease = 3 * time.Second
 	flags := []string{"--database", db, "--secret-key-file", key, "--dns-server", zone.Addr,
 		"--mx-port", strconv.Itoa(sink.Port), "--mx-allow-cidrs", "127.0.0.0/8", "--webhook-allow-cidrs", "127.0.0.0/8",
 		"--hostname", "mx.mailbolt.test", "--dev", "--delivery-lease", lease.String(), "--database-conns", "8"}
-	nodes := []*node{startNode(t, bin, flags...)}
+	nodes := []*serveProcess{startNode(t, bin, flags...)}
 	live := liveKeyRe.FindStringSubmatch(nodes[0].stdout.String())
 	if live == nil {
 		t.Fatalf("the first node printed no key:\n%s", nodes[0].stdout)
@@ -140,14 +93,7 @@ func TestThreeNodesShareOneDatabase(t *testing.T) {
 	}
 	call := apiCaller(t, nodes[1].base, live[1])
 	dom := call("POST", "/v1/domains", `{"name":"acme.test"}`, 201)
-	for _, r := range dom["records"].([]any) {
-		rec := r.(map[string]any)
-		if rec["type"] == "CNAME" {
-			zone.CNAME(rec["name"].(string), rec["value"].(string))
-		} else {
-			zone.LongTXT(rec["name"].(string), dkim.JoinTXT(rec["value"].(string)))
-		}
-	}
+	publishRecords(zone, dom)
 	apiCaller(t, nodes[2].base, live[1])("POST", "/v1/domains/"+dom["id"].(string)+"/verify", "", 200)
 	call("POST", "/v1/webhooks", fmt.Sprintf(`{"url":%q,"events":["message.delivered"]}`, receiver.URL), 201)
 

@@ -9,18 +9,22 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"mailbolt/app"
+	"mailbolt/mta/dkim"
 	"mailbolt/mta/dns"
+	"mailbolt/mta/dns/dnstest"
 	"mailbolt/storage"
 )
 
@@ -75,6 +79,94 @@ func startServe(t *testing.T, dataDir string, extra ...string) (string, *syncBuf
 	t.Helper()
 	url, out, _, stop := startServeLogged(t, dataDir, extra...)
 	return url, out, stop
+}
+
+// serveProcess is one `mailbolt serve` run as a process of its own, so
+// that a test can SIGKILL it.
+type serveProcess struct {
+	cmd    *exec.Cmd
+	base   string // http://127.0.0.1:port
+	stdout *syncBuffer
+	stderr *syncBuffer
+	exited chan struct{} // closed once the process is reaped
+	err    error         // what Wait said; read after exited
+}
+
+// startServeProcess runs the binary bin's serve on dataDir and waits for
+// its "listening on" line. The process is sent SIGTERM when the test ends
+// (and the tail of its log shown if the test failed).
+func startServeProcess(t *testing.T, bin, dataDir string, args ...string) *serveProcess {
+	t.Helper()
+	s := &serveProcess{stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	s.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		s.err = s.cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		<-s.exited
+		if t.Failed() {
+			t.Logf("serve %s stderr (tail):\n%s", s.base, tail(s.stderr.String(), 3000))
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if m := listenRe.FindStringSubmatch(s.stdout.String()); m != nil {
+			s.base = m[1]
+			return s
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("serve exited: %v\nstdout:\n%s\nstderr:\n%s", s.err, s.stdout, s.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (s *serveProcess) kill() {
+	s.cmd.Process.Kill()
+	<-s.exited
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// destZone starts a DNS server in which dest.test's mail goes to
+// mx.dest.test, on loopback (where a test's sink listens).
+func destZone(t *testing.T) *dnstest.Server {
+	zone := dnstest.Start(t)
+	zone.MX("dest.test", 10, "mx.dest.test")
+	zone.A("mx.dest.test", "127.0.0.1")
+	return zone
+}
+
+// publishRecords puts the DNS records of dom (an API domain answer) in
+// zone, as its owner would: CNAMEs as they are, TXT values split into
+// strings.
+func publishRecords(zone *dnstest.Server, dom map[string]any) {
+	for _, r := range dom["records"].([]any) {
+		rec := r.(map[string]any)
+		if rec["type"] == "CNAME" {
+			zone.CNAME(rec["name"].(string), rec["value"].(string))
+		} else {
+			zone.LongTXT(rec["name"].(string), dkim.JoinTXT(rec["value"].(string)))
+		}
+	}
 }
 
 // startServeLogged is startServe that also returns serve's log (stderr).

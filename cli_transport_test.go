@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"mailbolt/mta/dkim"
-	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 	"mailbolt/tlsconf/tlstest"
 )
@@ -80,9 +78,7 @@ func TestServeEnforcesMTASTS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	zone := dnstest.Start(t)
-	zone.MX("dest.test", 10, "mx.dest.test")
-	zone.A("mx.dest.test", "127.0.0.1")
+	zone := destZone(t)
 	zone.TXT("_mta-sts.dest.test", "v=STSv1; id=1")
 	zone.A("mta-sts.dest.test", "127.0.0.1")
 
@@ -93,14 +89,7 @@ func TestServeEnforcesMTASTS(t *testing.T) {
 	live := liveKeyRe.FindStringSubmatch(out.String())[1]
 	call := apiCaller(t, base, live)
 	dom := call("POST", "/v1/domains", `{"name":"acme.test"}`, 201)
-	for _, r := range dom["records"].([]any) {
-		rec := r.(map[string]any)
-		if rec["type"] == "CNAME" {
-			zone.CNAME(rec["name"].(string), rec["value"].(string))
-		} else {
-			zone.LongTXT(rec["name"].(string), dkim.JoinTXT(rec["value"].(string)))
-		}
-	}
+	publishRecords(zone, dom)
 	call("POST", "/v1/domains/"+dom["id"].(string)+"/verify", "", 200)
 	id := call("POST", "/v1/messages", `{"from":"a@acme.test","to":["ann@dest.test"],"subject":"s","text":"t"}`, 202)["id"].(string)
 	var r map[string]any

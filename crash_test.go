@@ -19,61 +19,8 @@ import (
 	"time"
 
 	"mailbolt/mta/dkim"
-	"mailbolt/mta/dns/dnstest"
 	"mailbolt/mta/smtptest"
 )
-
-// crashServer is one `mailbolt serve` process.
-type crashServer struct {
-	cmd    *exec.Cmd
-	base   string // http://127.0.0.1:port
-	stdout *syncBuffer
-	stderr *syncBuffer
-	exited chan struct{} // closed once the process is reaped
-	err    error         // what Wait said; read after exited
-}
-
-// startCrashServer runs the binary on dataDir and waits for its
-// "listening on" line. The process is killed when the test ends.
-func startCrashServer(t *testing.T, bin, dataDir string, args ...string) *crashServer {
-	t.Helper()
-	s := &crashServer{stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0"}, args...)...)
-	s.cmd.Stdout, s.cmd.Stderr = s.stdout, s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() {
-		s.cmd.Process.Kill()
-		<-s.exited
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if m := listenRe.FindStringSubmatch(s.stdout.String()); m != nil {
-			s.base = m[1]
-			return s
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited: %v\nstdout:\n%s\nstderr:\n%s", s.err, s.stdout, s.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve did not start\nstdout:\n%s\nstderr:\n%s", s.stdout, s.stderr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL and waits until the process is gone.
-func (s *crashServer) kill() {
-	s.cmd.Process.Kill()
-	<-s.exited
-}
 
 // crashClient calls the API of the current server with one key.
 type crashClient struct {
@@ -163,14 +110,12 @@ func TestCrashDeliveryQueue(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 
-	zone := dnstest.Start(t)
-	zone.MX("dest.test", 10, "mx.dest.test")
-	zone.A("mx.dest.test", "127.0.0.1")
+	zone := destZone(t)
 	zone.A("mx.mailbolt.test", "127.0.0.1")
 
 	// The sink kills the first server from inside the crashAt-th DATA, and
 	// holds that transaction's 250 until the process is gone.
-	var victim atomic.Pointer[crashServer]
+	var victim atomic.Pointer[serveProcess]
 	var seen atomic.Int64
 	killed := make(chan struct{})
 	sink, err := smtptest.Start("127.0.0.1:0", smtptest.Options{OnMessage: func(smtptest.Message) {
@@ -191,7 +136,7 @@ func TestCrashDeliveryQueue(t *testing.T) {
 	args := []string{"--dns-server", zone.Addr, "--mx-port", strconv.Itoa(sink.Port), "--mx-allow-cidrs", "127.0.0.0/8", "--hostname", "mx.mailbolt.test",
 		"--log-level", "warn", "--smtp-retry-base", "200ms", "--smtp-retry-max", "1s",
 		"--delivery-workers", strconv.Itoa(workers)}
-	first := startCrashServer(t, bin, dir, args...)
+	first := startServeProcess(t, bin, dir, args...)
 	victim.Store(first)
 
 	// The default account's free plan allows 10 requests a second; use an
@@ -347,7 +292,7 @@ func TestCrashDeliveryQueue(t *testing.T) {
 	}
 
 	// Restart on the same data dir; the queue must finish on its own.
-	second := startCrashServer(t, bin, dir, args...)
+	second := startServeProcess(t, bin, dir, args...)
 	c.base.Store(second.base)
 	if strings.Contains(second.stdout.String(), "live key:") {
 		t.Fatal("the restarted server took its data dir for a new one")

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
+	"mailbolt/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -20,20 +20,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // `serve` nodes as far as the App layer goes.
 func sharedApps(t *testing.T, n int, c *clock) []*App {
 	t.Helper()
-	url := pgtest.Shared(t).NewDatabase(t)
-	key := filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(key); err != nil {
-		t.Fatal(err)
-	}
 	var out []*App
-	for range n {
-		o := storage.DefaultOptions()
-		o.Database, o.SecretKeyFile = url, key
-		db, err := storage.Open(t.TempDir(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+	for _, db := range storagetest.Nodes(t, n) {
 		out = append(out, mustNew(t, db, options(c.now)))
 	}
 	return out

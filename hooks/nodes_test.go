@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
+	"mailbolt/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -49,22 +49,21 @@ type cluster struct {
 // handle's after-commit hook (NOTIFY across PostgreSQL nodes), as in
 // serve. None runs until start.
 func newCluster(t *testing.T, n int, shared bool) *cluster {
-	so := storage.DefaultOptions()
+	var dbs []*storage.DB
 	if shared {
-		so.Database, so.SecretKeyFile = pgtest.Shared(t).NewDatabase(t), filepath.Join(t.TempDir(), "secret.key")
-		if err := storage.WriteNewSecretKey(so.SecretKeyFile); err != nil {
+		dbs = storagetest.Nodes(t, n)
+	} else {
+		db, err := storage.Open(t.TempDir(), storage.DefaultOptions())
+		if err != nil {
 			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		for range n {
+			dbs = append(dbs, db)
 		}
 	}
 	c := &cluster{t: t, clock: &fakeClock{t: time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)}}
-	var db *storage.DB
-	for range n {
-		if db == nil || shared {
-			var err error
-			if db, err = storage.Open(t.TempDir(), so); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for _, db := range dbs {
 		nd := &node{db: db, done: make(chan error, 1)}
 		opts := testOptions(func(o *Options) {
 			o.Now = c.clock.Now
@@ -83,9 +82,6 @@ func newCluster(t *testing.T, n int, shared bool) *cluster {
 			if err := <-nd.done; err != nil {
 				t.Errorf("Run: %v", err)
 			}
-		}
-		for _, nd := range c.nodes {
-			nd.db.Close()
 		}
 	})
 	return c

@@ -3,13 +3,10 @@ package storage
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"mailbolt/storage/pgtest"
 )
 
 // counterEngines runs fn on a fresh database of each engine; nodes opens
@@ -25,21 +22,7 @@ func counterEngines(t *testing.T, fn func(t *testing.T, db *DB, node func() *DB)
 		fn(t, db, nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.Shared(t).NewDatabase(t)
-		key := filepath.Join(t.TempDir(), "secret.key")
-		if err := WriteNewSecretKey(key); err != nil {
-			t.Fatal(err)
-		}
-		node := func() *DB {
-			o := DefaultOptions()
-			o.Database, o.SecretKeyFile = url, key
-			db, err := Open(t.TempDir(), o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db
-		}
+		node := nodeOpener(t)
 		fn(t, node(), node)
 	})
 }

@@ -8,16 +8,19 @@ import (
 	"mailbolt/storage/pgtest"
 )
 
-// openNodes opens n handles on one fresh PostgreSQL database: n nodes.
-func openNodes(t *testing.T, n int) []*DB {
+// nodeOpener makes a fresh PostgreSQL database and its key file, and
+// returns a function that opens one more handle on it (closed when t
+// ends): one more node. (The packages above storage have
+// storagetest.Nodes; storage's own tests cannot import it.)
+func nodeOpener(t *testing.T) func() *DB {
 	t.Helper()
 	url := pgtest.Shared(t).NewDatabase(t)
 	key := filepath.Join(t.TempDir(), "secret.key")
 	if err := WriteNewSecretKey(key); err != nil {
 		t.Fatal(err)
 	}
-	var out []*DB
-	for range n {
+	return func() *DB {
+		t.Helper()
 		o := DefaultOptions()
 		o.Database, o.SecretKeyFile = url, key
 		db, err := Open(t.TempDir(), o)
@@ -25,7 +28,17 @@ func openNodes(t *testing.T, n int) []*DB {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		out = append(out, db)
+		return db
+	}
+}
+
+// openNodes opens n handles on one fresh PostgreSQL database: n nodes.
+func openNodes(t *testing.T, n int) []*DB {
+	t.Helper()
+	open := nodeOpener(t)
+	var out []*DB
+	for range n {
+		out = append(out, open())
 	}
 	return out
 }

@@ -5,13 +5,13 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"mailbolt/app"
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
+	"mailbolt/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -36,25 +36,12 @@ func (e *env) secondNode(sopts storage.Options, cfg Config) *httptest.Server {
 	return srv
 }
 
-// pgOptions are storage options for a fresh PostgreSQL database, with its
-// key file.
-func pgOptions(t *testing.T) storage.Options {
-	t.Helper()
-	o := storage.DefaultOptions()
-	o.Database = pgtest.Shared(t).NewDatabase(t)
-	o.SecretKeyFile = filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(o.SecretKeyFile); err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
 // TestDashboardLoginLimitsAcrossNodes: login attempts split across two
 // nodes over one PostgreSQL database are refused at the same count as on
 // one node (TestDashboardLoginRateLimits): per email and per address.
 func TestDashboardLoginLimitsAcrossNodes(t *testing.T) {
 	cfg := dashConfig(func(c *Config) { c.LoginEmailLimit, c.LoginIPLimit = 3, 5 })
-	sopts := pgOptions(t)
+	sopts := storagetest.PostgresOptions(t)
 	e := newEnvOn(t, cfg, sopts, nil)
 	e.person(e.acct, "ann@example.com", "owner")
 	other := e.secondNode(sopts, cfg)

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"mailbolt/mta"
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
+	"mailbolt/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -30,20 +30,8 @@ type node struct {
 // without PostgreSQL), each with a delivery lease of lease.
 func sharedNodes(t *testing.T, n int, c *clock, lease time.Duration) []node {
 	t.Helper()
-	url := pgtest.Shared(t).NewDatabase(t)
-	key := filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(key); err != nil {
-		t.Fatal(err)
-	}
 	var out []node
-	for range n {
-		so := storage.DefaultOptions()
-		so.Database, so.SecretKeyFile = url, key
-		db, err := storage.Open(t.TempDir(), so)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+	for _, db := range storagetest.Nodes(t, n) {
 		o := DefaultOptions()
 		o.Now, o.ReturnPathKey, o.Lease = c.now, testKey, lease
 		q, err := New(db, o)

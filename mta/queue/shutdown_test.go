@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
-	"github.com/google/uuid"
 
 	"mailbolt/mta"
 	"mailbolt/storage"
@@ -95,31 +94,11 @@ func liveQueue(t *testing.T, dir string, sopts storage.Options, relay string, gr
 	return q, db
 }
 
-// acceptLive files a live message from a verified domain to one recipient.
+// acceptLive files a live message from a verified domain to one
+// recipient, now (acceptLiveAt).
 func acceptLive(t *testing.T, q *Queue, db *storage.DB) storage.Message {
 	t.Helper()
-	now := time.Now().UTC()
-	m := storage.Message{ID: uuid.Must(uuid.NewV7()).String(), AccountID: uuid.NewString(),
-		From: "a@acme.test", Domain: "acme.test", To: []string{"x@dest.test"}, Subject: "s",
-		Recipients: []storage.Recipient{{Email: "x@dest.test", Kind: "to"}}, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-	sent, err := q.Accept(&m, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *storage.Tx) error {
-		if err := tx.InsertDomain(storage.Domain{ID: uuid.NewString(), AccountID: m.AccountID, Name: m.Domain,
-			Status: storage.DomainVerified, CreatedAt: now}); err != nil {
-			return err
-		}
-		if err := File(tx, &m, sent); err != nil {
-			return err
-		}
-		return tx.InsertMessage(m, storage.MessageContent{Subject: "s", Text: "t"}, nil)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return acceptLiveAt(t, q, db, time.Now().UTC())
 }
 
 // shutDownDuringData runs the queue until the relay holds the message's

@@ -3,12 +3,11 @@ package submission
 import (
 	"net"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
+	"mailbolt/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -18,21 +17,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // whichever node each failure reaches: the failures split across nodes
 // double the delay as many times as on one.
 func TestThrottleAcrossNodes(t *testing.T) {
-	url := pgtest.Shared(t).NewDatabase(t)
-	key := filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(key); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Unix(1000, 0)
 	var nodes []*Throttle
-	for range 2 {
-		o := storage.DefaultOptions()
-		o.Database, o.SecretKeyFile = url, key
-		db, err := storage.Open(t.TempDir(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+	for _, db := range storagetest.Nodes(t, 2) {
 		nodes = append(nodes, NewThrottle(ThrottleOptions{Base: time.Second, Max: 16 * time.Second, Forget: time.Minute,
 			Now: func() time.Time { return now }, Count: db.AddCount}))
 	}

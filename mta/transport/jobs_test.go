@@ -4,13 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"mailbolt/storage"
 	"mailbolt/storage/pgtest"
+	"mailbolt/storage/storagetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -19,11 +19,6 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // one that takes the lease runs every round and the other none; once the
 // holder stops (and releases the lease) the other takes the job over.
 func TestRunLeasedOneNodeAtATime(t *testing.T) {
-	url := pgtest.Shared(t).NewDatabase(t)
-	key := filepath.Join(t.TempDir(), "secret.key")
-	if err := storage.WriteNewSecretKey(key); err != nil {
-		t.Fatal(err)
-	}
 	frozen := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	now := func() time.Time { return frozen } // no lease ends by itself
 	type node struct {
@@ -33,14 +28,7 @@ func TestRunLeasedOneNodeAtATime(t *testing.T) {
 		done   chan struct{}
 	}
 	var nodes [2]*node
-	for i := range nodes {
-		o := storage.DefaultOptions()
-		o.Database, o.SecretKeyFile = url, key
-		db, err := storage.Open(t.TempDir(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+	for i, db := range storagetest.Nodes(t, len(nodes)) {
 		nodes[i] = &node{db: db, done: make(chan struct{})}
 	}
 	for _, n := range nodes {

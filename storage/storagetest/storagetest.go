@@ -30,12 +30,51 @@ func Options(tb testing.TB) storage.Options {
 	tb.Helper()
 	o := storage.DefaultOptions()
 	if o.Database = pgtest.FromEnv(tb); o.Database != "" {
-		o.SecretKeyFile = filepath.Join(tb.TempDir(), storage.SecretKeyFileName)
-		if err := storage.WriteNewSecretKey(o.SecretKeyFile); err != nil {
-			tb.Fatal(err)
-		}
+		o.SecretKeyFile = newKeyFile(tb)
 	}
 	return o
+}
+
+// PostgresOptions are storage.DefaultOptions on a fresh database of
+// pgtest's shared PostgreSQL server, dropped when tb ends, with a key file
+// made for it, whatever engine the run is for: the tests about several
+// nodes sharing one database. Without PostgreSQL the test is skipped.
+func PostgresOptions(tb testing.TB) storage.Options {
+	tb.Helper()
+	o := storage.DefaultOptions()
+	o.Database = pgtest.Shared(tb).NewDatabase(tb)
+	o.SecretKeyFile = newKeyFile(tb)
+	return o
+}
+
+// Nodes opens n handles on one fresh PostgreSQL database
+// (PostgresOptions), each with a data directory of its own and closed
+// when tb ends: n `serve` nodes sharing a database. Without PostgreSQL
+// the test is skipped.
+func Nodes(tb testing.TB, n int) []*storage.DB {
+	tb.Helper()
+	o := PostgresOptions(tb)
+	out := make([]*storage.DB, 0, n)
+	for range n {
+		db, err := storage.Open(tb.TempDir(), o)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		out = append(out, db)
+	}
+	return out
+}
+
+// newKeyFile writes a new secret key in a temporary directory of tb's and
+// returns its path.
+func newKeyFile(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), storage.SecretKeyFileName)
+	if err := storage.WriteNewSecretKey(path); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 // Postgres reports whether the run is on PostgreSQL
