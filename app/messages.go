@@ -473,6 +473,11 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 	if err != nil {
 		return nil, err
 	}
+	a.db.Warm(func(tx *storage.Tx) {
+		for i := range list {
+			queue.WarmFile(tx, &list[i].msg)
+		}
+	})
 	var out []storage.Message
 	err = update(a, p, noAudit, &out, func(tx *storage.Tx) error {
 		var err error

@@ -149,3 +149,20 @@ func RedactURL(s string) string {
 	}
 	return u.Redacted()
 }
+
+// Warm runs fn in a read-only transaction for what it reads: on the
+// PostgreSQL engine, reads of the state the node's write cache holds are
+// added to it, so a use case that calls Warm with the reads its next
+// Update will make takes those round trips out of the write lock, which
+// every node's writes wait for. fn must only read. On the embedded engine,
+// where reads inside the write transaction cost no round trip, it does
+// nothing.
+func (db *DB) Warm(fn func(tx *Tx)) {
+	if db.pg == nil {
+		return
+	}
+	db.pg.warm(func(kt kvTx) error {
+		fn(&Tx{btx: kt, seal: db.seal, decoded: db.decoded})
+		return nil
+	})
+}

@@ -282,7 +282,7 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew bool, fn func(kvTx) error
 // the cache was filled; the transaction is rolled back afterwards either way.
 func (t *pgTx) checkCache() error {
 	batch := t.batch()
-	batch.Queue("SELECT mailbolt_commit($1, false)", t.s.cache.gen)
+	batch.Queue("SELECT mailbolt_commit($1, false)", t.s.cache.generation())
 	err := t.conn.SendBatch(t.ctx, batch).Close()
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == pgStaleCode {
@@ -293,6 +293,31 @@ func (t *pgTx) checkCache() error {
 
 // pgStaleCode is the SQLSTATE mailbolt_commit raises for a stale cache.
 const pgStaleCode = "MB001"
+
+// warm runs fn in a read-only transaction and, when its snapshot is of
+// the generation the cache holds, adds what it read to the cache: reads a
+// write transaction will make, made beforehand outside the write lock and
+// in parallel with it.
+func (s *pgStore) warm(fn func(kvTx) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return // warming is only ever a saving
+	}
+	defer conn.Release()
+	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, warming: true, open: map[string]*pgBucket{}}
+	ferr := fn(t)
+	if t.begun {
+		if err := t.conn.SendBatch(ctx, &pgx.Batch{QueuedQueries: []*pgx.QueuedQuery{{SQL: "COMMIT"}}}).Close(); err != nil {
+			conn.Conn().Close(context.Background())
+			return
+		}
+	}
+	if ferr == nil && t.err == nil && t.viewGen > 0 {
+		s.cache.warm(t, t.viewGen)
+	}
+}
 
 // ownPID reports whether pid is one of this node's connections.
 func (s *pgStore) ownPID(pid uint32) bool {
@@ -358,6 +383,8 @@ type pgTx struct {
 	begun     bool     // BEGIN has been sent (with the first statement)
 	useCache  bool     // reads may come from the node's cache
 	eagerNew  bool     // ExpectNew reads the key at once
+	warming   bool     // a read-only transaction whose reads may fill the cache
+	viewGen   int64    // the generation its snapshot is of
 	newB      []string // keys given to ExpectNew, checked with the next flush
 	newK      [][]byte
 	usedCache bool // some did: the commit checks the generation
@@ -375,6 +402,11 @@ func (t *pgTx) batch() *pgx.Batch {
 			b.Queue("SELECT pg_advisory_xact_lock($1)", int64(pgWriteLock))
 		} else {
 			b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+			if t.warming {
+				// The snapshot is taken here: every read of t is of the
+				// state this generation names.
+				b.Queue("SELECT n FROM mailbolt_generation").QueryRow(func(row pgx.Row) error { return row.Scan(&t.viewGen) })
+			}
 		}
 	}
 	return b
@@ -532,7 +564,7 @@ func (t *pgTx) commit() (gen int64, err error) {
 	// (when something was written), and learn where it stands.
 	expected := int64(-1)
 	if t.usedCache {
-		expected = t.s.cache.gen
+		expected = t.s.cache.generation()
 	}
 	batch.Queue("SELECT mailbolt_commit($1, $2)", expected, t.wrote).QueryRow(func(row pgx.Row) error { return row.Scan(&gen) })
 	if t.notify != 0 {

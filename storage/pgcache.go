@@ -1,6 +1,9 @@
 package storage
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+)
 
 // pgCache is one node's copy of the records its write transactions read
 // and wrote on the PostgreSQL engine, valid at generation gen: the value
@@ -8,8 +11,11 @@ import "bytes"
 // writing commit bumps the generation, so a commit that finds it where
 // the cache left it knows no other node has written since, and that every
 // cached record (and every record cached as absent) is still what the
-// server holds. Only the node's write transactions use it, one at a time.
+// server holds. The node's write transactions use it, one at a time, and
+// read-only transactions made to warm it (DB.Warm) add to it what they read
+// of the same generation.
 type pgCache struct {
+	mu      sync.Mutex
 	gen     int64                          // 0: empty
 	entries map[string][]byte              // bucket 0x00 key → value; nil: absent
 	seqs    map[string]uint64              // bucket → its sequence
@@ -27,6 +33,8 @@ func pgRangeKey(sql string, from []byte, size int) string {
 }
 
 func (c *pgCache) rangeGet(bucket, key string) ([]pgPair, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.gen == 0 {
 		return nil, false
 	}
@@ -47,6 +55,8 @@ func pgCacheKey(bucket string, key []byte) string {
 }
 
 func (c *pgCache) get(bucket string, key []byte) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.gen == 0 {
 		return nil, false
 	}
@@ -55,6 +65,8 @@ func (c *pgCache) get(bucket string, key []byte) ([]byte, bool) {
 }
 
 func (c *pgCache) seq(bucket string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.gen == 0 {
 		return 0, false
 	}
@@ -62,7 +74,19 @@ func (c *pgCache) seq(bucket string) (uint64, bool) {
 	return n, ok
 }
 
+func (c *pgCache) generation() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
 func (c *pgCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reset()
+}
+
+func (c *pgCache) reset() {
 	c.gen, c.entries, c.seqs, c.ranges, c.bytes = 0, nil, nil, nil, 0
 }
 
@@ -72,12 +96,14 @@ func (c *pgCache) clear() {
 // cache starts again from t alone, whose reads were made under the write
 // lock or checked against the generation.
 func (c *pgCache) keep(t *pgTx, gen int64, wrote bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	from := gen
 	if wrote {
 		from = gen - 1
 	}
 	if c.gen == 0 || c.gen != from || len(c.entries) > pgCacheMaxEntries || c.bytes > pgCacheMaxBytes {
-		c.clear()
+		c.reset()
 		c.entries, c.seqs, c.ranges = map[string][]byte{}, map[string]uint64{}, map[string]map[string][]pgPair{}
 	}
 	c.gen = gen
@@ -126,4 +152,28 @@ func (c *pgCache) put(bucket, key string, v []byte) {
 	}
 	c.entries[k] = v
 	c.bytes += len(k) + len(v)
+}
+
+// warm adds what the read-only transaction t read, its snapshot being of
+// generation gen, when that is the generation the cache holds (and so the
+// same state); otherwise the reads are of another state and are dropped.
+func (c *pgCache) warm(t *pgTx, gen int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == 0 || c.gen != gen || len(c.entries) > pgCacheMaxEntries || c.bytes > pgCacheMaxBytes {
+		return
+	}
+	for _, b := range t.open {
+		for k, v := range b.read {
+			c.put(b.name, k, v)
+		}
+		if len(b.ranges) > 0 {
+			if c.ranges[b.name] == nil {
+				c.ranges[b.name] = map[string][]pgPair{}
+			}
+			for k, p := range b.ranges {
+				c.ranges[b.name][k] = p
+			}
+		}
+	}
 }

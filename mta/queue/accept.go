@@ -26,6 +26,16 @@ func (q *Queue) Accept(m *storage.Message, now time.Time) (storage.Event, error)
 	return q.sentEvent(*m, now)
 }
 
+// WarmFile makes, read-only, the reads File will make of m, for
+// storage.DB.Warm to take them out of the write lock on a shared database.
+func WarmFile(tx *storage.Tx, m *storage.Message) {
+	for _, r := range m.Recipients {
+		if pending(r) {
+			tx.Suppressed(m.AccountID, r.Email, storage.StreamOf(*m))
+		}
+	}
+}
+
 // File checks an accepted message's recipients against the suppression
 // list in tx and records its message.sent event (sent, from Accept) when it
 // is queued: a message whose every recipient is suppressed is not queued
