@@ -86,7 +86,7 @@ func (db *DB) commitBatch(batch []*op) {
 			}
 			return nil
 		})
-		if failed >= 0 {
+		if failed >= 0 && errors.Is(err, errRollback) {
 			batch[failed].done <- failErr
 			batch = append(batch[:failed:failed], batch[failed+1:]...)
 			continue

@@ -96,11 +96,22 @@ END $$;`,
 }
 
 func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
+	s := &pgStore{pids: map[uint32]bool{}}
+	before := cfg.BeforeClose
+	cfg.BeforeClose = func(c *pgx.Conn) {
+		// The server may give this PID to another node's connection next.
+		s.pidMu.Lock()
+		delete(s.pids, c.PgConn().PID())
+		s.pidMu.Unlock()
+		if before != nil {
+			before(c)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &pgStore{pool: pool, pids: map[uint32]bool{}}
+	s.pool = pool
 	if err := s.migrateSQL(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -460,6 +471,7 @@ func (t *pgTx) CreateBucketIfNotExists(name []byte) (kvBucket, error) {
 			t.created = map[string]bool{}
 		}
 		t.created[string(name)] = true
+		t.wrote = true
 	}
 	return t.Bucket(name), nil
 }
@@ -478,6 +490,7 @@ func (t *pgTx) DeleteBucket(name []byte) error {
 		return err
 	}
 	delete(t.open, string(name))
+	t.wrote = true // other nodes' caches of the bucket are stale now
 	if t.created == nil {
 		t.created = map[string]bool{}
 	}
@@ -691,7 +704,7 @@ func (b *pgBucket) ExpectNew(key []byte) error {
 	if !known && b.t.useCache {
 		_, known = b.t.s.cache.get(b.name, key)
 	}
-	if known || b.t.eagerNew {
+	if known || b.t.eagerNew || !b.t.writable { // a read-only transaction sends no commit to check it with
 		if b.Get(key) != nil {
 			return ErrExists
 		}

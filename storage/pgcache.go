@@ -123,16 +123,13 @@ func (c *pgCache) keep(t *pgTx, gen int64, wrote bool) {
 		}
 		switch {
 		case len(b.written) > 0:
-			delete(c.ranges, b.name) // every page of it may have changed
-		case len(b.ranges) > 0:
-			if c.ranges[b.name] == nil {
-				c.ranges[b.name] = map[string][]pgPair{}
+			for k := range c.ranges[b.name] { // every page of it may have changed
+				c.putRange(b.name, k, nil, true)
 			}
+			delete(c.ranges, b.name)
+		default:
 			for k, p := range b.ranges {
-				c.ranges[b.name][k] = p
-				for _, kv := range p {
-					c.bytes += len(kv.k) + len(kv.v)
-				}
+				c.putRange(b.name, k, p, false)
 			}
 		}
 	}
@@ -167,13 +164,30 @@ func (c *pgCache) warm(t *pgTx, gen int64) {
 		for k, v := range b.read {
 			c.put(b.name, k, v)
 		}
-		if len(b.ranges) > 0 {
-			if c.ranges[b.name] == nil {
-				c.ranges[b.name] = map[string][]pgPair{}
-			}
-			for k, p := range b.ranges {
-				c.ranges[b.name][k] = p
-			}
+		for k, p := range b.ranges {
+			c.putRange(b.name, k, p, false)
 		}
 	}
+}
+
+// putRange caches page (or forgets it), keeping c.bytes right.
+func (c *pgCache) putRange(bucket, key string, page []pgPair, forget bool) {
+	size := func(p []pgPair) (n int) {
+		for _, kv := range p {
+			n += len(kv.k) + len(kv.v)
+		}
+		return n + len(key)
+	}
+	if old, ok := c.ranges[bucket][key]; ok {
+		c.bytes -= size(old)
+		delete(c.ranges[bucket], key)
+	}
+	if forget {
+		return
+	}
+	if c.ranges[bucket] == nil {
+		c.ranges[bucket] = map[string][]pgPair{}
+	}
+	c.ranges[bucket][key] = page
+	c.bytes += size(page)
 }
