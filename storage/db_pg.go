@@ -67,7 +67,10 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 		close(db.finished)
 		return db, nil
 	}
-	if err := db.upgrade(); err != nil {
+	s.migrating.Store(true)
+	err = db.upgrade()
+	s.migrating.Store(false)
+	if err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -47,6 +47,7 @@ type pgStore struct {
 	buckets map[string]bool // bucket names; they change only in migrations
 
 	serverReads atomic.Int64 // reads sent to the server (tests watch the cache with it)
+	migrating   atomic.Bool  // Open is running the record migrations
 
 	pidMu sync.Mutex
 	pids  map[uint32]bool // backend pids of this node's connections (notifications it sent)
@@ -58,8 +59,13 @@ const pgWriteLock = 0x6d61696c626f6c74 // "mailbolt"
 // pgNotifyChannel carries each commit's Change to every node.
 const pgNotifyChannel = "mailbolt_change"
 
-// pgTimeout bounds one transaction's statements.
-const pgTimeout = 2 * time.Minute
+// pgTimeout bounds one transaction, its wait for the write lock included;
+// the record migrations at open, which may rewrite every record, get
+// pgMigrationTimeout instead.
+const (
+	pgTimeout          = 2 * time.Minute
+	pgMigrationTimeout = 12 * time.Hour
+)
 
 // pgSchema is the SQL schema's migrations: each entry is one version,
 // applied in order under the write lock and recorded in
@@ -217,7 +223,11 @@ const pgKeyTakenCode = "MB002"
 var errStaleCache = errors.New("storage: stale cache")
 
 func (s *pgStore) runOnce(writable, useCache, eagerNew bool, fn func(kvTx) error) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+	timeout := pgTimeout
+	if s.migrating.Load() {
+		timeout = pgMigrationTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
