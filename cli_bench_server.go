@@ -402,7 +402,8 @@ func benchSetupDir(ctx context.Context, dir, secretFile, alg string) (string, er
 	}
 	defer zone.Close()
 	sc := defaultServeConfig()
-	sc.dataDir, sc.secretKeyFile, sc.httpAddr, sc.smtpAddr = dir, secretFile, "127.0.0.1:0", "127.0.0.1:0"
+	sc.dataDir, sc.httpAddr, sc.smtpAddr = dir, "127.0.0.1:0", "127.0.0.1:0"
+	sc.storage.SecretKeyFile = secretFile
 	sc.hostname, sc.dnsServer, sc.metricsAddr = "mta.bench.test", zone.Addr, ""
 	s, err := startService(sc, slog.New(slog.DiscardHandler), nil)
 	if err != nil {

@@ -216,9 +216,6 @@ func (d *doctor) checkDatabase(ctx context.Context) []ipName {
 // dir) for reading only.
 func (d *doctor) openReadOnly() (*storage.DB, error) {
 	o := d.cfg.storage
-	if o.MaxBatch == 0 {
-		o = storage.DefaultOptions()
-	}
 	o.ReadOnly, o.MustExist = true, true
 	return storage.Open(d.cfg.dataDir, o)
 }

@@ -37,8 +37,7 @@ import (
 // serveConfig is everything `mailbolt serve` can be told.
 type serveConfig struct {
 	dataDir       string
-	secretKeyFile string          // --secret-key-file (a flag of every command); "" is secret.key in dataDir
-	storage       storage.Options // --database and the key file, as every command opens storage
+	storage       storage.Options // --database and --secret-key-file, as every command opens storage
 	databaseConns int
 	httpAddr      string
 	maxBodySize   int64
@@ -140,6 +139,7 @@ func defaultServeConfig() serveConfig {
 	hd, qd := ad.Webhooks.Dispatch, ad.Delivery
 	return serveConfig{
 		dataDir:           "./data",
+		storage:           storage.DefaultOptions(),
 		httpAddr:          "127.0.0.1:8080",
 		maxBodySize:       wd.MaxBodyBytes,
 		maxMessage:        ad.MaxMessageSize,
@@ -190,7 +190,6 @@ func newServeCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
-			cfg.secretKeyFile, _ = cmd.Flags().GetString("secret-key-file")
 			cfg.storage = storageOptions(cmd)
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			cfg.metricsAddrSet = cmd.Flags().Changed("metrics-addr")

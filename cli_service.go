@@ -105,10 +105,6 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
 	dbOpts := cfg.storage
-	if dbOpts.MaxBatch == 0 { // a config built without the command (tests)
-		dbOpts = storage.DefaultOptions()
-		dbOpts.SecretKeyFile = cfg.secretKeyFile
-	}
 	dbOpts.DatabaseConns = cfg.databaseConns
 	dbOpts.Logger = log
 	dbOpts.CommitObserver = s.metrics.Commit

@@ -129,8 +129,8 @@ func boltOptions(opts Options) *bolt.Options {
 // created: an existing file that is not a whole database (empty, truncated,
 // damaged pages) gives ErrDamaged, never a new empty database or a panic.
 func OpenFile(path string, opts Options) (_ *DB, err error) {
-	if opts.LockTimeout <= 0 || opts.MaxBatch < 1 {
-		return nil, errors.New("storage: the lock timeout and the commit batch must be positive (start from DefaultOptions)")
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	exists, err := statFile(path)
 	if err != nil {
@@ -170,15 +170,31 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 			db.bolt.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}
-		if err := db.countGauges(); err != nil {
+		if err := db.startCommitting(); err != nil {
 			b.Close()
-			return nil, fmt.Errorf("open database: count the queues: %w", err)
+			return nil, err
 		}
-		go db.commitLoop()
 	} else {
 		close(db.finished)
 	}
 	return db, nil
+}
+
+func (o Options) check() error {
+	if o.LockTimeout <= 0 || o.MaxBatch < 1 {
+		return errors.New("storage: the lock timeout and the commit batch must be positive (start from DefaultOptions)")
+	}
+	return nil
+}
+
+// startCommitting counts the queue gauges and starts the committer: the
+// last step of a writable Open, on either engine.
+func (db *DB) startCommitting() error {
+	if err := db.countGauges(); err != nil {
+		return fmt.Errorf("open database: count the queues: %w", err)
+	}
+	go db.commitLoop()
+	return nil
 }
 
 // Commits is how many write transactions the committer has committed; with

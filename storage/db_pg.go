@@ -20,8 +20,8 @@ import (
 // is never created here: every node is given the same one, and it is
 // checked against the database's key-check value.
 func openPostgres(dataDir string, opts Options) (*DB, error) {
-	if opts.LockTimeout <= 0 || opts.MaxBatch < 1 {
-		return nil, errors.New("storage: the lock timeout and the commit batch must be positive (start from DefaultOptions)")
+	if err := opts.check(); err != nil {
+		return nil, err
 	}
 	cfg, err := PostgresConfig(opts.Database, opts.DatabaseInsecure)
 	if err != nil {
@@ -74,11 +74,10 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 		s.Close()
 		return nil, err
 	}
-	if err := db.countGauges(); err != nil {
+	if err := db.startCommitting(); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("open database: count the queues: %w", err)
+		return nil, err
 	}
-	go db.commitLoop()
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()

@@ -191,22 +191,22 @@ func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	err := s.runOnce(true, true, false, fn)
-	if errors.Is(err, errStaleCache) {
-		// Another node wrote since this node last did: what the cache held
-		// may be out of date. Run fn again on what the server holds.
-		s.cache.clear()
-		err = s.runOnce(true, false, false, fn)
+	attempt := func(eagerNew bool) error {
+		err := s.runOnce(true, true, eagerNew, fn)
+		if errors.Is(err, errStaleCache) {
+			// Another node wrote since this node last did: what the cache
+			// held may be out of date. Run fn again on what the server holds.
+			s.cache.clear()
+			err = s.runOnce(true, false, eagerNew, fn)
+		}
+		return err
 	}
+	err := attempt(false)
 	if errors.Is(err, errKeyTaken) {
 		// A key ExpectNew let through is taken: run fn again checking each
 		// one as it is asked, so the unit of work that made it hears
 		// ErrExists and the others go on.
-		err = s.runOnce(true, true, true, fn)
-		if errors.Is(err, errStaleCache) {
-			s.cache.clear()
-			err = s.runOnce(true, false, true, fn)
-		}
+		err = attempt(true)
 	}
 	return err
 }
@@ -329,11 +329,9 @@ func (s *pgStore) warm(fn func(kvTx) error) {
 	defer conn.Release()
 	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, warming: true, open: map[string]*pgBucket{}}
 	ferr := fn(t)
-	if t.begun {
-		if err := t.conn.SendBatch(ctx, &pgx.Batch{QueuedQueries: []*pgx.QueuedQuery{{SQL: "COMMIT"}}}).Close(); err != nil {
-			conn.Conn().Close(context.Background())
-			return
-		}
+	if _, err := t.commit(); err != nil {
+		conn.Conn().Close(context.Background())
+		return
 	}
 	if ferr == nil && t.err == nil && t.viewGen > 0 {
 		s.cache.warm(t, t.viewGen)
