@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"mailbolt/app"
@@ -39,11 +40,24 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 // would accept "Recipient" for "recipient"), each at most once. An unknown
 // or repeated field, a wrong type, a body that is not one JSON object, or
 // trailing data is 400 VALIDATION_ERROR naming the field in details.
+//
+// The usual body (known names, each once, no null, no escaped name) is
+// checked by a scan of its top-level names and then decoded in one pass;
+// anything else, and any body that pass refuses, takes the careful
+// field-by-field path, which gives the error.
 func decodeStrict(data []byte, v any) error {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return app.Validation("body", "must be a JSON object")
 	}
+	if plainObject(trimmed, namesOf(v)) && json.Unmarshal(trimmed, v) == nil {
+		return nil
+	}
+	return decodeCareful(trimmed, v)
+}
+
+// decodeCareful is decodeStrict field by field: it names what is wrong.
+func decodeCareful(trimmed []byte, v any) error {
 	fields := jsonFields(v)
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if _, err := dec.Token(); err != nil {
@@ -98,6 +112,136 @@ func decodeStrict(data []byte, v any) error {
 		return app.Validation("body", "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// fieldNames holds, per struct type, its json names (namesOf).
+var fieldNames sync.Map // reflect.Type → map[string]bool
+
+// namesOf is the set of the json names of the struct v points to.
+func namesOf(v any) map[string]bool {
+	t := reflect.TypeOf(v)
+	if names, ok := fieldNames.Load(t); ok {
+		return names.(map[string]bool)
+	}
+	names := map[string]bool{}
+	for name := range jsonFields(v) {
+		names[name] = true
+	}
+	t0 := t.Elem()
+	for i := 0; i < t0.NumField(); i++ {
+		if t0.Field(i).Anonymous {
+			// encoding/json promotes an embedded struct's fields, which
+			// the careful path does not: only that path decodes it.
+			names = nil
+			break
+		}
+	}
+	fieldNames.Store(t, names)
+	return names
+}
+
+// plainObject reports whether data, a JSON text starting with '{', is an
+// object whose top-level names are all in names, each once, none written
+// with escapes and none with a null value. It does not validate the
+// values: it only finds where each ends, and a body that is not JSON fails
+// the decoding that follows. false means "decode carefully", never
+// "invalid".
+func plainObject(data []byte, names map[string]bool) bool {
+	var seen [32]string
+	n := 0
+	i := skipSpace(data, 1)
+	if i < len(data) && data[i] == '}' {
+		return true
+	}
+	for i < len(data) {
+		if data[i] != '"' {
+			return false
+		}
+		end := bytes.IndexByte(data[i+1:], '"')
+		if end < 0 {
+			return false
+		}
+		name := data[i+1 : i+1+end]
+		if bytes.IndexByte(name, '\\') >= 0 || !names[string(name)] || n == len(seen) {
+			return false
+		}
+		for _, s := range seen[:n] {
+			if s == string(name) {
+				return false
+			}
+		}
+		seen[n] = string(name)
+		n++
+		i = skipSpace(data, i+2+end)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+		if i >= len(data) || data[i] == 'n' {
+			return false
+		}
+		if i = skipValue(data, i); i < 0 {
+			return false
+		}
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipSpace(data, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns where the JSON value starting at data[i] ends, or -1.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			if i >= len(data) {
+				return -1
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // the end of the enclosing object: the caller sees it
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
 }
 
 // jsonFields maps the json names of the struct v points to onto its fields.

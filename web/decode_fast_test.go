@@ -1,0 +1,90 @@
+package web
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+
+	"mailbolt/app"
+)
+
+// decodeBoth runs the one-pass path and the careful path on body and
+// fails when they differ in the error or in the value decoded.
+func decodeBoth(t testing.TB, body string) {
+	t.Helper()
+	var fast, careful messageRequest
+	errFast := decodeStrict([]byte(body), &fast)
+	var errCareful error
+	if trimmed := bytes.TrimSpace([]byte(body)); len(trimmed) == 0 || trimmed[0] != '{' {
+		errCareful = app.Validation("body", "must be a JSON object")
+	} else {
+		errCareful = decodeCareful(trimmed, &careful)
+	}
+	if (errFast == nil) != (errCareful == nil) || (errFast != nil && errFast.Error() != errCareful.Error()) {
+		t.Fatalf("body %q: one pass says %v, careful says %v", body, errFast, errCareful)
+	}
+	if errFast == nil && !reflect.DeepEqual(fast, careful) {
+		t.Fatalf("body %q: one pass decoded %+v, careful %+v", body, fast, careful)
+	}
+}
+
+func TestDecodeStrictOnePassAgreesWithCareful(t *testing.T) {
+	for _, body := range []string{
+		`{}`,
+		` { } `,
+		`{"from":"a@b.test","to":["c@d.test"],"subject":"hi","text":"x"}`,
+		`{"from":"a@b.test","to":"c@d.test","attachments":[{"filename":"a.txt","content":"eA=="}],"tracking":{"opens":true}}`,
+		`{"from":"a\"b@b.test","metadata":{"k":["}",{"x":"]"}]},"tags":["a,b","c}"]}`,
+		`{"template_data":{"a":[1,2,{"b":null}],"c":"\\"}"},"template_version":3,"require_tls":true}`,
+		`{"From":"a@b.test"}`,                          // a name in another case
+		`{"from":"a@b.test","from":"c@d.test"}`,        // repeated
+		`{"fr\u006fm":"a@b.test"}`,                     // an escaped name
+		`{"subject":null}`,                             // null where a pointer may be nil
+		`{"from":null}`,                                // null where it may not
+		`{"from":1}`,                                   // wrong type
+		`{"template_version":"3"}`,                     // wrong type
+		`{"from":"a@b.test"} {}`,                       // trailing data
+		`{"from":"a@b.test",}`,                         // trailing comma
+		`{"from" "a@b.test"}`,                          // no colon
+		`{"from":"a@b.test"`,                           // cut short
+		`{"attachments":[{"filename":"a","bogus":1}]}`, // unknown nested name
+		`{"tracking":{"opens":true,"opens":false}}`,    // repeated nested name
+		`{"to":["a@b.test",]}`,
+		`{"send_at":"tomorrow"}`,
+		`{"headers":{"X-A":"1"},"unknown":2}`,
+	} {
+		decodeBoth(t, body)
+	}
+}
+
+func FuzzDecodeStrictOnePass(f *testing.F) {
+	for _, s := range []string{`{"from":"a@b.test","to":["c@d.test"]}`, `{"tracking":{"opens":null}}`, `{"metadata":{"a":"}"}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		decodeBoth(t, body)
+	})
+}
+
+func BenchmarkDecodeStrict(b *testing.B) {
+	body := []byte(`{"from":"bench@bench.test","to":["rcpt@d3.sink.test"],"subject":"bench message 123","text":"` +
+		strings.Repeat("the quick brown fox jumps over the lazy dog\\n", 45) + `","tags":["bench"],"metadata":{"run":"1"}}`)
+	for _, path := range []string{"one-pass", "careful"} {
+		b.Run(path, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var m messageRequest
+				var err error
+				if path == "one-pass" {
+					err = decodeStrict(body, &m)
+				} else {
+					err = decodeCareful(body, &m)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
