@@ -164,6 +164,24 @@ func (q *Queue) Run(ctx context.Context) error {
 	sem := make(chan struct{}, o.Concurrency)
 	done := make(chan struct{}, 1)
 	var wg sync.WaitGroup
+	// The attempts run on Concurrency long-lived workers rather than a
+	// goroutine each: a worker's stack has grown to what an attempt needs
+	// once, not again for every message.
+	work := make(chan job)
+	for range o.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				q.attempt(attempts, j)
+				<-sem
+				select {
+				case done <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for ctx.Err() == nil {
@@ -177,18 +195,7 @@ func (q *Queue) Run(ctx context.Context) error {
 			next = n
 			for _, j := range jobs {
 				sem <- struct{}{}
-				wg.Add(1)
-				go func() {
-					defer func() {
-						<-sem
-						wg.Done()
-						select {
-						case done <- struct{}{}:
-						default:
-						}
-					}()
-					q.attempt(attempts, j)
-				}()
+				work <- j
 			}
 			if len(jobs) == min(free, o.ClaimBatch) {
 				continue // there may be more due now
@@ -215,6 +222,7 @@ func (q *Queue) Run(ctx context.Context) error {
 	if n := len(sem); n > 0 {
 		q.log.Info("waiting for delivery attempts in flight", "attempts", n, "grace", o.ShutdownGrace.String())
 	}
+	close(work)
 	cut := time.AfterFunc(o.ShutdownGrace, abandon)
 	defer cut.Stop()
 	wg.Wait()
