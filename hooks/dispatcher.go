@@ -65,6 +65,7 @@ func (d *Dispatcher) now() time.Time { return d.opts.Now().UTC() }
 // up keeps other dispatchers from sending fresh events until it ends.
 func (d *Dispatcher) Run(ctx context.Context) (err error) {
 	l := d.newLoop()
+	defer l.stopWorkers()
 	defer l.stopSends()
 	defer func() {
 		if rerr := l.releaseOutbox(); rerr != nil {

@@ -17,9 +17,11 @@ type loop struct {
 	d         *Dispatcher
 	sendCtx   context.Context // cancelled when the shutdown grace is over: cuts requests off
 	stopSends context.CancelFunc
-	results   chan result   // answers of the requests in flight
-	wrote     chan writeOut // the end of the running write
-	wg        sync.WaitGroup
+	results   chan result    // answers of the requests in flight
+	wrote     chan writeOut  // the end of the running write
+	work      chan job       // requests to send, to the workers
+	endWork   sync.Once      // closes work
+	wg        sync.WaitGroup // the workers
 	timer     *time.Timer
 
 	inflight int
@@ -42,17 +44,33 @@ func (d *Dispatcher) newLoop() *loop {
 	sendCtx, stopSends := context.WithCancel(context.Background())
 	outbox := newOutboxShards(d)
 	d.holder.Store(&outbox.holder)
-	return &loop{
+	l := &loop{
 		d: d, sendCtx: sendCtx, stopSends: stopSends,
 		results:  make(chan result, d.opts.Workers),
 		wrote:    make(chan writeOut, 1),
+		work:     make(chan job),
 		timer:    time.NewTimer(time.Hour),
 		perHost:  map[string]int{},
 		fresh:    map[uint64]*freshEvent{},
 		outbox:   outbox,
 		canClaim: true,
 	}
+	// Workers-many long-lived senders rather than a goroutine per
+	// request: a sender's stack grows to what a request needs once.
+	for range d.opts.Workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for j := range l.work {
+				l.results <- d.safeSend(l.sendCtx, j)
+			}
+		}()
+	}
+	return l
 }
+
+// stopWorkers ends the senders once they have sent what they were given.
+func (l *loop) stopWorkers() { l.endWork.Do(func() { close(l.work) }) }
 
 // run is Run's loop: start the next write when none runs, send fresh
 // events while workers are free, then wait for whatever comes first.
@@ -126,7 +144,7 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 func (l *loop) sendFresh(wait time.Duration) time.Duration {
 	free := l.d.opts.Workers - l.inflight
 	unsaved := len(l.batch) + len(l.ready)
-	if free <= 0 || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
+	if free <= 0 || (free < l.d.opts.Workers/8 && l.inflight > 0) || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
 		l.d.now().Before(l.writeAfter) {
 		return wait
 	}
@@ -165,6 +183,7 @@ func (l *loop) shutdown() error {
 	if l.writing {
 		l.finishWrite(<-l.wrote, false)
 	}
+	l.stopWorkers()
 	go func() { l.wg.Wait(); close(l.results) }()
 	for r := range l.results {
 		l.settle(r)
@@ -182,11 +201,7 @@ func (l *loop) launch(jobs []job) {
 	for _, j := range jobs {
 		l.inflight++
 		l.perHost[j.host]++
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			l.results <- l.d.safeSend(l.sendCtx, j)
-		}()
+		l.work <- j // a sender is free: fewer than Workers are in flight
 	}
 }
 
