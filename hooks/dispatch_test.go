@@ -545,6 +545,55 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 	}
 }
 
+// TestFewFreeSendersStillSend: fresh events are taken a few at a time
+// while answers stream in, but never held back long: with all senders but
+// one waiting on a slow receiver, an event for another one goes out.
+func TestFewFreeSendersStillSend(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	defer releaseAll()
+	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	fast := newReceiver(t, status(200))
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := mustNew(t, db, testOptions(func(o *Options) { o.Workers, o.PerHost, o.Timeout = 16, 15, time.Minute }))
+	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
+	h.webhook(slow.URL, "message.sent")
+	fastHook := h.webhook(fast.URL, "message.opened")
+	for range 15 {
+		h.event("message.sent")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	for deadline := time.Now().Add(5 * time.Second); slow.count() < 15; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests reached the slow receiver, want 15", slow.count())
+		}
+	}
+	fastEvent := h.event("message.opened")
+	d.Kick()
+	for deadline := time.Now().Add(5 * time.Second); h.statusOf(fastHook, fastEvent) != storage.DeliveryDelivered; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the last free sender was held back while the others waited on the slow receiver")
+		}
+	}
+	releaseAll()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestShutdownPutsInFlightBack(t *testing.T) {
 	hold := make(chan struct{})
 	rec := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {

@@ -38,7 +38,13 @@ type loop struct {
 	kicked     bool      // a kick came while a write was running
 	canClaim   bool      // false while due work waits on busy hosts
 	writeAfter time.Time // after a failed write
+	heldSince  time.Time // since when a take waits for more free senders
 }
+
+// takeHold bounds how long free senders wait for others to be free before
+// a take (sendFresh). It is the process's own clock, not Options.Now:
+// it paces the loop, it is not an attempt's time.
+const takeHold = time.Millisecond
 
 func (d *Dispatcher) newLoop() *loop {
 	sendCtx, stopSends := context.WithCancel(context.Background())
@@ -144,7 +150,19 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 func (l *loop) sendFresh(wait time.Duration) time.Duration {
 	free := l.d.opts.Workers - l.inflight
 	unsaved := len(l.batch) + len(l.ready)
-	if free <= 0 || (free < l.d.opts.Workers/8 && l.inflight > 0) || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
+	if free > 0 && free < l.d.opts.Workers/8 && l.inflight > 0 {
+		// Answers are streaming in: wait a moment for a few more senders
+		// to be free, so one take (a read transaction) serves several
+		// events, not one each. Never longer than takeHold.
+		if l.heldSince.IsZero() {
+			l.heldSince = time.Now()
+		}
+		if held := time.Since(l.heldSince); held < takeHold {
+			return min(wait, takeHold-held)
+		}
+	}
+	l.heldSince = time.Time{}
+	if free <= 0 || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
 		l.d.now().Before(l.writeAfter) {
 		return wait
 	}
