@@ -33,18 +33,24 @@ type loop struct {
 	ready   []*freshEvent         // fresh events to save
 	toQueue []storage.OutboxEntry // outbox entries to queue or drop
 
-	writing    bool      // a write is running
-	claiming   bool      // ... and it claims from the queue
-	kicked     bool      // a kick came while a write was running
-	canClaim   bool      // false while due work waits on busy hosts
-	writeAfter time.Time // after a failed write
-	heldSince  time.Time // since when a take waits for more free senders
+	writing      bool      // a write is running
+	claiming     bool      // ... and it claims from the queue
+	kicked       bool      // a kick came while a write was running
+	canClaim     bool      // false while due work waits on busy hosts
+	writeAfter   time.Time // after a failed write
+	heldSince    time.Time // since when a take waits for more free senders
+	pendingSince time.Time // since when answers wait for a write to gather more
 }
 
 // takeHold bounds how long free senders wait for others to be free before
-// a take (sendFresh). It is the process's own clock, not Options.Now:
-// it paces the loop, it is not an attempt's time.
-const takeHold = time.Millisecond
+// a take (sendFresh), and writeHold how long answers wait for more to be
+// saved with them while requests are out (maybeWrite). Both are the
+// process's own clock, not Options.Now: they pace the loop, they are not
+// an attempt's time.
+const (
+	takeHold  = time.Millisecond
+	writeHold = 5 * time.Millisecond
+)
 
 func (d *Dispatcher) newLoop() *loop {
 	sendCtx, stopSends := context.WithCancel(context.Background())
@@ -135,6 +141,19 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 			in.claim, in.perHost = free, maps.Clone(l.perHost)
 		}
 	}
+	if n := len(in.results) + len(in.fresh) + len(in.queue); in.claim == 0 && len(in.queue) == 0 && n > 0 && n < 4*l.d.opts.Workers && l.inflight > 0 {
+		// More answers are on their way: let them join this write, so a
+		// commit saves a few milliseconds of answers rather than the few
+		// that came during the last commit. Never longer than writeHold:
+		// until saved, an answer's event is re-sent after a crash.
+		if l.pendingSince.IsZero() {
+			l.pendingSince = time.Now()
+		}
+		if held := time.Since(l.pendingSince); held < writeHold {
+			return min(wait, writeHold-held)
+		}
+	}
+	l.pendingSince = time.Time{}
 	if in.claim > 0 || len(in.results)+len(in.fresh)+len(in.queue) > 0 {
 		l.batch, l.ready, l.toQueue = nil, nil, nil
 		l.startWrite(in)
