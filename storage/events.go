@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -112,6 +113,131 @@ type outboxEvent struct {
 	Type      string `json:"event"`
 	Test      bool   `json:"test"`
 	WebhookID string `json:"webhook_id,omitempty"`
+}
+
+// readOutboxEvent reads the fan-out fields of the event record at key.
+// Records are flat JSON objects written by putJSON: a scan picks out the
+// few fields, and only a record the scan cannot read plainly (an escape, a
+// nested value) goes through encoding/json.
+func readOutboxEvent(events kvBucket, key []byte) (outboxEvent, error) {
+	var ev outboxEvent
+	data := events.Get(key)
+	if data == nil {
+		return ev, ErrNotFound
+	}
+	if scanOutboxEvent(data, &ev) {
+		return ev, nil
+	}
+	ev = outboxEvent{}
+	return ev, decodeJSON(key, data, &ev)
+}
+
+// scanOutboxEvent fills ev from a flat JSON object of strings, booleans
+// and nulls whose strings are plain printable ASCII; false for anything else.
+func scanOutboxEvent(data []byte, ev *outboxEvent) bool {
+	i := 0
+	next := func(c byte) bool {
+		if i < len(data) && data[i] == c {
+			i++
+			return true
+		}
+		return false
+	}
+	str := func() (string, bool) {
+		if !next('"') {
+			return "", false
+		}
+		end := bytes.IndexByte(data[i:], '"')
+		if end < 0 {
+			return "", false
+		}
+		for _, c := range data[i : i+end] {
+			if c < 0x20 || c >= 0x80 || c == '\\' {
+				return "", false // control, non-ASCII or escaped: encoding/json's to read
+			}
+		}
+		s := string(data[i : i+end])
+		i += end + 1
+		return s, true
+	}
+	if !next('{') {
+		return false
+	}
+	if next('}') {
+		return i == len(data)
+	}
+	for {
+		name, ok := str()
+		if !ok || !next(':') || (!outboxField(name) && outboxFieldFolded(name)) {
+			return false // encoding/json matches names without regard to case
+		}
+		switch {
+		case i < len(data) && data[i] == '"':
+			v, ok := str()
+			if !ok {
+				return false
+			}
+			switch name {
+			case "id":
+				ev.ID = v
+			case "account_id":
+				ev.AccountID = v
+			case "event":
+				ev.Type = v
+			case "webhook_id":
+				ev.WebhookID = v
+			case "test":
+				return false
+			}
+		case bytes.HasPrefix(data[i:], []byte("true")):
+			if name == "test" {
+				ev.Test = true
+			} else if outboxField(name) {
+				return false
+			}
+			i += len("true")
+		case bytes.HasPrefix(data[i:], []byte("false")):
+			if name == "test" {
+				ev.Test = false
+			} else if outboxField(name) {
+				return false
+			}
+			i += len("false")
+		case bytes.HasPrefix(data[i:], []byte("null")):
+			if outboxField(name) {
+				return false
+			}
+			i += len("null")
+		default:
+			return false // a number or a nested value: not an event record's
+		}
+		if next('}') {
+			return i == len(data)
+		}
+		if !next(',') {
+			return false
+		}
+	}
+}
+
+// outboxField reports whether name is one of the fields outboxEvent reads.
+func outboxField(name string) bool {
+	switch name {
+	case "id", "account_id", "event", "test", "webhook_id":
+		return true
+	}
+	return false
+}
+
+// outboxFieldFolded reports whether name is one of those fields in
+// another case.
+func outboxFieldFolded(name string) bool {
+	for _, f := range []string{"id", "account_id", "event", "test", "webhook_id"} {
+		if strings.EqualFold(name, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // Outbox returns up to max events waiting for fan-out, oldest first.

@@ -237,8 +237,8 @@ func (tx *Tx) OutboxIn(shards OutboxShardSet, after uint64, max, scan int) (out 
 		if shards != AllOutboxShards && !shards.Has(OutboxShard(seq)) {
 			continue
 		}
-		var ev outboxEvent
-		if err := getJSON(events, v, &ev); err != nil {
+		ev, err := readOutboxEvent(events, v)
+		if err != nil {
 			// Expired before fan-out: nothing left to deliver.
 			out = append(out, OutboxEntry{Seq: seq})
 			continue
