@@ -16,6 +16,16 @@ type Tx struct {
 	gauge   gaugeDelta     // what it changed of the gauges (gauges.go)
 	seal    *sealer        // seals and opens secrets (seal.go); nil only read-only without a key file
 	decoded *decodedCaches // hot records already decoded (decoded.go); nil: none
+	// opened keeps the first buckets a read-only transaction looks up:
+	// bbolt opens a bucket anew on every lookup outside a write
+	// transaction (a write transaction keeps them itself).
+	opened  [8]openedBucket
+	nOpened int
+}
+
+type openedBucket struct {
+	name []byte
+	b    kvBucket
 }
 
 // Bucket names. Every bucket is created by a migration.
@@ -108,10 +118,19 @@ var (
 const sep = 0x00
 
 func (tx *Tx) bucket(name []byte) kvBucket {
+	for _, o := range tx.opened[:tx.nOpened] {
+		if bytes.Equal(o.name, name) {
+			return o.b
+		}
+	}
 	b := tx.btx.Bucket(name)
 	if b == nil {
 		// Migrations create every bucket; a missing one is a programming error.
 		panic(fmt.Sprintf("storage: bucket %q missing", name))
+	}
+	if tx.nOpened < len(tx.opened) && !tx.btx.Writable() {
+		tx.opened[tx.nOpened] = openedBucket{name: name, b: b}
+		tx.nOpened++
 	}
 	return b
 }
