@@ -103,7 +103,10 @@
 //
 // Answers are saved in the background, one write at a time holding every
 // answer since the previous one, so sending goes on while a commit waits
-// for its fsync. A write that fails is logged and tried again with the
+// for its fsync. While requests are out, a write waits up to writeHold
+// (5 ms) for more answers to join it, and free senders wait up to
+// takeHold (1 ms) for others before the outbox is read: under load one
+// commit and one read serve many events. A write that fails is logged and tried again with the
 // same answers a second later; fresh sending pauses until then, and the
 // answered requests are not sent again unless the process stops before a
 // write succeeds. A failed read is logged, and the loop goes on with what
