@@ -486,25 +486,33 @@ func TestDeletedWebhookStopsItsDeliveries(t *testing.T) {
 	}
 }
 
-func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
+// slowAndFast is a dispatcher over a fresh store, not running yet, with a
+// receiver that holds every request until releaseAll and one that answers
+// 200 at once.
+func slowAndFast(t *testing.T, workers, perHost int) (h *harness, d *Dispatcher, slow, fast *receiver, releaseAll func()) {
 	release := make(chan struct{})
 	var once sync.Once
-	releaseAll := func() { once.Do(func() { close(release) }) }
-	defer releaseAll()
-	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+	releaseAll = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(releaseAll)
+	slow = newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	})
-	fast := newReceiver(t, status(200))
+	fast = newReceiver(t, status(200))
 	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	d := mustNew(t, db, testOptions(func(o *Options) { o.Workers, o.PerHost, o.Timeout = 4, 2, time.Minute }))
-	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
+	t.Cleanup(func() { db.Close() })
+	d = mustNew(t, db, testOptions(func(o *Options) { o.Workers, o.PerHost, o.Timeout = workers, perHost, time.Minute }))
+	h = &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
+	return h, d, slow, fast, releaseAll
+}
+
+func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
+	h, d, slow, fast, releaseAll := slowAndFast(t, 4, 2)
 	slowHook := h.webhook(slow.URL, "message.sent")
 	fastHook := h.webhook(fast.URL, "message.opened")
 	var slowEvents []storage.Event
@@ -549,24 +557,7 @@ func TestSlowReceiverDoesNotHoldUpOthers(t *testing.T) {
 // while answers stream in, but never held back long: with all senders but
 // one waiting on a slow receiver, an event for another one goes out.
 func TestFewFreeSendersStillSend(t *testing.T) {
-	release := make(chan struct{})
-	var once sync.Once
-	releaseAll := func() { once.Do(func() { close(release) }) }
-	defer releaseAll()
-	slow := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	fast := newReceiver(t, status(200))
-	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	d := mustNew(t, db, testOptions(func(o *Options) { o.Workers, o.PerHost, o.Timeout = 16, 15, time.Minute }))
-	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
+	h, d, slow, fast, releaseAll := slowAndFast(t, 16, 15)
 	h.webhook(slow.URL, "message.sent")
 	fastHook := h.webhook(fast.URL, "message.opened")
 	for range 15 {

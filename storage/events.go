@@ -189,20 +189,17 @@ func scanOutboxEvent(data []byte, ev *outboxEvent) bool {
 			case "test":
 				return false
 			}
-		case bytes.HasPrefix(data[i:], []byte("true")):
+		case bytes.HasPrefix(data[i:], []byte("true")), bytes.HasPrefix(data[i:], []byte("false")):
+			b := data[i] == 't'
 			if name == "test" {
-				ev.Test = true
-			} else if outboxField(name) {
-				return false
-			}
-			i += len("true")
-		case bytes.HasPrefix(data[i:], []byte("false")):
-			if name == "test" {
-				ev.Test = false
+				ev.Test = b
 			} else if outboxField(name) {
 				return false
 			}
 			i += len("false")
+			if b {
+				i -= len("false") - len("true")
+			}
 		case bytes.HasPrefix(data[i:], []byte("null")):
 			if outboxField(name) {
 				return false
