@@ -8,8 +8,8 @@ import (
 )
 
 // Tx is one unit of work: a read-only transaction inside DB.View or a
-// read-write one inside DB.Update. Values it returns are copies, safe to keep
-// after the transaction ends.
+// read-write one inside DB.Update, used by one goroutine. Values it returns
+// are copies, safe to keep after the transaction ends.
 type Tx struct {
 	btx     kvTx
 	changed Change         // what this write transaction filed for the workers
@@ -24,7 +24,7 @@ type Tx struct {
 }
 
 type openedBucket struct {
-	name []byte
+	name string
 	b    kvBucket
 }
 
@@ -119,7 +119,7 @@ const sep = 0x00
 
 func (tx *Tx) bucket(name []byte) kvBucket {
 	for _, o := range tx.opened[:tx.nOpened] {
-		if bytes.Equal(o.name, name) {
+		if o.name == string(name) {
 			return o.b
 		}
 	}
@@ -129,7 +129,7 @@ func (tx *Tx) bucket(name []byte) kvBucket {
 		panic(fmt.Sprintf("storage: bucket %q missing", name))
 	}
 	if tx.nOpened < len(tx.opened) && !tx.btx.Writable() {
-		tx.opened[tx.nOpened] = openedBucket{name: name, b: b}
+		tx.opened[tx.nOpened] = openedBucket{name: string(name), b: b}
 		tx.nOpened++
 	}
 	return b

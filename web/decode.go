@@ -50,8 +50,16 @@ func decodeStrict(data []byte, v any) error {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return app.Validation("body", "must be a JSON object")
 	}
-	if plainObject(trimmed, namesOf(v)) && json.Unmarshal(trimmed, v) == nil {
-		return nil
+	if plainObject(trimmed, namesOf(v)) {
+		target := reflect.ValueOf(v).Elem()
+		before := reflect.New(target.Type()).Elem()
+		before.Set(target)
+		if json.Unmarshal(trimmed, v) == nil {
+			return nil
+		}
+		// The careful path starts from what v held, not from what the
+		// failed pass left in it.
+		target.Set(before)
 	}
 	return decodeCareful(trimmed, v)
 }
