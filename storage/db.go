@@ -140,6 +140,7 @@ func OpenFile(path string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("%w: %s", ErrNoDatabase, path)
 	}
 	if exists {
+		prefetch(path)
 		if err := verify(path, opts.LockTimeout); err != nil {
 			return nil, err
 		}
