@@ -28,6 +28,9 @@ func prefetch(path string) {
 	if err != nil {
 		return
 	}
+	if fi.Size() < prefetchMin {
+		return // the common case: asked nothing more
+	}
 	resident, pages := residentPages(f, fi.Size())
 	if !shouldPrefetch(fi.Size(), memAvailable(), resident, pages) {
 		return
