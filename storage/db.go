@@ -117,15 +117,10 @@ func DefaultOptions() Options {
 
 func boltOptions(opts Options) *bolt.Options {
 	return &bolt.Options{
-		Timeout:        opts.LockTimeout,
-		ReadOnly:       opts.ReadOnly,
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
-		// Read (or rebuild) the free page list in Open, on the opening
-		// goroutine, where a damaged list page (saveFreelist leaves one
-		// after a clean close) is recovered as ErrDamaged, whatever the
-		// first write transaction is and wherever it runs.
-		PreLoadFreelist: true,
+		Timeout:         opts.LockTimeout,
+		ReadOnly:        opts.ReadOnly,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true,
 		InitialMmapSize: 256 << 20,
 	}
 }
