@@ -222,31 +222,7 @@ func (db *DB) Close() error {
 		db.stopListen()
 		<-db.listening
 	}
-	if db.bolt != nil && !db.opts.ReadOnly {
-		db.saveFreelist()
-	}
 	return db.kv.Close()
-}
-
-// saveFreelist writes bbolt's list of free pages into the file with one
-// last, empty commit. The store runs with NoFreelistSync, which keeps
-// commits cheap but leaves the next open to rebuild the list by reading
-// every page (8 s and 120 MB of memory for a store of a million messages).
-// After a clean close the next open reads the list instead; its first
-// commit drops it again, so a crash after that rebuilds as before. It
-// runs after the last commit of the committer, on the closing goroutine:
-// nothing else commits now. A failure only costs the next open the
-// rebuild.
-func (db *DB) saveFreelist() {
-	db.bolt.NoFreelistSync = false
-	if err := db.bolt.Update(func(*bolt.Tx) error { return nil }); err != nil {
-		log := db.opts.Logger
-		if log == nil {
-			log = slog.Default()
-		}
-		log.Warn("storage: saving the free page list at close failed; the next start rebuilds it", "err", err)
-	}
-	db.bolt.NoFreelistSync = true
 }
 
 // View runs fn in a read-only transaction. Keep fn short and free of I/O:
