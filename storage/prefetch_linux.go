@@ -28,11 +28,12 @@ func prefetch(path string) {
 	if err != nil {
 		return
 	}
-	if fi.Size() < prefetchMin {
-		return // the common case: asked nothing more
+	avail := memAvailable()
+	if fi.Size() < prefetchMin || !shouldPrefetch(fi.Size(), avail, 0, 1) {
+		return // small, or too large for memory: the page cache is not asked
 	}
 	resident, pages := residentPages(f, fi.Size())
-	if !shouldPrefetch(fi.Size(), memAvailable(), resident, pages) {
+	if !shouldPrefetch(fi.Size(), avail, resident, pages) {
 		return
 	}
 	buf := make([]byte, 4<<20)
