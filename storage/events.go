@@ -115,21 +115,25 @@ type outboxEvent struct {
 	WebhookID string `json:"webhook_id,omitempty"`
 }
 
-// readOutboxEvent reads the fan-out fields of the event record at key.
-// Records are flat JSON objects written by putJSON: a scan picks out the
-// few fields, and only a record the scan cannot read plainly (an escape, a
-// nested value) goes through encoding/json.
-func readOutboxEvent(events kvBucket, key []byte) (outboxEvent, error) {
-	var ev outboxEvent
+// outboxEntry is the outbox entry seq whose event record is at key, with
+// the fan-out fields read from the record: a scan picks them out of the
+// flat JSON putJSON wrote, and only a record the scan cannot read plainly
+// (an escape, a nested value) goes through encoding/json. A record gone
+// (expired before fan-out) or unreadable leaves the event zero: nothing
+// is left to deliver.
+func outboxEntry(events kvBucket, seq uint64, key []byte) OutboxEntry {
 	data := events.Get(key)
 	if data == nil {
-		return ev, ErrNotFound
+		return OutboxEntry{Seq: seq}
 	}
-	if scanOutboxEvent(data, &ev) {
-		return ev, nil
+	var ev outboxEvent
+	if !scanOutboxEvent(data, &ev) {
+		ev = outboxEvent{} // what the scan read before it declined
+		if decodeJSON(key, data, &ev) != nil {
+			return OutboxEntry{Seq: seq}
+		}
 	}
-	ev = outboxEvent{}
-	return ev, decodeJSON(key, data, &ev)
+	return OutboxEntry{Seq: seq, Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test, WebhookID: ev.WebhookID}}
 }
 
 // scanOutboxEvent fills ev from a flat JSON object of strings, booleans
@@ -217,24 +221,16 @@ func scanOutboxEvent(data []byte, ev *outboxEvent) bool {
 	}
 }
 
-// outboxField reports whether name is one of the fields outboxEvent reads.
-func outboxField(name string) bool {
-	switch name {
-	case "id", "account_id", "event", "test", "webhook_id":
-		return true
-	}
-	return false
-}
+// outboxFields are the record fields outboxEvent reads.
+var outboxFields = []string{"id", "account_id", "event", "test", "webhook_id"}
 
-// outboxFieldFolded reports whether name is one of those fields in
+// outboxField reports whether name is one of outboxFields.
+func outboxField(name string) bool { return slices.Contains(outboxFields, name) }
+
+// outboxFieldFolded reports whether name is one of outboxFields in
 // another case.
 func outboxFieldFolded(name string) bool {
-	for _, f := range []string{"id", "account_id", "event", "test", "webhook_id"} {
-		if strings.EqualFold(name, f) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(outboxFields, func(f string) bool { return strings.EqualFold(name, f) })
 }
 
 // Outbox returns up to max events waiting for fan-out, oldest first.
@@ -248,13 +244,7 @@ func (tx *Tx) OutboxAfter(after uint64, max int) ([]OutboxEntry, error) {
 	c := tx.bucket(bucketEventOutbox).Cursor()
 	events := tx.bucket(bucketEvents)
 	for k, v := c.Seek(putU64(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
-		var ev outboxEvent
-		if err := getJSON(events, v, &ev); err != nil {
-			// Expired before fan-out: nothing left to deliver.
-			out = append(out, OutboxEntry{Seq: getU64(k)})
-			continue
-		}
-		out = append(out, OutboxEntry{Seq: getU64(k), Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test, WebhookID: ev.WebhookID}})
+		out = append(out, outboxEntry(events, getU64(k), v))
 	}
 	return out, nil
 }

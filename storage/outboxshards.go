@@ -237,13 +237,7 @@ func (tx *Tx) OutboxIn(shards OutboxShardSet, after uint64, max, scan int) (out 
 		if shards != AllOutboxShards && !shards.Has(OutboxShard(seq)) {
 			continue
 		}
-		ev, err := readOutboxEvent(events, v)
-		if err != nil {
-			// Expired before fan-out: nothing left to deliver.
-			out = append(out, OutboxEntry{Seq: seq})
-			continue
-		}
-		out = append(out, OutboxEntry{Seq: seq, Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test, WebhookID: ev.WebhookID}})
+		out = append(out, outboxEntry(events, seq, v))
 	}
 	return out, through, false, nil
 }
