@@ -33,13 +33,26 @@ type loop struct {
 	ready   []*freshEvent         // fresh events to save
 	toQueue []storage.OutboxEntry // outbox entries to queue or drop
 
-	writing      bool      // a write is running
-	claiming     bool      // ... and it claims from the queue
-	kicked       bool      // a kick came while a write was running
-	canClaim     bool      // false while due work waits on busy hosts
-	writeAfter   time.Time // after a failed write
-	heldSince    time.Time // since when a take waits for more free senders
-	pendingSince time.Time // since when answers wait for a write to gather more
+	writing    bool      // a write is running
+	claiming   bool      // ... and it claims from the queue
+	kicked     bool      // a kick came while a write was running
+	canClaim   bool      // false while due work waits on busy hosts
+	writeAfter time.Time // after a failed write
+	takeHeld   hold      // a take waiting for more free senders
+	writeHeld  hold      // answers waiting for a write to gather more
+}
+
+// hold is a wait of bounded length that starts when first asked for.
+type hold struct{ since time.Time }
+
+// wait starts the hold if it has not started and reports how much of limit
+// is left, false once it is spent.
+func (h *hold) wait(limit time.Duration) (time.Duration, bool) {
+	if h.since.IsZero() {
+		h.since = time.Now()
+	}
+	left := limit - time.Since(h.since)
+	return left, left > 0
 }
 
 // takeHold bounds how long free senders wait for others to be free before
@@ -146,14 +159,11 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 		// commit saves a few milliseconds of answers rather than the few
 		// that came during the last commit. Never longer than writeHold:
 		// until saved, an answer's event is re-sent after a crash.
-		if l.pendingSince.IsZero() {
-			l.pendingSince = time.Now()
-		}
-		if held := time.Since(l.pendingSince); held < writeHold {
-			return min(wait, writeHold-held)
+		if left, ok := l.writeHeld.wait(writeHold); ok {
+			return min(wait, left)
 		}
 	}
-	l.pendingSince = time.Time{}
+	l.writeHeld = hold{}
 	if in.claim > 0 || len(in.results)+len(in.fresh)+len(in.queue) > 0 {
 		l.batch, l.ready, l.toQueue = nil, nil, nil
 		l.startWrite(in)
@@ -173,14 +183,11 @@ func (l *loop) sendFresh(wait time.Duration) time.Duration {
 		// Answers are streaming in: wait a moment for a few more senders
 		// to be free, so one take (a read transaction) serves several
 		// events, not one each. Never longer than takeHold.
-		if l.heldSince.IsZero() {
-			l.heldSince = time.Now()
-		}
-		if held := time.Since(l.heldSince); held < takeHold {
-			return min(wait, takeHold-held)
+		if left, ok := l.takeHeld.wait(takeHold); ok {
+			return min(wait, left)
 		}
 	}
-	l.heldSince = time.Time{}
+	l.takeHeld = hold{}
 	if free <= 0 || l.claiming || len(l.toQueue) >= queueBatch || unsaved >= maxUnsaved ||
 		l.d.now().Before(l.writeAfter) {
 		return wait

@@ -29,11 +29,10 @@ func prefetch(path string) {
 		return
 	}
 	avail := memAvailable()
-	if fi.Size() < prefetchMin || !shouldPrefetch(fi.Size(), avail, 0, 1) {
+	if !worthReading(fi.Size(), avail) {
 		return // small, or too large for memory: the page cache is not asked
 	}
-	resident, pages := residentPages(f, fi.Size())
-	if !shouldPrefetch(fi.Size(), avail, resident, pages) {
+	if resident, pages := residentPages(f, fi.Size()); !shouldPrefetch(fi.Size(), avail, resident, pages) {
 		return
 	}
 	buf := make([]byte, 4<<20)
@@ -53,7 +52,13 @@ const prefetchMin = 256 << 20
 // cache: only a large file, less than half cached, that takes at most half
 // of the available memory.
 func shouldPrefetch(size, avail int64, resident, pages int) bool {
-	return size >= prefetchMin && avail > 0 && size <= avail/2 && pages > 0 && resident*2 < pages
+	return worthReading(size, avail) && pages > 0 && resident*2 < pages
+}
+
+// worthReading is shouldPrefetch's part that needs no look at the cache:
+// a large file taking at most half of the available memory (0: unknown).
+func worthReading(size, avail int64) bool {
+	return size >= prefetchMin && avail > 0 && size <= avail/2
 }
 
 // residentPages counts the pages of f in the page cache (mincore over a
