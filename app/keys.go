@@ -226,8 +226,9 @@ func (a *App) Authenticate(secret string) (Principal, error) {
 	hash := HashSecret(secret)
 	var k storage.APIKey
 	var acct storage.Account
-	err := a.db.View(func(tx *storage.Tx) error {
+	err := a.db.ViewCached(func(tx *storage.Tx) error {
 		var err error
+		acct = storage.Account{} // fn may run twice
 		if k, err = tx.APIKeyByHash(hash); err != nil {
 			return err
 		}

@@ -46,7 +46,10 @@ type pgStore struct {
 	mu      sync.RWMutex
 	buckets map[string]bool // bucket names; they change only in migrations
 
+	gens genCheck // the generation, read for cached views
+
 	serverReads atomic.Int64 // reads sent to the server (tests watch the cache with it)
+	cachedViews atomic.Int64 // views answered from the cache alone
 	migrating   atomic.Bool  // Open is running the record migrations
 
 	pidMu sync.Mutex
@@ -118,6 +121,10 @@ func openPGStore(ctx context.Context, cfg *pgxpool.Config) (*pgStore, error) {
 		return nil, err
 	}
 	s.pool = pool
+	s.gens.read = func(ctx context.Context) (n int64, err error) {
+		err = pool.QueryRow(ctx, "SELECT n FROM mailbolt_generation").Scan(&n)
+		return n, err
+	}
 	if err := s.migrateSQL(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -185,19 +192,42 @@ func (s *pgStore) View(fn func(kvTx) error) error { return s.run(false, fn) }
 
 func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
 
+// viewCached runs fn on what the node's cache holds when the server's
+// generation, read after the call began, is the cache's: the cache is then
+// the state the server holds, and nothing written before the call is
+// missed. When the generations differ, or fn asks for a record the cache
+// does not hold, fn runs again in a read-only transaction on the server
+// (so fn may run twice), and what that reads is added to the cache.
+func (s *pgStore) viewCached(fn func(kvTx) error) error {
+	if at := s.cache.generation(); at != 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+		n, err := s.gens.current(ctx)
+		cancel()
+		if err == nil && n == at {
+			t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
+			ferr := fn(t)
+			if !t.missed {
+				s.cachedViews.Add(1)
+				return ferr
+			}
+		}
+	}
+	return s.runOnce(false, false, false, true, fn)
+}
+
 func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
 	if !writable {
-		return s.runOnce(false, false, false, fn)
+		return s.runOnce(false, false, false, false, fn)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	attempt := func(eagerNew bool) error {
-		err := s.runOnce(true, true, eagerNew, fn)
+		err := s.runOnce(true, true, eagerNew, false, fn)
 		if errors.Is(err, errStaleCache) {
 			// Another node wrote since this node last did: what the cache
 			// held may be out of date. Run fn again on what the server holds.
 			s.cache.clear()
-			err = s.runOnce(true, false, eagerNew, fn)
+			err = s.runOnce(true, false, eagerNew, false, fn)
 		}
 		return err
 	}
@@ -222,7 +252,10 @@ const pgKeyTakenCode = "MB002"
 // the cache was filled.
 var errStaleCache = errors.New("storage: stale cache")
 
-func (s *pgStore) runOnce(writable, useCache, eagerNew bool, fn func(kvTx) error) (err error) {
+// runOnce runs fn in one transaction. A read-only one that is warming
+// adds what it read to the cache when its snapshot is of the cache's
+// generation.
+func (s *pgStore) runOnce(writable, useCache, eagerNew, warming bool, fn func(kvTx) error) (err error) {
 	timeout := pgTimeout
 	if s.migrating.Load() {
 		timeout = pgMigrationTimeout
@@ -239,7 +272,8 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew bool, fn func(kvTx) error
 		s.pids[conn.Conn().PgConn().PID()] = true
 		s.pidMu.Unlock()
 	}
-	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: useCache, eagerNew: eagerNew, open: map[string]*pgBucket{}}
+	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: useCache, eagerNew: eagerNew,
+		warming: warming && !writable, open: map[string]*pgBucket{}}
 	done := false
 	defer func() {
 		if !done && t.begun {
@@ -263,6 +297,10 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew bool, fn func(kvTx) error
 	}
 	if t.err != nil {
 		return fmt.Errorf("storage: %w", t.err)
+	}
+	if t.warming && t.viewGen > 0 {
+		// Every read was of one snapshot, whatever fn made of them.
+		s.cache.warm(t, t.viewGen)
 	}
 	if ferr != nil {
 		return ferr
@@ -320,6 +358,12 @@ const pgStaleCode = "MB001"
 // write transaction will make, made beforehand outside the write lock and
 // in parallel with it.
 func (s *pgStore) warm(fn func(kvTx) error) {
+	if at := s.cache.generation(); at != 0 {
+		t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
+		if fn(t); !t.missed {
+			return // the cache holds it all already
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -398,6 +442,10 @@ type pgTx struct {
 	open    map[string]*pgBucket
 	created map[string]bool // buckets created (true) or deleted (false) here
 	notify  Change
+
+	cacheOnly bool  // a view that reads the cache alone, at generation pin
+	pin       int64 // (see pgStore.viewCached)
+	missed    bool  // it asked for something the cache did not hold
 
 	begun     bool     // BEGIN has been sent (with the first statement)
 	useCache  bool     // reads may come from the node's cache
@@ -654,8 +702,17 @@ func (b *pgBucket) Get(key []byte) []byte {
 	if v, ok := b.read[string(key)]; ok {
 		return v
 	}
+	if b.t.cacheOnly {
+		v, ok := b.t.s.cache.get(b.name, key, b.t.pin)
+		if !ok {
+			b.t.missed = true
+			return nil
+		}
+		b.read[string(key)] = v
+		return v
+	}
 	if b.t.useCache {
-		if v, ok := b.t.s.cache.get(b.name, key); ok {
+		if v, ok := b.t.s.cache.get(b.name, key, 0); ok {
 			b.t.usedCache = true
 			b.read[string(key)] = v
 			return v
@@ -710,7 +767,7 @@ func (b *pgBucket) ExpectNew(key []byte) error {
 	}
 	_, known := b.read[string(key)]
 	if !known && b.t.useCache {
-		_, known = b.t.s.cache.get(b.name, key)
+		_, known = b.t.s.cache.get(b.name, key, 0)
 	}
 	if known || b.t.eagerNew || !b.t.writable { // a read-only transaction sends no commit to check it with
 		if b.Get(key) != nil {
@@ -773,6 +830,10 @@ func (b *pgBucket) NextSequence() (uint64, error) {
 }
 
 func (b *pgBucket) KeyN() int {
+	if b.t.cacheOnly {
+		b.t.missed = true // counts are not cached
+		return 0
+	}
 	var n int
 	batch := b.t.batch()
 	b.t.queueFlush(batch)
@@ -831,8 +892,16 @@ func (c *pgCursor) load(forward bool, from []byte, inclusive bool) ([]byte, []by
 			return c.land()
 		}
 	}
+	if t.cacheOnly {
+		page, ok := t.s.cache.rangeGet(c.b.name, rk, t.pin)
+		if !ok {
+			t.missed = true
+		}
+		c.page = page
+		return c.land()
+	}
 	if t.useCache && c.b.version == 0 {
-		if page, ok := t.s.cache.rangeGet(c.b.name, rk); ok {
+		if page, ok := t.s.cache.rangeGet(c.b.name, rk, 0); ok {
 			t.usedCache = true
 			c.page = page
 			return c.land()

@@ -32,10 +32,12 @@ func pgRangeKey(sql string, from []byte, size int) string {
 	return sql + "\x00" + string(from) + "\x00" + string(rune(size))
 }
 
-func (c *pgCache) rangeGet(bucket, key string) ([]pgPair, bool) {
+// rangeGet is a cached page, when the cache holds generation at (any
+// generation with at 0).
+func (c *pgCache) rangeGet(bucket, key string, at int64) ([]pgPair, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen == 0 {
+	if c.gen == 0 || (at != 0 && c.gen != at) {
 		return nil, false
 	}
 	p, ok := c.ranges[bucket][key]
@@ -54,10 +56,12 @@ func pgCacheKey(bucket string, key []byte) string {
 	return bucket + "\x00" + string(key)
 }
 
-func (c *pgCache) get(bucket string, key []byte) ([]byte, bool) {
+// get is a cached record (nil: cached as absent), when the cache holds
+// generation at (any generation with at 0).
+func (c *pgCache) get(bucket string, key []byte, at int64) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen == 0 {
+	if c.gen == 0 || (at != 0 && c.gen != at) {
 		return nil, false
 	}
 	v, ok := c.entries[pgCacheKey(bucket, key)]

@@ -1,0 +1,126 @@
+package storage
+
+import (
+	"errors"
+	"testing"
+)
+
+// viewTeam reads k of the team bucket through ViewCached, counting how
+// often fn ran.
+func viewTeam(t *testing.T, db *DB, k string) (v string, runs int) {
+	t.Helper()
+	err := db.ViewCached(func(tx *Tx) error {
+		runs++
+		v = string(tx.bucket(bucketTeam).Get([]byte(k)))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, runs
+}
+
+// TestPostgresViewCachedFromTheCache: once a record is cached, a cached
+// view reads it without asking the server for it, and fn runs once.
+func TestPostgresViewCachedFromTheCache(t *testing.T) {
+	db := openNodes(t, 1)[0]
+	kvPut(t, db, bucketTeam, "k", "1") // cached by the write
+	reads, views := db.pg.serverReads.Load(), db.pg.cachedViews.Load()
+	v, runs := viewTeam(t, db, "k")
+	if v != "1" || runs != 1 {
+		t.Fatalf("read %q in %d runs, want 1 in 1", v, runs)
+	}
+	if n := db.pg.serverReads.Load() - reads; n != 0 {
+		t.Errorf("the view read the server %d times, want 0", n)
+	}
+	if n := db.pg.cachedViews.Load() - views; n != 1 {
+		t.Errorf("%d views answered from the cache, want 1", n)
+	}
+}
+
+// TestPostgresViewCachedMissWarms: a record the cache lacks is read from
+// the server (fn runs again), and the next view finds it cached, absent
+// records included.
+func TestPostgresViewCachedMissWarms(t *testing.T) {
+	db := openNodes(t, 1)[0]
+	kvPut(t, db, bucketTeam, "k", "1") // the cache starts again from this write
+	db.pg.cache.mu.Lock()
+	delete(db.pg.cache.entries, pgCacheKey(string(bucketTeam), []byte("k")))
+	db.pg.cache.mu.Unlock()
+	for _, tc := range []struct{ k, want string }{{"k", "1"}, {"absent", ""}} {
+		reads := db.pg.serverReads.Load()
+		v, runs := viewTeam(t, db, tc.k)
+		if v != tc.want || runs != 2 {
+			t.Errorf("%s: read %q in %d runs, want %q in 2 (the cache, then the server)", tc.k, v, runs, tc.want)
+		}
+		if n := db.pg.serverReads.Load() - reads; n != 1 {
+			t.Errorf("%s: the first view read the server %d times, want 1", tc.k, n)
+		}
+		reads = db.pg.serverReads.Load()
+		if v, runs = viewTeam(t, db, tc.k); v != tc.want || runs != 1 {
+			t.Errorf("%s: again, read %q in %d runs, want %q in 1", tc.k, v, runs, tc.want)
+		}
+		if n := db.pg.serverReads.Load() - reads; n != 0 {
+			t.Errorf("%s: the second view read the server %d times, want 0", tc.k, n)
+		}
+	}
+}
+
+// TestPostgresViewCachedSeesOtherNodes: what another node committed
+// before the view began is seen, though this node's cache held the old
+// value.
+func TestPostgresViewCachedSeesOtherNodes(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	kvPut(t, a, bucketTeam, "k", "1")
+	if v, _ := viewTeam(t, a, "k"); v != "1" {
+		t.Fatalf("a read %q, want 1", v)
+	}
+	kvPut(t, b, bucketTeam, "k", "2")
+	if v, _ := viewTeam(t, a, "k"); v != "2" {
+		t.Errorf("after b's write a read %q, want 2", v)
+	}
+	// And a's cache takes the new generation up again with its next write.
+	kvPut(t, a, bucketTeam, "j", "3")
+	views := a.pg.cachedViews.Load()
+	if v, _ := viewTeam(t, a, "j"); v != "3" {
+		t.Errorf("a read j as %q, want 3", v)
+	}
+	if a.pg.cachedViews.Load() == views {
+		t.Error("after its own write a's view was not answered from the cache")
+	}
+}
+
+// TestPostgresViewCachedRanges: a range read the cache holds is served
+// from it; KeyN, never cached, sends the view to the server. fn's error
+// is the view's error either way.
+func TestPostgresViewCachedRanges(t *testing.T) {
+	db := openNodes(t, 1)[0]
+	kvPut(t, db, bucketTeam, "a", "1")
+	kvPut(t, db, bucketTeam, "b", "2")
+	var keys []string
+	list := func(tx *Tx) error {
+		keys = nil
+		return tx.bucket(bucketTeam).ForEach(func(k, _ []byte) error { keys = append(keys, string(k)); return nil })
+	}
+	for range 2 {
+		if err := db.ViewCached(list); err != nil || len(keys) != 2 {
+			t.Fatalf("listed %v (%v), want [a b]", keys, err)
+		}
+	}
+	reads := db.pg.serverReads.Load()
+	if err := db.ViewCached(list); err != nil || len(keys) != 2 {
+		t.Fatalf("listed %v (%v), want [a b]", keys, err)
+	}
+	if n := db.pg.serverReads.Load() - reads; n != 0 {
+		t.Errorf("a cached range read the server %d times, want 0", n)
+	}
+	var n int
+	if err := db.ViewCached(func(tx *Tx) error { n = tx.bucket(bucketTeam).KeyN(); return nil }); err != nil || n != 2 {
+		t.Errorf("KeyN %d (%v), want 2", n, err)
+	}
+	boom := errors.New("boom")
+	if err := db.ViewCached(func(tx *Tx) error { tx.bucket(bucketTeam).Get([]byte("a")); return boom }); !errors.Is(err, boom) {
+		t.Errorf("fn's error came back as %v", err)
+	}
+}
