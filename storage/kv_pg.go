@@ -199,12 +199,13 @@ func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
 // does not hold, fn runs again in a read-only transaction on the server
 // (so fn may run twice), and what that reads is added to the cache.
 func (s *pgStore) viewCached(fn func(kvTx) error) error {
-	if at := s.cache.generation(); at != 0 {
+	if s.cache.generation() != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 		n, err := s.gens.current(ctx)
+		ok := err == nil && s.cache.reach(ctx, n)
 		cancel()
-		if err == nil && n == at {
-			t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
+		if ok {
+			t := &pgTx{s: s, cacheOnly: true, pin: n, open: map[string]*pgBucket{}}
 			ferr := fn(t)
 			if !t.missed {
 				s.cachedViews.Add(1)
@@ -304,6 +305,11 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew, warming bool, fn func(kv
 	}
 	if ferr != nil {
 		return ferr
+	}
+	if writable {
+		// Until the cache has taken this commit in, a cached view that
+		// finds the server a generation ahead waits for it.
+		defer s.cache.committing()()
 	}
 	gen, err := t.commit()
 	if err != nil {
@@ -686,6 +692,8 @@ type pgBucket struct {
 	read    map[string][]byte   // values read (nil: none stored)
 	version int                 // counts writes, so cursors know to re-read
 	ranges  map[string][]pgPair // pages read before any write to the bucket
+	spans   []pgSpan            // what the forward ones of them learned, for the cache
+	backs   map[string][]pgPair // and the backward ones
 
 	seq      uint64
 	seqRead  bool
@@ -855,6 +863,7 @@ type pgCursor struct {
 	forward bool
 	version int
 	size    int
+	end     bool   // the page runs to the bucket's end (or start, backward)
 	cur     []byte // the key the cursor is on; nil past either end
 }
 
@@ -885,40 +894,59 @@ func (c *pgCursor) load(forward bool, from []byte, inclusive bool) ([]byte, []by
 	}
 	// A range of a bucket this transaction has not written to may come
 	// from the node's cache, like a single record.
+	// A forward read is answered by a span (pgspans.go) of any earlier
+	// forward read that covers where it starts; a backward one by the same
+	// read made before.
 	t, rk := c.b.t, pgRangeKey(sql, from, c.size)
 	if c.b.version == 0 {
 		if page, ok := c.b.ranges[rk]; ok {
-			c.page = page
+			c.page, c.end = page, len(page) < c.size
+			return c.land()
+		}
+	}
+	if (t.cacheOnly || t.useCache) && c.b.version == 0 {
+		at := int64(0)
+		if t.cacheOnly {
+			at = t.pin
+		}
+		var page []pgPair
+		end, ok := false, false
+		if forward {
+			page, end, ok = t.s.cache.spanGet(c.b.name, from, inclusive, at)
+		} else if page, ok = t.s.cache.rangeGet(c.b.name, rk, at); ok {
+			end = len(page) < c.size
+		}
+		if ok {
+			t.usedCache = t.usedCache || t.useCache
+			c.page, c.end = page, end
 			return c.land()
 		}
 	}
 	if t.cacheOnly {
-		page, ok := t.s.cache.rangeGet(c.b.name, rk, t.pin)
-		if !ok {
-			t.missed = true
-		}
-		c.page = page
+		t.missed = true
+		c.page, c.end = nil, true
 		return c.land()
-	}
-	if t.useCache && c.b.version == 0 {
-		if page, ok := t.s.cache.rangeGet(c.b.name, rk, 0); ok {
-			t.usedCache = true
-			c.page = page
-			return c.land()
-		}
 	}
 	page, err := t.rows(sql, c.b.name, from, c.size)
 	if err != nil {
 		t.fail(err)
 		page = nil
 	}
+	c.page, c.end = page, len(page) < c.size
 	if c.b.version == 0 && len(page) <= pgCacheMaxRange {
 		if c.b.ranges == nil {
 			c.b.ranges = map[string][]pgPair{}
 		}
 		c.b.ranges[rk] = page
+		if forward {
+			c.b.spans = append(c.b.spans, pgSpan{from: from, incl: inclusive, pairs: page, end: c.end})
+		} else {
+			if c.b.backs == nil {
+				c.b.backs = map[string][]pgPair{}
+			}
+			c.b.backs[rk] = page
+		}
 	}
-	c.page = page
 	return c.land()
 }
 
@@ -942,7 +970,7 @@ func (c *pgCursor) step(forward bool) ([]byte, []byte) {
 		if c.i < len(c.page) {
 			return c.land()
 		}
-		if len(c.page) < c.size {
+		if c.end {
 			c.cur = nil
 			return nil, nil
 		}

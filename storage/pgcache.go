@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"sync"
 )
 
@@ -19,8 +20,47 @@ type pgCache struct {
 	gen     int64                          // 0: empty
 	entries map[string][]byte              // bucket 0x00 key → value; nil: absent
 	seqs    map[string]uint64              // bucket → its sequence
-	ranges  map[string]map[string][]pgPair // bucket → range query → its page
+	ranges  map[string]map[string][]pgPair // bucket → backward range query → its page
+	spans   map[string]pgSpans             // bucket → what forward range reads learned
 	bytes   int
+
+	inflight chan struct{} // closed when the node's commit now being sent is taken in
+}
+
+// committing marks a commit of this node as sent; the function it returns
+// marks it taken into the cache (or dropped).
+func (c *pgCache) committing() func() {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.inflight = ch
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		if c.inflight == ch {
+			c.inflight = nil
+		}
+		c.mu.Unlock()
+		close(ch)
+	}
+}
+
+// reach reports whether the cache holds generation gen, waiting for this
+// node's commit being sent, if any, to be taken in first: a cached view
+// that finds the server a generation ahead has most likely found that
+// commit.
+func (c *pgCache) reach(ctx context.Context, gen int64) bool {
+	c.mu.Lock()
+	at, ch := c.gen, c.inflight
+	c.mu.Unlock()
+	if at == gen || ch == nil || at > gen {
+		return at == gen
+	}
+	select {
+	case <-ch:
+		return c.generation() == gen
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // pgCacheMaxRange is the longest page of a range read the cache keeps.
@@ -91,7 +131,7 @@ func (c *pgCache) clear() {
 }
 
 func (c *pgCache) reset() {
-	c.gen, c.entries, c.seqs, c.ranges, c.bytes = 0, nil, nil, nil, 0
+	c.gen, c.entries, c.seqs, c.ranges, c.spans, c.bytes = 0, nil, nil, nil, nil, 0
 }
 
 // keep records what t read and wrote, t having committed and left the
@@ -109,6 +149,7 @@ func (c *pgCache) keep(t *pgTx, gen int64, wrote bool) {
 	if c.gen == 0 || c.gen != from || len(c.entries) > pgCacheMaxEntries || c.bytes > pgCacheMaxBytes {
 		c.reset()
 		c.entries, c.seqs, c.ranges = map[string][]byte{}, map[string]uint64{}, map[string]map[string][]pgPair{}
+		c.spans = map[string]pgSpans{}
 	}
 	c.gen = gen
 	for _, b := range t.open {
@@ -131,10 +172,9 @@ func (c *pgCache) keep(t *pgTx, gen int64, wrote bool) {
 				c.putRange(b.name, k, nil, true)
 			}
 			delete(c.ranges, b.name)
+			c.setSpans(b.name, nil)
 		default:
-			for k, p := range b.ranges {
-				c.putRange(b.name, k, p, false)
-			}
+			c.keepRanges(b)
 		}
 	}
 }
@@ -168,10 +208,48 @@ func (c *pgCache) warm(t *pgTx, gen int64) {
 		for k, v := range b.read {
 			c.put(b.name, k, v)
 		}
-		for k, p := range b.ranges {
-			c.putRange(b.name, k, p, false)
-		}
+		c.keepRanges(b)
 	}
+}
+
+// keepRanges records the range reads of b, which did not write to it.
+func (c *pgCache) keepRanges(b *pgBucket) {
+	for k, p := range b.backs {
+		c.putRange(b.name, k, p, false)
+	}
+	if len(b.spans) > 0 {
+		ss := c.spans[b.name]
+		for _, s := range b.spans {
+			ss = ss.add(s)
+		}
+		c.setSpans(b.name, ss)
+	}
+}
+
+// setSpans replaces bucket's spans (nil: forgets them), keeping c.bytes right.
+func (c *pgCache) setSpans(bucket string, ss pgSpans) {
+	for i := range c.spans[bucket] {
+		c.bytes -= c.spans[bucket][i].size()
+	}
+	if len(ss) == 0 {
+		delete(c.spans, bucket)
+		return
+	}
+	for i := range ss {
+		c.bytes += ss[i].size()
+	}
+	c.spans[bucket] = ss
+}
+
+// spanGet answers a forward range read from (from, incl) when a span
+// holds it and the cache holds generation at (any generation with at 0).
+func (c *pgCache) spanGet(bucket string, from []byte, incl bool, at int64) (pairs []pgPair, end, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == 0 || (at != 0 && c.gen != at) {
+		return nil, false, false
+	}
+	return c.spans[bucket].find(from, incl)
 }
 
 // putRange caches page (or forgets it), keeping c.bytes right.
