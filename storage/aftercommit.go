@@ -84,11 +84,12 @@ func (db *DB) runAfterCommit(c Change) {
 	}
 }
 
-// fileQueued puts the entry of id due at in the queue bucket name, noting
-// c when it is new work or due sooner than the entry it replaces (was; nil
-// when there was none). Every write of a queue entry goes through here.
-func (tx *Tx) fileQueued(name []byte, c Change, at time.Time, was *time.Time, id string, v []byte) error {
-	if err := tx.bucket(name).Put(queueKey(at, id), v); err != nil {
+// fileQueued puts the entry of id due at in the queue bucket name (with
+// put: kvBucket.PutNew for a new message's), noting c when it is new work
+// or due sooner than the entry it replaces (was; nil when there was none).
+// Every write of a queue entry goes through here.
+func (tx *Tx) fileQueued(put func(kvBucket, []byte, []byte) error, name []byte, c Change, at time.Time, was *time.Time, id string, v []byte) error {
+	if err := put(tx.bucket(name), queueKey(at, id), v); err != nil {
 		return err
 	}
 	if was == nil || at.Before(*was) {

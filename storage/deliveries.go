@@ -151,7 +151,7 @@ func (tx *Tx) writeDelivery(d Delivery, old *Delivery, counts deliveryCounts) er
 		if old != nil {
 			was = old.NextAttemptAt
 		}
-		if err := tx.fileQueued(bucketDeliveryQueue, WebhookQueueWritten, *d.NextAttemptAt, was, d.ID, []byte(d.WebhookID)); err != nil {
+		if err := tx.fileQueued(kvBucket.Put, bucketDeliveryQueue, WebhookQueueWritten, *d.NextAttemptAt, was, d.ID, []byte(d.WebhookID)); err != nil {
 			return err
 		}
 	}

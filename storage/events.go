@@ -32,10 +32,11 @@ type Event struct {
 // the order their transactions committed.
 func (tx *Tx) AppendEvent(ev Event) error {
 	key := join(ev.AccountID, ev.ID)
-	if err := putJSON(tx.bucket(bucketEvents), key, ev); err != nil {
+	// An event is written once, under an id made for it: its keys are new.
+	if err := putNewJSON(tx.bucket(bucketEvents), key, ev); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketEventBodies).Put(key, ev.Envelope); err != nil {
+	if err := tx.bucket(bucketEventBodies).PutNew(key, ev.Envelope); err != nil {
 		return err
 	}
 	// Only an account with webhooks needs the event fanned out: the
@@ -46,17 +47,17 @@ func (tx *Tx) AppendEvent(ev Event) error {
 		if err != nil {
 			return err
 		}
-		if err := out.Put(putU64(seq), key); err != nil {
+		if err := out.PutNew(putU64(seq), key); err != nil {
 			return err
 		}
 		tx.changed |= OutboxWritten
 		tx.gauge.outbox++
 	}
-	if err := tx.addExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
+	if err := tx.addNewExpiry(ev.ExpiresAt, kindEvent, key); err != nil {
 		return err
 	}
 	if ev.MessageID != "" {
-		if err := tx.bucket(bucketEventsByMessage).Put(join(ev.AccountID, ev.MessageID, ev.ID), nil); err != nil {
+		if err := tx.bucket(bucketEventsByMessage).PutNew(join(ev.AccountID, ev.MessageID, ev.ID), nil); err != nil {
 			return err
 		}
 	}

@@ -44,8 +44,17 @@ var expirers = map[byte]func(tx *Tx, key []byte, now time.Time) error{
 }
 
 func (tx *Tx) addExpiry(at time.Time, kind byte, key []byte) error {
+	return tx.bucket(bucketExpiry).Put(expiryKey(at, kind, key), nil)
+}
+
+// addNewExpiry is addExpiry for a record being written for the first time.
+func (tx *Tx) addNewExpiry(at time.Time, kind byte, key []byte) error {
+	return tx.bucket(bucketExpiry).PutNew(expiryKey(at, kind, key), nil)
+}
+
+func expiryKey(at time.Time, kind byte, key []byte) []byte {
 	k := append(putU64(uint64(at.UnixNano())), kind)
-	return tx.bucket(bucketExpiry).Put(append(k, key...), nil)
+	return append(k, key...)
 }
 
 // SweepExpired removes at most max records whose retention ended at or

@@ -33,6 +33,11 @@ type kvBucket interface {
 	// Get is the value of key, or nil when there is none.
 	Get(key []byte) []byte
 	Put(key, value []byte) error
+	// PutNew is Put of a key the caller knows holds no value: its name
+	// holds an id made for the record being written. An engine may store
+	// it more cheaply, and must still end as Put would when the caller was
+	// wrong.
+	PutNew(key, value []byte) error
 	Delete(key []byte) error
 	Cursor() kvCursor
 	// ForEach calls fn with every key and value in order; fn must not

@@ -48,6 +48,8 @@ type boltBucket struct{ *bolt.Bucket }
 func (b boltBucket) Cursor() kvCursor { return b.Bucket.Cursor() }
 func (b boltBucket) KeyN() int        { return b.Bucket.Stats().KeyN }
 
+func (b boltBucket) PutNew(key, value []byte) error { return b.Bucket.Put(key, value) }
+
 func (b boltBucket) ExpectNew(key []byte) error {
 	if b.Bucket.Get(key) != nil {
 		return ErrExists

@@ -48,9 +48,10 @@ type pgStore struct {
 
 	gens genCheck // the generation, read for cached views
 
-	serverReads atomic.Int64 // reads sent to the server (tests watch the cache with it)
-	cachedViews atomic.Int64 // views answered from the cache alone
-	migrating   atomic.Bool  // Open is running the record migrations
+	serverReads   atomic.Int64 // reads sent to the server (tests watch the cache with it)
+	cachedViews   atomic.Int64 // views answered from the cache alone
+	upsertRetries atomic.Int64 // write transactions run again after a PutNew was wrong
+	migrating     atomic.Bool  // Open is running the record migrations
 
 	pidMu sync.Mutex
 	pids  map[uint32]bool // backend pids of this node's connections (notifications it sent)
@@ -193,19 +194,23 @@ func (s *pgStore) View(fn func(kvTx) error) error { return s.run(false, fn) }
 func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
 
 // viewCached runs fn on what the node's cache holds when the server's
-// generation, read after the call began, is the cache's: the cache is then
-// the state the server holds, and nothing written before the call is
-// missed. When the generations differ, or fn asks for a record the cache
+// generation, read after the call began, is the cache's or older: the
+// cache is then a state the server held after the call began, and nothing
+// written before the call is missed. When the generations differ, or fn asks for a record the cache
 // does not hold, fn runs again in a read-only transaction on the server
 // (so fn may run twice), and what that reads is added to the cache.
 func (s *pgStore) viewCached(fn func(kvTx) error) error {
 	if s.cache.generation() != 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
 		n, err := s.gens.current(ctx)
-		ok := err == nil && s.cache.reach(ctx, n)
+		var at int64
+		ok := false
+		if err == nil {
+			at, ok = s.cache.reach(ctx, n)
+		}
 		cancel()
 		if ok {
-			t := &pgTx{s: s, cacheOnly: true, pin: n, open: map[string]*pgBucket{}}
+			t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
 			ferr := fn(t)
 			if !t.missed {
 				s.cachedViews.Add(1)
@@ -213,33 +218,59 @@ func (s *pgStore) viewCached(fn func(kvTx) error) error {
 			}
 		}
 	}
-	return s.runOnce(false, false, false, true, fn)
+	return s.runOnce(pgRun{warming: true}, fn)
 }
 
 func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
 	if !writable {
-		return s.runOnce(false, false, false, false, fn)
+		return s.runOnce(pgRun{}, fn)
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	attempt := func(eagerNew bool) error {
-		err := s.runOnce(true, true, eagerNew, false, fn)
+	attempt := func(r pgRun) error {
+		r.writable, r.useCache = true, true
+		err := s.runOnce(r, fn)
 		if errors.Is(err, errStaleCache) {
 			// Another node wrote since this node last did: what the cache
 			// held may be out of date. Run fn again on what the server holds.
 			s.cache.clear()
-			err = s.runOnce(true, false, eagerNew, false, fn)
+			r.useCache = false
+			err = s.runOnce(r, fn)
 		}
 		return err
 	}
-	err := attempt(false)
-	if errors.Is(err, errKeyTaken) {
-		// A key ExpectNew let through is taken: run fn again checking each
-		// one as it is asked, so the unit of work that made it hears
-		// ErrExists and the others go on.
-		err = attempt(true)
+	var r pgRun
+	for {
+		err := attempt(r)
+		switch {
+		case errors.Is(err, errFreshTaken) && !r.upsertOnly:
+			// A key PutNew was given holds a value: store them as Put does.
+			r.upsertOnly = true
+			s.upsertRetries.Add(1)
+		case errors.Is(err, errKeyTaken) && !r.eagerNew:
+			// A key ExpectNew let through is taken: run fn again checking
+			// each one as it is asked, so the unit of work that made it
+			// hears ErrExists and the others go on.
+			r.eagerNew = true
+		default:
+			return err
+		}
 	}
-	return err
+}
+
+// errFreshTaken is a transaction refused because a key given to PutNew
+// holds a value (unique_violation, which only those plain INSERTs raise).
+var errFreshTaken = errors.New("storage: a key written as new is taken")
+
+const pgUniqueViolation = "23505"
+
+// pgRun is how runOnce runs fn.
+type pgRun struct {
+	writable   bool
+	useCache   bool // reads may come from the node's cache
+	eagerNew   bool // ExpectNew reads the key at once
+	warming    bool // a read-only transaction whose reads may fill the cache
+	upsertOnly bool // PutNew is Put
 }
 
 // errKeyTaken is a commit refused because a key given to ExpectNew holds
@@ -256,7 +287,8 @@ var errStaleCache = errors.New("storage: stale cache")
 // runOnce runs fn in one transaction. A read-only one that is warming
 // adds what it read to the cache when its snapshot is of the cache's
 // generation.
-func (s *pgStore) runOnce(writable, useCache, eagerNew, warming bool, fn func(kvTx) error) (err error) {
+func (s *pgStore) runOnce(r pgRun, fn func(kvTx) error) (err error) {
+	writable := r.writable
 	timeout := pgTimeout
 	if s.migrating.Load() {
 		timeout = pgMigrationTimeout
@@ -273,8 +305,8 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew, warming bool, fn func(kv
 		s.pids[conn.Conn().PgConn().PID()] = true
 		s.pidMu.Unlock()
 	}
-	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: useCache, eagerNew: eagerNew,
-		warming: warming && !writable, open: map[string]*pgBucket{}}
+	t := &pgTx{s: s, conn: conn.Conn(), ctx: ctx, writable: writable, useCache: r.useCache, eagerNew: r.eagerNew,
+		warming: r.warming && !writable, upsertOnly: r.upsertOnly, open: map[string]*pgBucket{}}
 	done := false
 	defer func() {
 		if !done && t.begun {
@@ -287,6 +319,9 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew, warming bool, fn func(kv
 	var pe *pgconn.PgError
 	if errors.As(t.err, &pe) && pe.Code == pgKeyTakenCode {
 		return errKeyTaken
+	}
+	if (errors.As(t.err, &pe) || errors.As(ferr, &pe)) && pe.Code == pgUniqueViolation {
+		return errFreshTaken // raised by a flush before the commit
 	}
 	if (t.err != nil || ferr != nil) && t.usedCache {
 		// fn may have failed on what the cache said (a record another
@@ -318,6 +353,9 @@ func (s *pgStore) runOnce(writable, useCache, eagerNew, warming bool, fn func(kv
 		}
 		if errors.As(err, &pe) && pe.Code == pgKeyTakenCode {
 			return errKeyTaken
+		}
+		if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
+			return errFreshTaken
 		}
 		done = true // the connection's state is unknown
 		conn.Conn().Close(context.Background())
@@ -462,6 +500,8 @@ type pgTx struct {
 	newK      [][]byte
 	usedCache bool // some did: the commit checks the generation
 	wrote     bool
+
+	upsertOnly bool // PutNew is Put: a plain INSERT of this fn's was refused
 }
 
 // batch is a new pipeline for t, led by BEGIN (and, for a write
@@ -571,14 +611,17 @@ func (t *pgTx) queueFlush(batch *pgx.Batch) {
 		batch.Queue("SELECT mailbolt_expect_absent($1::text[], $2::bytea[])", t.newB, t.newK)
 		t.newB, t.newK = nil, nil
 	}
-	var putB, delB []string
-	var putK, putV, delK [][]byte
+	var putB, delB, newB []string
+	var putK, putV, delK, newK, newV [][]byte
 	for _, b := range t.open {
 		for k := range b.dirty {
 			w := b.written[k]
-			if w.deleted {
+			switch {
+			case w.deleted:
 				delB, delK = append(delB, b.name), append(delK, []byte(k))
-			} else {
+			case w.fresh && !t.upsertOnly:
+				newB, newK, newV = append(newB, b.name), append(newK, []byte(k)), append(newV, w.value)
+			default:
 				putB, putK, putV = append(putB, b.name), append(putK, []byte(k)), append(putV, w.value)
 			}
 		}
@@ -590,6 +633,9 @@ func (t *pgTx) queueFlush(batch *pgx.Batch) {
 	}
 	if len(delK) > 0 {
 		batch.Queue("DELETE FROM mailbolt_kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))", delB, delK)
+	}
+	if len(newK) > 0 {
+		batch.Queue("INSERT INTO mailbolt_kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])", newB, newK, newV)
 	}
 	if len(putK) > 0 {
 		batch.Queue("INSERT INTO mailbolt_kv (bucket, key, value) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]) "+
@@ -680,20 +726,22 @@ type pgPair struct{ k, v []byte }
 type pgValue struct {
 	value   []byte
 	deleted bool
+	fresh   bool // known to be a new key: sent in a plain INSERT
 }
 
 // pgBucket is one bucket within one transaction: its writes so far, and
 // the values it has read.
 type pgBucket struct {
-	t       *pgTx
-	name    string
-	written map[string]pgValue  // every write of this transaction
-	dirty   map[string]struct{} // the writes not sent yet
-	read    map[string][]byte   // values read (nil: none stored)
-	version int                 // counts writes, so cursors know to re-read
-	ranges  map[string][]pgPair // pages read before any write to the bucket
-	spans   []pgSpan            // what the forward ones of them learned, for the cache
-	backs   map[string][]pgPair // and the backward ones
+	t        *pgTx
+	name     string
+	written  map[string]pgValue  // every write of this transaction
+	dirty    map[string]struct{} // the writes not sent yet
+	read     map[string][]byte   // values read (nil: none stored)
+	version  int                 // counts writes, so cursors know to re-read
+	ranges   map[string][]pgPair // pages read before any write to the bucket
+	spans    []pgSpan            // what the forward ones of them learned, for the cache
+	expected map[string]struct{} // keys whose absence the commit checks (ExpectNew)
+	backs    map[string][]pgPair // and the backward ones
 
 	seq      uint64
 	seqRead  bool
@@ -784,7 +832,11 @@ func (b *pgBucket) ExpectNew(key []byte) error {
 		return nil
 	}
 	b.t.newB, b.t.newK = append(b.t.newB, b.name), append(b.t.newK, bytes.Clone(key))
-	b.t.wrote = true // the check goes with the commit
+	if b.expected == nil {
+		b.expected = map[string]struct{}{}
+	}
+	b.expected[string(key)] = struct{}{} // absent when the commit succeeds
+	b.t.wrote = true                     // the check goes with the commit
 	return nil
 }
 
@@ -792,7 +844,33 @@ func (b *pgBucket) Put(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	return b.write(key, pgValue{value: value})
+	_, expected := b.expected[string(key)]
+	return b.write(key, pgValue{value: value, fresh: expected && b.freshable(key)})
+}
+
+// PutNew stores key with a plain INSERT, cheaper on the server than the
+// upsert Put sends, unless this transaction knows better. When the key
+// did hold a value, the commit fails and the transaction is run again
+// with upserts only (pgStore.run).
+func (b *pgBucket) PutNew(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return b.write(key, pgValue{value: value, fresh: b.freshable(key)})
+}
+
+// freshable reports whether a plain INSERT of key may be tried: not after
+// this transaction wrote the key (the row may exist, or its DELETE would
+// be lost), nor once it read a value there.
+func (b *pgBucket) freshable(key []byte) bool {
+	if b.t.upsertOnly {
+		return false
+	}
+	if _, ok := b.written[string(key)]; ok {
+		return false
+	}
+	v, read := b.read[string(key)]
+	return !read || v == nil
 }
 
 func (b *pgBucket) Delete(key []byte) error { return b.write(key, pgValue{deleted: true}) }

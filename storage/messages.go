@@ -148,19 +148,20 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	if err := tx.bucket(bucketMessages).ExpectNew(key); err != nil {
 		return err
 	}
-	if err := putJSON(tx.bucket(bucketMessageContent), []byte(m.ID), content); err != nil {
+	// Every key below holds the new message's id: they are new too.
+	if err := putNewJSON(tx.bucket(bucketMessageContent), []byte(m.ID), content); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketMessageRaw).Put([]byte(m.ID), raw); err != nil {
+	if err := tx.bucket(bucketMessageRaw).PutNew([]byte(m.ID), raw); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketMessageOwner).Put([]byte(m.ID), []byte(m.AccountID)); err != nil {
+	if err := tx.bucket(bucketMessageOwner).PutNew([]byte(m.ID), []byte(m.AccountID)); err != nil {
 		return err
 	}
 	if err := tx.putMessage(m, nil, ""); err != nil { // files the status entry
 		return err
 	}
-	if err := writeIndexEntries(tx.bucket, lifelongIndexEntries(&m), false); err != nil {
+	if err := writeNewIndexEntries(tx.bucket, lifelongIndexEntries(&m)); err != nil {
 		return err
 	}
 	if m.Test {
@@ -168,7 +169,7 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	} else {
 		tx.gauge.inserted[0]++
 	}
-	if err := tx.addExpiry(m.ExpiresAt, kindMessage, key); err != nil {
+	if err := tx.addNewExpiry(m.ExpiresAt, kindMessage, key); err != nil {
 		return err
 	}
 	return tx.addCount(messageCollection(m.Test), m.AccountID, 1)
@@ -189,6 +190,11 @@ func (tx *Tx) UpdateMessage(m Message) error {
 // write of a message record goes through here, so the status index follows
 // the record in the same transaction.
 func (tx *Tx) putMessage(m Message, oldQueue *time.Time, oldStatus string) error {
+	// A new message (no status before) is filed under keys that are new.
+	put := kvBucket.Put
+	if oldStatus == "" {
+		put = kvBucket.PutNew
+	}
 	if oldStatus != m.Status {
 		b := tx.bucket(bucketMessagesByStatus)
 		if k := statusIndexKey(m.AccountID, oldStatus, m.ID); k != nil {
@@ -197,7 +203,7 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time, oldStatus string) error
 			}
 		}
 		if k := statusIndexKey(m.AccountID, m.Status, m.ID); k != nil {
-			if err := b.Put(k, nil); err != nil {
+			if err := put(b, k, nil); err != nil {
 				return err
 			}
 		}
@@ -215,7 +221,7 @@ func (tx *Tx) putMessage(m Message, oldQueue *time.Time, oldStatus string) error
 		}
 	}
 	if m.QueueAt != nil {
-		if err := tx.fileQueued(bucketMessageQueue, MessageQueueWritten, *m.QueueAt, oldQueue, m.ID, []byte(m.AccountID)); err != nil {
+		if err := tx.fileQueued(put, bucketMessageQueue, MessageQueueWritten, *m.QueueAt, oldQueue, m.ID, []byte(m.AccountID)); err != nil {
 			return err
 		}
 	}

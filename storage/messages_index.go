@@ -94,6 +94,20 @@ func indexMessage(get func([]byte) kvBucket, m *Message, del bool) error {
 }
 
 // writeIndexEntries puts (or, with del, deletes) entries, by bucket.
+// writeNewIndexEntries files a new message under keys that hold its id,
+// new too (kvBucket.PutNew).
+func writeNewIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte) error {
+	for name, keys := range entries {
+		b := get([]byte(name))
+		for _, k := range keys {
+			if err := b.PutNew(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func writeIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte, del bool) error {
 	for name, keys := range entries {
 		b := get([]byte(name))

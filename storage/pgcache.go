@@ -44,22 +44,28 @@ func (c *pgCache) committing() func() {
 	}
 }
 
-// reach reports whether the cache holds generation gen, waiting for this
-// node's commit being sent, if any, to be taken in first: a cached view
-// that finds the server a generation ahead has most likely found that
-// commit.
-func (c *pgCache) reach(ctx context.Context, gen int64) bool {
+// reach is the generation a cached view may read the cache at, given
+// that the server stood at gen after the view began: any the cache holds
+// from gen on, since each of those was the server's state at some moment
+// after the view began. When the cache is behind, this node's commit being
+// sent, if any, is waited for first: a view that finds the server a
+// generation ahead has most likely found that commit.
+func (c *pgCache) reach(ctx context.Context, gen int64) (int64, bool) {
 	c.mu.Lock()
 	at, ch := c.gen, c.inflight
 	c.mu.Unlock()
-	if at == gen || ch == nil || at > gen {
-		return at == gen
+	if at != 0 && at >= gen {
+		return at, true
+	}
+	if ch == nil {
+		return 0, false
 	}
 	select {
 	case <-ch:
-		return c.generation() == gen
+		at = c.generation()
+		return at, at != 0 && at >= gen
 	case <-ctx.Done():
-		return false
+		return 0, false
 	}
 }
 

@@ -175,6 +175,15 @@ func putJSON(b kvBucket, key []byte, v any) error {
 	return b.Put(key, data)
 }
 
+// putNewJSON is putJSON of a key that holds nothing yet (kvBucket.PutNew).
+func putNewJSON(b kvBucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.PutNew(key, data)
+}
+
 func getJSON(b kvBucket, key []byte, v any) error {
 	data := b.Get(key)
 	if data == nil {
