@@ -354,7 +354,10 @@ func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchR
 			return nil, err
 		}
 		defer func() {
-			rep.DataDirRemoved = os.RemoveAll(dir) == nil
+			removed := os.RemoveAll(dir) == nil
+			if rep != nil { // nil when the run failed: the error is the answer
+				rep.DataDirRemoved = removed
+			}
 		}()
 	} else if _, serr := os.Stat(filepath.Join(dir, storage.FileName)); serr == nil && cfg.database == "" {
 		return nil, fmt.Errorf("%s already holds a database: bench needs a fresh --data-dir (or none, for a temporary one)", dir)

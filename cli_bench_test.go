@@ -119,6 +119,21 @@ func TestBenchTimeoutReportsWhatWasDone(t *testing.T) {
 	}
 }
 
+// TestBenchFailedOpenIsAnError: a run whose database cannot be opened
+// (here, no server on the port) ends with that error, not a panic, and
+// leaves no temporary data dir behind.
+func TestBenchFailedOpenIsAnError(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	_, err := benchCmd(t, "--messages", "1", "--database", "postgres://nobody@"+closedPort(t)+"/none?connect_timeout=2")
+	if err == nil {
+		t.Fatal("a run over a database that is not there exits without an error")
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the temporary data dir was left behind: %v", left)
+	}
+}
+
 func TestBenchFlagsValidation(t *testing.T) {
 	for _, args := range [][]string{
 		{"--messages", "0"},
