@@ -206,7 +206,7 @@ func (s *pgStore) viewCached(fn func(kvTx) error) error {
 		var at int64
 		ok := false
 		if err == nil {
-			at, ok = s.cache.reach(ctx, n)
+			at, ok = s.cache.reach(n)
 		}
 		cancel()
 		if ok {
@@ -245,7 +245,10 @@ func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
 		switch {
 		case errors.Is(err, errFreshTaken) && !r.upsertOnly:
 			// A key PutNew was given holds a value: store them as Put does.
+			// The cache may be what misled it (a sequence another node
+			// has moved on): it goes too, as for a stale cache.
 			r.upsertOnly = true
+			s.cache.clear()
 			s.upsertRetries.Add(1)
 		case errors.Is(err, errKeyTaken) && !r.eagerNew:
 			// A key ExpectNew let through is taken: run fn again checking
@@ -263,6 +266,27 @@ func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
 var errFreshTaken = errors.New("storage: a key written as new is taken")
 
 const pgUniqueViolation = "23505"
+
+// pgCode is the SQLSTATE err carries, "" when none.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// retryable is what pgStore.run makes of a transaction refused with code,
+// when it runs fn again for it; nil otherwise.
+func retryable(code string) error {
+	switch code {
+	case pgKeyTakenCode:
+		return errKeyTaken
+	case pgUniqueViolation:
+		return errFreshTaken
+	}
+	return nil
+}
 
 // pgRun is how runOnce runs fn.
 type pgRun struct {
@@ -316,12 +340,12 @@ func (s *pgStore) runOnce(r pgRun, fn func(kvTx) error) (err error) {
 		}
 	}()
 	ferr := fn(t)
-	var pe *pgconn.PgError
-	if errors.As(t.err, &pe) && pe.Code == pgKeyTakenCode {
-		return errKeyTaken
-	}
-	if (errors.As(t.err, &pe) || errors.As(ferr, &pe)) && pe.Code == pgUniqueViolation {
-		return errFreshTaken // raised by a flush before the commit
+	// A flush before the commit (a read's, or DeleteBucket's, which fn
+	// hears) may have raised what run answers by running fn again.
+	for _, e := range []error{t.err, ferr} {
+		if again := retryable(pgCode(e)); again != nil {
+			return again
+		}
 	}
 	if (t.err != nil || ferr != nil) && t.usedCache {
 		// fn may have failed on what the cache said (a record another
@@ -341,21 +365,13 @@ func (s *pgStore) runOnce(r pgRun, fn func(kvTx) error) (err error) {
 	if ferr != nil {
 		return ferr
 	}
-	if writable {
-		// Until the cache has taken this commit in, a cached view that
-		// finds the server a generation ahead waits for it.
-		defer s.cache.committing()()
-	}
 	gen, err := t.commit()
 	if err != nil {
-		if errors.As(err, &pe) && pe.Code == pgStaleCode {
-			return errStaleCache // the deferred ROLLBACK ends the transaction
-		}
-		if errors.As(err, &pe) && pe.Code == pgKeyTakenCode {
-			return errKeyTaken
-		}
-		if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
-			return errFreshTaken
+		// The deferred ROLLBACK ends the transaction.
+		if code := pgCode(err); code == pgStaleCode {
+			return errStaleCache
+		} else if again := retryable(code); again != nil {
+			return again
 		}
 		done = true // the connection's state is unknown
 		conn.Conn().Close(context.Background())

@@ -63,3 +63,42 @@ func TestPostgresPutNew(t *testing.T) {
 		t.Errorf("old is %q, want 4", got)
 	}
 }
+
+// TestPostgresPutNewAfterAStaleSequence: a node whose cached sequence
+// another node has moved on writes its next key with PutNew onto the other
+// node's; the commit is refused, run again on what the server holds, and
+// both keys are kept.
+func TestPostgresPutNewAfterAStaleSequence(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	appendOne := func(db *DB, v string) {
+		t.Helper()
+		err := db.kv.Update(func(tx kvTx) error {
+			bk := tx.Bucket(bucketTeam)
+			seq, err := bk.NextSequence()
+			if err != nil {
+				return err
+			}
+			return bk.PutNew(putU64(seq), []byte(v))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne(a, "a1") // a caches the sequence at 1
+	appendOne(b, "b2")
+	appendOne(a, "a3")
+	if n := a.pg.upsertRetries.Load(); n != 1 {
+		t.Errorf("%d runs again with upserts, want 1 (the stale sequence's PutNew)", n)
+	}
+	got := map[uint64]string{}
+	if err := b.kv.Update(func(tx kvTx) error {
+		clear(got)
+		return tx.Bucket(bucketTeam).ForEach(func(k, v []byte) error { got[getU64(k)] = string(v); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1] != "a1" || got[2] != "b2" || got[3] != "a3" {
+		t.Errorf("the bucket holds %v, want 1:a1 2:b2 3:a3", got)
+	}
+}

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // viewTeam reads k of the team bucket through ViewCached, counting how
@@ -122,5 +123,47 @@ func TestPostgresViewCachedRanges(t *testing.T) {
 	boom := errors.New("boom")
 	if err := db.ViewCached(func(tx *Tx) error { tx.bucket(bucketTeam).Get([]byte("a")); return boom }); !errors.Is(err, boom) {
 		t.Errorf("fn's error came back as %v", err)
+	}
+}
+
+// TestPostgresViewCachedDoesNotWaitForTheLock: while another node holds
+// the write lock, and this node's own commit waits for it, a cached view
+// on this node answers from the server without waiting for either.
+func TestPostgresViewCachedDoesNotWaitForTheLock(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	kvPut(t, a, bucketTeam, "k", "1")
+	kvPut(t, b, bucketTeam, "k", "2") // a's cache is a generation behind now
+	locked, viewed := make(chan struct{}), make(chan struct{})
+	viewFirst := make(chan bool, 1)
+	go func() {
+		b.kv.Update(func(tx kvTx) error {
+			tx.Bucket(bucketTeam).Get([]byte("uncached")) // takes the lock
+			close(locked)
+			select {
+			case <-viewed:
+				viewFirst <- true
+			case <-time.After(10 * time.Second):
+				viewFirst <- false
+			}
+			return nil
+		})
+	}()
+	<-locked
+	committed := make(chan error, 1)
+	go func() {
+		committed <- a.kv.Update(func(tx kvTx) error { return tx.Bucket(bucketTeam).Put([]byte("j"), []byte("x")) })
+	}()
+	time.Sleep(50 * time.Millisecond) // let a's commit reach the lock
+	v, _ := viewTeam(t, a, "k")
+	close(viewed)
+	if !<-viewFirst {
+		t.Error("the view waited for the write lock another node held")
+	}
+	if v != "2" {
+		t.Errorf("read %q, want 2", v)
+	}
+	if err := <-committed; err != nil {
+		t.Fatal(err)
 	}
 }

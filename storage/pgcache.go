@@ -2,7 +2,6 @@ package storage
 
 import (
 	"bytes"
-	"context"
 	"sync"
 )
 
@@ -23,50 +22,17 @@ type pgCache struct {
 	ranges  map[string]map[string][]pgPair // bucket → backward range query → its page
 	spans   map[string]pgSpans             // bucket → what forward range reads learned
 	bytes   int
-
-	inflight chan struct{} // closed when the node's commit now being sent is taken in
-}
-
-// committing marks a commit of this node as sent; the function it returns
-// marks it taken into the cache (or dropped).
-func (c *pgCache) committing() func() {
-	ch := make(chan struct{})
-	c.mu.Lock()
-	c.inflight = ch
-	c.mu.Unlock()
-	return func() {
-		c.mu.Lock()
-		if c.inflight == ch {
-			c.inflight = nil
-		}
-		c.mu.Unlock()
-		close(ch)
-	}
 }
 
 // reach is the generation a cached view may read the cache at, given
-// that the server stood at gen after the view began: any the cache holds
-// from gen on, since each of those was the server's state at some moment
-// after the view began. When the cache is behind, this node's commit being
-// sent, if any, is waited for first: a view that finds the server a
-// generation ahead has most likely found that commit.
-func (c *pgCache) reach(ctx context.Context, gen int64) (int64, bool) {
-	c.mu.Lock()
-	at, ch := c.gen, c.inflight
-	c.mu.Unlock()
-	if at != 0 && at >= gen {
-		return at, true
-	}
-	if ch == nil {
-		return 0, false
-	}
-	select {
-	case <-ch:
-		at = c.generation()
-		return at, at != 0 && at >= gen
-	case <-ctx.Done():
-		return 0, false
-	}
+// that the server stood at gen after the view began: the cache's, when it
+// is gen or later, since each of those was the server's state at some
+// moment after the view began. A cache behind the server is not waited
+// for: this node's commit in flight may be queued behind another node's
+// write lock.
+func (c *pgCache) reach(gen int64) (int64, bool) {
+	at := c.generation()
+	return at, at != 0 && at >= gen
 }
 
 // pgCacheMaxRange is the longest page of a range read the cache keeps.
