@@ -226,7 +226,7 @@ func (a *App) Authenticate(secret string) (Principal, error) {
 	hash := HashSecret(secret)
 	var k storage.APIKey
 	var acct storage.Account
-	err := a.db.ViewCached(func(tx *storage.Tx) error {
+	readAt, err := a.db.ViewCached(0, func(tx *storage.Tx) error {
 		var err error
 		acct = storage.Account{} // fn may run twice
 		if k, err = tx.APIKeyByHash(hash); err != nil {
@@ -253,7 +253,9 @@ func (a *App) Authenticate(secret string) (Principal, error) {
 			Message: "the API key's account id is not a valid tenant UUID"}
 	}
 	a.noteKeyUse(k.ID)
-	return KeyPrincipal(k, acct), nil
+	p := KeyPrincipal(k, acct)
+	p.readAt = readAt
+	return p, nil
 }
 
 // noteKeyUse queues a last_used_at update, at most once per KeyUsageEvery

@@ -201,7 +201,7 @@ func (a *App) prepare(p Principal, in MessageInput, now time.Time) (prepared, er
 			m.SendAt = &at
 		}
 	}
-	err := a.db.ViewCached(func(tx *storage.Tx) error {
+	_, err := a.db.ViewCached(p.readAt, func(tx *storage.Tx) error {
 		if !test {
 			if e := a.checkSendingDomain(tx, p.Account.ID, fromDomain); e != nil {
 				return e

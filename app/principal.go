@@ -82,6 +82,13 @@ type Principal struct {
 	// else (the server's own mail) makes a new Principal, which carries the
 	// slot only where that other use case's write is the request's last.
 	idem *answerSlot
+
+	// readAt is where Authenticate's cached read of the key found the
+	// database (PostgreSQL): the request's later cached reads need not read
+	// the generation again. Authenticate makes a principal for one request
+	// (or one SMTP transaction, at its MAIL), so the point is always one
+	// the database reached after the request began.
+	readAt storage.ReadPoint
 }
 
 // KeyPrincipal is the principal of an authenticated API key of acct.

@@ -241,24 +241,36 @@ func (db *DB) View(fn func(tx *Tx) error) error {
 // ViewCached is View for a read that runs often and is small, such as
 // finding the API key of a request. On the PostgreSQL engine its reads may
 // come from the node's cache: the database's generation is read first
-// (one read shared by every caller waiting for it), and when it is the
-// cache's, fn sees the cache, which is then what the database holds. When
-// it is not, or fn asks for something the cache lacks, fn runs again in a
-// transaction on the server, and what it reads there is cached. So fn may
-// run twice: it must set what it finds, never add to what it found before.
-func (db *DB) ViewCached(fn func(tx *Tx) error) error {
+// (one read shared by every caller waiting for it), and when the cache
+// holds that generation or a later one, fn sees the cache, a state the
+// database held after the call began. When it does not, or fn asks for
+// something the cache lacks, fn runs again in a transaction on the
+// server, and what it reads there is cached. So fn may run twice: it must
+// set what it finds, never add to what it found before.
+//
+// It returns a ReadPoint. A later ViewCached of the same request that
+// passes it as since reads no generation again: any state from that
+// point on is one the database held after the request began. A ReadPoint
+// is only good for the request it was made in. Pass 0 for none; on the
+// embedded engine it is always 0.
+func (db *DB) ViewCached(since ReadPoint, fn func(tx *Tx) error) (ReadPoint, error) {
 	if db.pg == nil {
-		return db.View(fn)
+		return 0, db.View(fn)
 	}
 	if db.opts.ReadFault != nil {
 		if err := db.opts.ReadFault(); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return db.pg.viewCached(func(btx kvTx) error {
+	at, err := db.pg.viewCached(int64(since), func(btx kvTx) error {
 		return fn(&Tx{btx: btx, seal: db.seal, decoded: db.decoded})
 	})
+	return ReadPoint(at), err
 }
+
+// ReadPoint is a generation of the PostgreSQL database that a request's
+// first cached read found (see ViewCached).
+type ReadPoint int64
 
 // SchemaVersion reports the schema version stored in the file.
 func (db *DB) SchemaVersion() (int, error) {

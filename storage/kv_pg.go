@@ -196,29 +196,38 @@ func (s *pgStore) Update(fn func(kvTx) error) error { return s.run(true, fn) }
 // viewCached runs fn on what the node's cache holds when the server's
 // generation, read after the call began, is the cache's or older: the
 // cache is then a state the server held after the call began, and nothing
-// written before the call is missed. When the generations differ, or fn asks for a record the cache
-// does not hold, fn runs again in a read-only transaction on the server
-// (so fn may run twice), and what that reads is added to the cache.
-func (s *pgStore) viewCached(fn func(kvTx) error) error {
+// written before the call is missed. since, when not 0, is such a
+// generation read already (by an earlier view of the same request), and
+// none is read again. When the cache is behind, or fn asks for a record
+// it does not hold, fn runs again in a read-only transaction on the
+// server (so fn may run twice), and what that reads is added to the
+// cache. It returns the generation fn's reads were of (0 when unknown).
+func (s *pgStore) viewCached(since int64, fn func(kvTx) error) (int64, error) {
 	if s.cache.generation() != 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
-		n, err := s.gens.current(ctx)
-		var at int64
-		ok := false
-		if err == nil {
-			at, ok = s.cache.reach(n)
+		n, err := since, error(nil)
+		if n == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), pgTimeout)
+			n, err = s.gens.current(ctx)
+			cancel()
 		}
-		cancel()
-		if ok {
+		if at, ok := s.cache.reach(n); err == nil && ok {
 			t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
 			ferr := fn(t)
 			if !t.missed {
 				s.cachedViews.Add(1)
-				return ferr
+				return at, ferr
 			}
 		}
 	}
-	return s.runOnce(pgRun{warming: true}, fn)
+	var last *pgTx
+	err := s.runOnce(pgRun{warming: true}, func(kt kvTx) error {
+		last = kt.(*pgTx)
+		return fn(kt)
+	})
+	if last == nil {
+		return 0, err
+	}
+	return last.viewGen, err
 }
 
 func (s *pgStore) run(writable bool, fn func(kvTx) error) error {

@@ -10,7 +10,7 @@ import (
 // often fn ran.
 func viewTeam(t *testing.T, db *DB, k string) (v string, runs int) {
 	t.Helper()
-	err := db.ViewCached(func(tx *Tx) error {
+	_, err := db.ViewCached(0, func(tx *Tx) error {
 		runs++
 		v = string(tx.bucket(bucketTeam).Get([]byte(k)))
 		return nil
@@ -105,23 +105,23 @@ func TestPostgresViewCachedRanges(t *testing.T) {
 		return tx.bucket(bucketTeam).ForEach(func(k, _ []byte) error { keys = append(keys, string(k)); return nil })
 	}
 	for range 2 {
-		if err := db.ViewCached(list); err != nil || len(keys) != 2 {
+		if _, err := db.ViewCached(0, list); err != nil || len(keys) != 2 {
 			t.Fatalf("listed %v (%v), want [a b]", keys, err)
 		}
 	}
 	reads := db.pg.serverReads.Load()
-	if err := db.ViewCached(list); err != nil || len(keys) != 2 {
+	if _, err := db.ViewCached(0, list); err != nil || len(keys) != 2 {
 		t.Fatalf("listed %v (%v), want [a b]", keys, err)
 	}
 	if n := db.pg.serverReads.Load() - reads; n != 0 {
 		t.Errorf("a cached range read the server %d times, want 0", n)
 	}
 	var n int
-	if err := db.ViewCached(func(tx *Tx) error { n = tx.bucket(bucketTeam).KeyN(); return nil }); err != nil || n != 2 {
+	if _, err := db.ViewCached(0, func(tx *Tx) error { n = tx.bucket(bucketTeam).KeyN(); return nil }); err != nil || n != 2 {
 		t.Errorf("KeyN %d (%v), want 2", n, err)
 	}
 	boom := errors.New("boom")
-	if err := db.ViewCached(func(tx *Tx) error { tx.bucket(bucketTeam).Get([]byte("a")); return boom }); !errors.Is(err, boom) {
+	if _, err := db.ViewCached(0, func(tx *Tx) error { tx.bucket(bucketTeam).Get([]byte("a")); return boom }); !errors.Is(err, boom) {
 		t.Errorf("fn's error came back as %v", err)
 	}
 }
@@ -165,5 +165,50 @@ func TestPostgresViewCachedDoesNotWaitForTheLock(t *testing.T) {
 	}
 	if err := <-committed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPostgresViewCachedSince: a view given the point an earlier view of
+// its request found reads no generation, and takes the cache only when it
+// holds that point or a later one.
+func TestPostgresViewCachedSince(t *testing.T) {
+	db := openNodes(t, 1)[0]
+	kvPut(t, db, bucketTeam, "k", "1")
+	read := func(since ReadPoint) (ReadPoint, string) {
+		t.Helper()
+		var v string
+		at, err := db.ViewCached(since, func(tx *Tx) error { v = string(tx.bucket(bucketTeam).Get([]byte("k"))); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at, v
+	}
+	at, v := read(0)
+	if at == 0 || v != "1" {
+		t.Fatalf("first view: point %d, read %q", at, v)
+	}
+	rounds := func() int64 {
+		db.pg.gens.mu.Lock()
+		defer db.pg.gens.mu.Unlock()
+		return db.pg.gens.rounds
+	}
+	before, views := rounds(), db.pg.cachedViews.Load()
+	if at2, v := read(at); at2 != at || v != "1" {
+		t.Errorf("second view: point %d, read %q, want %d and 1", at2, v, at)
+	}
+	if n := rounds() - before; n != 0 {
+		t.Errorf("the second view read the generation %d times, want 0", n)
+	}
+	if db.pg.cachedViews.Load() == views {
+		t.Error("the second view was not answered from the cache")
+	}
+	// A point the cache has not reached (another node's commit, say):
+	// the server answers.
+	reads := db.pg.serverReads.Load()
+	if _, v := read(at + 5); v != "1" {
+		t.Errorf("read %q, want 1", v)
+	}
+	if db.pg.serverReads.Load() == reads {
+		t.Error("a view from a point ahead of the cache was answered from the cache")
 	}
 }
