@@ -631,11 +631,6 @@ func (t *pgTx) setNotify(c Change) { t.notify |= c }
 // queueFlush adds this transaction's unsent writes to batch, leaving them
 // sent once batch is.
 func (t *pgTx) queueFlush(batch *pgx.Batch) {
-	if len(t.newK) > 0 {
-		// Before this transaction's own writes of those keys are sent.
-		batch.Queue("SELECT mailbolt_expect_absent($1::text[], $2::bytea[])", t.newB, t.newK)
-		t.newB, t.newK = nil, nil
-	}
 	var putB, delB, newB []string
 	var putK, putV, delK, newK, newV [][]byte
 	for _, b := range t.open {
@@ -655,6 +650,29 @@ func (t *pgTx) queueFlush(batch *pgx.Batch) {
 			batch.Queue("UPDATE mailbolt_buckets SET seq = $2 WHERE name = $1", b.name, int64(b.seq))
 			b.seqDirty = false
 		}
+	}
+	if len(t.newK) > 0 {
+		// Before this transaction's own writes of those keys are sent. A
+		// key this flush inserts plainly needs no check: the INSERT fails
+		// when it is taken, and run then runs fn again with upserts, which
+		// check it here (see pgStore.run).
+		expB, expK := t.newB, t.newK
+		if len(newK) > 0 {
+			plain := make(map[string]struct{}, len(newK))
+			for i := range newK {
+				plain[newB[i]+"\x00"+string(newK[i])] = struct{}{}
+			}
+			expB, expK = nil, nil
+			for i := range t.newK {
+				if _, ok := plain[t.newB[i]+"\x00"+string(t.newK[i])]; !ok {
+					expB, expK = append(expB, t.newB[i]), append(expK, t.newK[i])
+				}
+			}
+		}
+		if len(expK) > 0 {
+			batch.Queue("SELECT mailbolt_expect_absent($1::text[], $2::bytea[])", expB, expK)
+		}
+		t.newB, t.newK = nil, nil
 	}
 	if len(delK) > 0 {
 		batch.Queue("DELETE FROM mailbolt_kv WHERE (bucket, key) IN (SELECT * FROM unnest($1::text[], $2::bytea[]))", delB, delK)
