@@ -550,11 +550,15 @@ func (t *pgTx) batch() *pgx.Batch {
 	return b
 }
 
-// exec runs one statement in t.
+// exec runs one statement in t. A failure is t's too: the server has
+// aborted the transaction, and the error may be one run answers by running
+// fn again (when fn's own error does not reach run, as in group commit).
 func (t *pgTx) exec(sql string, args ...any) error {
 	b := t.batch()
 	b.Queue(sql, args...)
-	return t.conn.SendBatch(t.ctx, b).Close()
+	err := t.conn.SendBatch(t.ctx, b).Close()
+	t.fail(err)
+	return err
 }
 
 func (t *pgTx) Writable() bool { return t.writable }
@@ -693,7 +697,9 @@ func (t *pgTx) flush() error {
 	}
 	batch := t.batch()
 	t.queueFlush(batch)
-	return t.conn.SendBatch(t.ctx, batch).Close()
+	err := t.conn.SendBatch(t.ctx, batch).Close()
+	t.fail(err) // as in exec
+	return err
 }
 
 // dirty reports whether t holds writes not sent yet.

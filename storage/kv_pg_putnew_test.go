@@ -2,6 +2,7 @@ package storage
 
 import (
 	"testing"
+	"time"
 )
 
 // TestPostgresPutNew: a new key goes in with a plain INSERT, first time;
@@ -100,5 +101,38 @@ func TestPostgresPutNewAfterAStaleSequence(t *testing.T) {
 	}
 	if len(got) != 3 || got[1] != "a1" || got[2] != "b2" || got[3] != "a3" {
 		t.Errorf("the bucket holds %v, want 1:a1 2:b2 3:a3", got)
+	}
+}
+
+// TestPostgresPutNewWrongInAGroupCommit: when one unit of a group commit
+// gives PutNew a taken key and a later unit's DeleteBucket sends it, the
+// commit runs again with upserts and every unit succeeds: the later unit
+// is not answered with the first one's unique violation.
+func TestPostgresPutNewWrongInAGroupCommit(t *testing.T) {
+	dbs := openNodes(t, 2)
+	a, b := dbs[0], dbs[1]
+	kvPut(t, a, bucketTeam, "taken", "a")
+	scratch := []byte("scratch_for_test")
+	if err := b.kv.Update(func(tx kvTx) error { _, err := tx.CreateBucketIfNotExists(scratch); return err }); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	go b.Update(func(tx *Tx) error { <-release; return nil }) // the committer is busy: both units below share one commit
+	time.Sleep(50 * time.Millisecond)
+	errs := make(chan error, 2)
+	go func() {
+		errs <- b.Update(func(tx *Tx) error { return tx.btx.Bucket(bucketTeam).PutNew([]byte("taken"), []byte("b")) })
+	}()
+	time.Sleep(20 * time.Millisecond)
+	go func() { errs <- b.Update(func(tx *Tx) error { return tx.btx.DeleteBucket(scratch) }) }()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("a unit failed: %v", err)
+		}
+	}
+	if v, _ := kvRead(t, b, bucketTeam, "taken"); v != "b" {
+		t.Errorf("taken is %q, want b (the PutNew, as Put)", v)
 	}
 }
