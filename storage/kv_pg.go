@@ -210,12 +210,12 @@ func (s *pgStore) viewCached(since int64, fn func(kvTx) error) (int64, error) {
 			n, err = s.gens.current(ctx)
 			cancel()
 		}
-		if at, ok := s.cache.reach(n); err == nil && ok {
-			t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
-			ferr := fn(t)
-			if !t.missed {
-				s.cachedViews.Add(1)
-				return at, ferr
+		if err == nil {
+			if at, ok := s.cache.reach(n); ok {
+				if ferr, ok := s.fromCache(at, fn); ok {
+					s.cachedViews.Add(1)
+					return at, ferr
+				}
 			}
 		}
 	}
@@ -228,6 +228,15 @@ func (s *pgStore) viewCached(since int64, fn func(kvTx) error) (int64, error) {
 		return 0, err
 	}
 	return last.viewGen, err
+}
+
+// fromCache runs fn on the cache alone, at generation at: ok is false
+// when fn asked for something the cache did not hold (or no longer at at),
+// and what fn made of that is to be thrown away.
+func (s *pgStore) fromCache(at int64, fn func(kvTx) error) (ferr error, ok bool) {
+	t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
+	ferr = fn(t)
+	return ferr, !t.missed
 }
 
 func (s *pgStore) run(writable bool, fn func(kvTx) error) error {
@@ -428,8 +437,7 @@ const pgStaleCode = "MB001"
 // in parallel with it.
 func (s *pgStore) warm(fn func(kvTx) error) {
 	if at := s.cache.generation(); at != 0 {
-		t := &pgTx{s: s, cacheOnly: true, pin: at, open: map[string]*pgBucket{}}
-		if fn(t); !t.missed {
+		if _, ok := s.fromCache(at, fn); ok {
 			return // the cache holds it all already
 		}
 	}
@@ -789,8 +797,8 @@ type pgBucket struct {
 	version  int                 // counts writes, so cursors know to re-read
 	ranges   map[string][]pgPair // pages read before any write to the bucket
 	spans    []pgSpan            // what the forward ones of them learned, for the cache
-	expected map[string]struct{} // keys whose absence the commit checks (ExpectNew)
 	backs    map[string][]pgPair // and the backward ones
+	expected map[string]struct{} // keys whose absence the commit checks (ExpectNew)
 
 	seq      uint64
 	seqRead  bool
@@ -1020,10 +1028,9 @@ func (c *pgCursor) load(forward bool, from []byte, inclusive bool) ([]byte, []by
 		sql = "SELECT key, value FROM mailbolt_kv WHERE bucket = $1 AND key < $2 ORDER BY key DESC LIMIT $3"
 	}
 	// A range of a bucket this transaction has not written to may come
-	// from the node's cache, like a single record.
-	// A forward read is answered by a span (pgspans.go) of any earlier
-	// forward read that covers where it starts; a backward one by the same
-	// read made before.
+	// from the node's cache, like a single record: a forward read from a
+	// span (pgspans.go) of any earlier forward read that covers where it
+	// starts, a backward one from the same read made before.
 	t, rk := c.b.t, pgRangeKey(sql, from, c.size)
 	if c.b.version == 0 {
 		if page, ok := c.b.ranges[rk]; ok {

@@ -161,7 +161,7 @@ func (tx *Tx) InsertMessage(m Message, content MessageContent, raw []byte) error
 	if err := tx.putMessage(m, nil, ""); err != nil { // files the status entry
 		return err
 	}
-	if err := writeNewIndexEntries(tx.bucket, lifelongIndexEntries(&m)); err != nil {
+	if err := writeIndexEntries(tx.bucket, lifelongIndexEntries(&m), putNewEntry); err != nil {
 		return err
 	}
 	if m.Test {

@@ -90,17 +90,20 @@ var (
 
 // indexMessage writes (or, with del, removes) every index entry of m.
 func indexMessage(get func([]byte) kvBucket, m *Message, del bool) error {
-	return writeIndexEntries(get, messageIndexEntries(m), del)
+	write := putEntry
+	if del {
+		write = deleteEntry
+	}
+	return writeIndexEntries(get, messageIndexEntries(m), write)
 }
 
-// writeIndexEntries puts (or, with del, deletes) entries, by bucket.
-// writeNewIndexEntries files a new message under keys that hold its id,
-// new too (kvBucket.PutNew).
-func writeNewIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte) error {
+// writeIndexEntries writes entries, by bucket, with write: putEntry,
+// putNewEntry (a new message's keys, which hold its id) or deleteEntry.
+func writeIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte, write func(kvBucket, []byte) error) error {
 	for name, keys := range entries {
 		b := get([]byte(name))
 		for _, k := range keys {
-			if err := b.PutNew(k, nil); err != nil {
+			if err := write(b, k); err != nil {
 				return err
 			}
 		}
@@ -108,23 +111,9 @@ func writeNewIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte
 	return nil
 }
 
-func writeIndexEntries(get func([]byte) kvBucket, entries map[string][][]byte, del bool) error {
-	for name, keys := range entries {
-		b := get([]byte(name))
-		for _, k := range keys {
-			var err error
-			if del {
-				err = b.Delete(k)
-			} else {
-				err = b.Put(k, nil)
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+func putEntry(b kvBucket, k []byte) error    { return b.Put(k, nil) }
+func putNewEntry(b kvBucket, k []byte) error { return b.PutNew(k, nil) }
+func deleteEntry(b kvBucket, k []byte) error { return b.Delete(k) }
 
 // messageIndex picks the index that serves f: the bucket and the key
 // prefix of f's value, or nil when f names no indexed value. A recipient is
@@ -213,7 +202,7 @@ func backfillMessageIndexes(tx kvTx, buckets [][]byte) error {
 					delete(entries, name)
 				}
 			}
-			if err := writeIndexEntries(tx.Bucket, entries, false); err != nil {
+			if err := writeIndexEntries(tx.Bucket, entries, putEntry); err != nil {
 				return err
 			}
 		}

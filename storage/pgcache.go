@@ -44,12 +44,18 @@ func pgRangeKey(sql string, from []byte, size int) string {
 	return sql + "\x00" + string(from) + "\x00" + string(rune(size))
 }
 
+// holds reports whether the cache holds generation at (any generation
+// with at 0); c.mu is held.
+func (c *pgCache) holds(at int64) bool {
+	return c.gen != 0 && (at == 0 || c.gen == at)
+}
+
 // rangeGet is a cached page, when the cache holds generation at (any
 // generation with at 0).
 func (c *pgCache) rangeGet(bucket, key string, at int64) ([]pgPair, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen == 0 || (at != 0 && c.gen != at) {
+	if !c.holds(at) {
 		return nil, false
 	}
 	p, ok := c.ranges[bucket][key]
@@ -73,7 +79,7 @@ func pgCacheKey(bucket string, key []byte) string {
 func (c *pgCache) get(bucket string, key []byte, at int64) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen == 0 || (at != 0 && c.gen != at) {
+	if !c.holds(at) {
 		return nil, false
 	}
 	v, ok := c.entries[pgCacheKey(bucket, key)]
@@ -218,7 +224,7 @@ func (c *pgCache) setSpans(bucket string, ss pgSpans) {
 func (c *pgCache) spanGet(bucket string, from []byte, incl bool, at int64) (pairs []pgPair, end, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen == 0 || (at != 0 && c.gen != at) {
+	if !c.holds(at) {
 		return nil, false, false
 	}
 	return c.spans[bucket].find(from, incl)

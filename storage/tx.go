@@ -167,21 +167,17 @@ func getU64(b []byte) uint64 {
 	return binary.BigEndian.Uint64(b)
 }
 
-func putJSON(b kvBucket, key []byte, v any) error {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", key, err)
-	}
-	return b.Put(key, data)
-}
+func putJSON(b kvBucket, key []byte, v any) error { return writeJSON(b.Put, key, v) }
 
 // putNewJSON is putJSON of a key that holds nothing yet (kvBucket.PutNew).
-func putNewJSON(b kvBucket, key []byte, v any) error {
+func putNewJSON(b kvBucket, key []byte, v any) error { return writeJSON(b.PutNew, key, v) }
+
+func writeJSON(put func(key, value []byte) error, key []byte, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
 	}
-	return b.PutNew(key, data)
+	return put(key, data)
 }
 
 func getJSON(b kvBucket, key []byte, v any) error {
