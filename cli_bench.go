@@ -337,7 +337,7 @@ func headerOverhead(alg string) int {
 
 func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchReport, err error) {
 	alg, _ := cfg.alg()
-	tuneGC() // as serve does
+	tuneGC(ctx) // as serve does
 	rep = &benchReport{Messages: cfg.messages, Size: cfg.size, Concurrency: cfg.concurrency, DKIM: alg,
 		DeliveryWorkers: cfg.deliveryWorkers, SMTPConnections: cfg.smtpConns, Mode: "concurrent", CPUs: runtime.GOMAXPROCS(0),
 		Via: cfg.via, TLS: cfg.starttls, ClientProcess: cfg.clientProcess}

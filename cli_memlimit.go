@@ -11,9 +11,10 @@ import (
 )
 
 // defaultMemoryLimit is serve's soft memory limit unless --memory-limit or
-// GOMEMLIMIT says otherwise. The server runs with GOGC=400 (tuneGC): with
-// a live heap of tens of MB the heap may grow to five times that between
-// collections, which saves CPU but shows as resident memory. The limit
+// GOMEMLIMIT says otherwise. The server runs with GOGC=400 and a heap
+// floor (tuneGC): with a live heap of tens of MB the heap may grow to five
+// times that between collections, which saves CPU but shows as resident
+// memory. The limit
 // makes the collector run earlier only when the Go runtime's memory
 // (heap, stacks, its own) nears it, so a small heap keeps its headroom and
 // a large queue does not take RSS past about 200 MB. The database file's

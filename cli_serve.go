@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -551,16 +550,6 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is not json or text", format)
 }
 
-// tuneGC lets the heap grow to five times the live data between
-// collections (GOGC=400) unless GOGC is set: the service's live heap is
-// small (tens of MB), and collecting at every doubling costs a fifth of the
-// CPU of a send at full load.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-}
-
 // serve runs the service until ctx ends, then shuts it down (see
 // service.run for the order).
 func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
@@ -568,7 +557,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	tuneGC()
+	tuneGC(ctx)
 	s, err := startService(cfg, log, nil)
 	if err != nil {
 		return err

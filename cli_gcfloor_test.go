@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+func TestFloorPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		live, floor uint64
+		want        int
+	}{
+		{0, 64 * mib, gcPercent},         // not measured yet
+		{64 * mib, 64 * mib, gcPercent},  // at the floor
+		{100 * mib, 64 * mib, gcPercent}, // above it
+		{20 * mib, 64 * mib, gcPercent},  // 4 × 20 would do, but never below 400
+		{4 * mib, 64 * mib, 1500},        // 16 × 4 = 64
+		{5_000_000, 64 * mib, 1300},      // 14 × 5 MB ≥ 64 MiB, 13 × would not be
+		{1, mib, mib*100 - 100},          // a tiny heap: the floor itself
+		{1, 1 << 62, 1<<31 - 1},          // capped at what GOGC holds
+		{10 * mib, 0, gcPercent},         // no floor (no memory limit room)
+		{10 * mib, 50 * mib, gcPercent},  // 5 × 10 = 50: 400 is enough
+		{10 * mib, 50*mib + 1, 500},      // one byte more needs the next step
+	} {
+		got := floorPercent(c.live, c.floor)
+		if got != c.want {
+			t.Errorf("floorPercent(%d, %d) = %d, want %d", c.live, c.floor, got, c.want)
+		}
+		if got > gcPercent && got < 1<<31-1 {
+			// The step chosen reaches the floor, and the step below does not.
+			if goal := c.live * uint64(100+got) / 100; goal < c.floor {
+				t.Errorf("live %d with GOGC=%d: goal %d under the floor %d", c.live, got, goal, c.floor)
+			}
+			if goal := c.live * uint64(got) / 100; goal >= c.floor {
+				t.Errorf("live %d: GOGC=%d would have reached the floor", c.live, got-100)
+			}
+		}
+	}
+}
+
+// gogc reads the collector's GOGC as the runtime holds it.
+func gogc() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func TestKeepHeapFloorRaisesGOGCForASmallHeap(t *testing.T) {
+	oldPercent := debug.SetGCPercent(gcPercent)
+	oldLimit := debug.SetMemoryLimit(1 << 30)
+	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
+	runtime.GC() // the live heap is measured at the end of a cycle
+
+	// This test binary's live heap is a few MB: a floor of 256 MiB needs a
+	// GOGC far above 400.
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { keepHeapFloor(ctx, 256<<20, time.Millisecond); close(stopped) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for gogc() <= gcPercent && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := gogc(); got <= gcPercent {
+		t.Fatalf("GOGC stayed at %d with a floor of 256 MiB", got)
+	}
+	cancel()
+	<-stopped
+	if got := gogc(); got != gcPercent {
+		t.Errorf("after the floor stopped GOGC is %d, want %d back", got, gcPercent)
+	}
+
+	// The floor is at most half the memory limit: with a 64 KiB limit it
+	// is 32 KiB, which any live heap passes.
+	debug.SetMemoryLimit(64 << 10)
+	ctx, cancel = context.WithCancel(context.Background())
+	stopped = make(chan struct{})
+	go func() { keepHeapFloor(ctx, 256<<20, time.Millisecond); close(stopped) }()
+	time.Sleep(20 * time.Millisecond)
+	if got := gogc(); got != gcPercent {
+		t.Errorf("with a 64 KiB memory limit GOGC is %d, want %d", got, gcPercent)
+	}
+	cancel()
+	<-stopped
+}
+
+func TestTuneGCLeavesAnExplicitGOGC(t *testing.T) {
+	old := debug.SetGCPercent(150)
+	t.Cleanup(func() { debug.SetGCPercent(old) })
+	t.Setenv("GOGC", "150")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tuneGC(ctx)
+	time.Sleep(3 * gcFloorTick)
+	if got := gogc(); got != 150 {
+		t.Errorf("GOGC=150 in the environment: the runtime has %d", got)
+	}
+}
