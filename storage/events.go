@@ -33,7 +33,11 @@ type Event struct {
 func (tx *Tx) AppendEvent(ev Event) error {
 	key := join(ev.AccountID, ev.ID)
 	// An event is written once, under an id made for it: its keys are new.
-	if err := putNewJSON(tx.bucket(bucketEvents), key, ev); err != nil {
+	data, err := encodeEvent(&ev)
+	if err != nil {
+		return err
+	}
+	if err := tx.bucket(bucketEvents).PutNew(key, data); err != nil {
 		return err
 	}
 	if err := tx.bucket(bucketEventBodies).PutNew(key, ev.Envelope); err != nil {
