@@ -263,15 +263,17 @@ func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id ident
 	if s.cfg.Observe != nil {
 		s.cfg.Observe(routeOf(r), r.Method, rw.status, took)
 	}
-	attrs := []any{"method", r.Method, "route", routeOf(r), "status", rw.status, "bytes", rw.bytes,
-		"duration_ms", float64(took.Microseconds()) / 1000, "request_id", reqID, "remote", clientIP(r), "scheme", requestScheme(r)}
+	attrs := make([]slog.Attr, 0, 11)
+	attrs = append(attrs, slog.String("method", r.Method), slog.String("route", routeOf(r)), slog.Int("status", rw.status),
+		slog.Int("bytes", rw.bytes), slog.Float64("duration_ms", float64(took.Microseconds())/1000),
+		slog.String("request_id", reqID), slog.String("remote", clientIP(r)), slog.String("scheme", requestScheme(r)))
 	if c := clientOf(r); c.peer != c.addr {
-		attrs = append(attrs, "peer", c.peer.String())
+		attrs = append(attrs, slog.String("peer", c.peer.String()))
 	}
 	if id.err == nil {
-		attrs = append(attrs, "account", id.principal.Account.ID, "key_id", id.principal.KeyID)
+		attrs = append(attrs, slog.String("account", id.principal.Account.ID), slog.String("key_id", id.principal.KeyID))
 	}
-	s.log.Info("request", attrs...)
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
 
 // requestID keeps a caller's X-Request-Id when it is short and plain, so
