@@ -337,7 +337,9 @@ func headerOverhead(alg string) int {
 
 func runBench(ctx context.Context, cfg benchConfig, logw io.Writer) (rep *benchReport, err error) {
 	alg, _ := cfg.alg()
-	tuneGC(ctx) // as serve does
+	gcCtx, stopGC := context.WithCancel(ctx)
+	defer stopGC()
+	tuneGC(gcCtx) // as serve does, until the run ends
 	rep = &benchReport{Messages: cfg.messages, Size: cfg.size, Concurrency: cfg.concurrency, DKIM: alg,
 		DeliveryWorkers: cfg.deliveryWorkers, SMTPConnections: cfg.smtpConns, Mode: "concurrent", CPUs: runtime.GOMAXPROCS(0),
 		Via: cfg.via, TLS: cfg.starttls, ClientProcess: cfg.clientProcess}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,9 +35,15 @@ func tuneGC(ctx context.Context) {
 	go keepHeapFloor(ctx, gcFloor, gcFloorTick)
 }
 
+// heapFloorKeepers counts the keepHeapFloor loops running (tests run
+// several servers in one process; each keeps the same floor).
+var heapFloorKeepers atomic.Int32
+
 // keepHeapFloor re-reads the live heap every tick and sets GOGC for it,
 // until ctx ends; it leaves GOGC=400 behind.
 func keepHeapFloor(ctx context.Context, floor uint64, tick time.Duration) {
+	heapFloorKeepers.Add(1)
+	defer heapFloorKeepers.Add(-1)
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(tick)
 	defer t.Stop()

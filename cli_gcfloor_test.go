@@ -51,6 +51,7 @@ func gogc() uint64 {
 }
 
 func TestKeepHeapFloorRaisesGOGCForASmallHeap(t *testing.T) {
+	waitNoHeapFloor(t)
 	oldPercent := debug.SetGCPercent(gcPercent)
 	oldLimit := debug.SetMemoryLimit(1 << 30)
 	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
@@ -88,7 +89,19 @@ func TestKeepHeapFloorRaisesGOGCForASmallHeap(t *testing.T) {
 	<-stopped
 }
 
+// waitNoHeapFloor waits for the floors of servers that other tests of
+// this process started and stopped to end.
+func waitNoHeapFloor(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); heapFloorKeepers.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d heap floors still running", heapFloorKeepers.Load())
+		}
+	}
+}
+
 func TestTuneGCLeavesAnExplicitGOGC(t *testing.T) {
+	waitNoHeapFloor(t)
 	old := debug.SetGCPercent(150)
 	t.Cleanup(func() { debug.SetGCPercent(old) })
 	t.Setenv("GOGC", "150")
@@ -96,7 +109,7 @@ func TestTuneGCLeavesAnExplicitGOGC(t *testing.T) {
 	defer cancel()
 	tuneGC(ctx)
 	time.Sleep(3 * gcFloorTick)
-	if got := gogc(); got != 150 {
-		t.Errorf("GOGC=150 in the environment: the runtime has %d", got)
+	if got := gogc(); got != 150 || heapFloorKeepers.Load() != 0 {
+		t.Errorf("GOGC=150 in the environment: the runtime has %d, %d heap floors run", got, heapFloorKeepers.Load())
 	}
 }
