@@ -63,6 +63,8 @@ type Options struct {
 	RenderSteps int64
 	// Sessions bound dashboard sessions.
 	Sessions SessionOptions
+	// InvitationTTL is how long a team invitation can be accepted.
+	InvitationTTL time.Duration
 }
 
 // DefaultOptions are the documented defaults (docs/configuration.md):
@@ -74,7 +76,8 @@ type Options struct {
 // over 24 h, grader checks cached 5 min, mapped pages handed back every
 // 2 s, messages of at most 10 MiB, template renders of at most 1 s and
 // 1,000,000 tag visits, dashboard sessions ending after 12 h idle or 7
-// days, the system clock and no log.
+// days, team invitations accepted within 7 days, the system clock and no
+// log.
 func DefaultOptions() Options {
 	return Options{
 		Now:            time.Now,
@@ -96,6 +99,7 @@ func DefaultOptions() Options {
 		RenderTimeout:      time.Second,
 		RenderSteps:        1_000_000,
 		Sessions:           SessionOptions{IdleTimeout: 12 * time.Hour, MaxAge: 7 * 24 * time.Hour},
+		InvitationTTL:      7 * 24 * time.Hour,
 	}
 }
 
@@ -106,7 +110,8 @@ func (o Options) check() error {
 		"grader cache TTL": o.Grader.CacheTTL, "webhook secret rotation window": o.Webhooks.RotationWindow,
 		"domain recheck interval": o.Domains.RecheckInterval, "DKIM rotation grace": o.Domains.RotationGrace,
 		"domain check timeout": o.Domains.CheckTimeout, "render timeout": o.RenderTimeout,
-		"session idle timeout": o.Sessions.IdleTimeout, "session lifetime": o.Sessions.MaxAge} {
+		"session idle timeout": o.Sessions.IdleTimeout, "session lifetime": o.Sessions.MaxAge,
+		"invitation lifetime": o.InvitationTTL} {
 		if d <= 0 {
 			return fmt.Errorf("app: the %s must be positive", name)
 		}

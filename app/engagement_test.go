@@ -360,6 +360,9 @@ func TestInvitationIsMailedFromTheSystemSender(t *testing.T) {
 		!strings.Contains(strings.ReplaceAll(string(got[0].Data), "=\r\n", ""), inv.AcceptURL) {
 		t.Fatalf("invitation mail: %d messages", len(got))
 	}
+	if body := strings.ReplaceAll(string(got[0].Data), "=\r\n", ""); !strings.Contains(body, "the link works for 7 days") {
+		t.Errorf("the invitation mail does not say how long the link works: %s", body)
+	}
 	if _, err := e.app.Invitee(inv.Token[:len(inv.Token)-2] + "xx"); !HasCode(err, CodeNotFound) {
 		t.Fatalf("a tampered token: %v, want NOT_FOUND", err)
 	}

@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -34,7 +36,8 @@ const AcceptPath = "/v1/team/accept/"
 // Invite adds a member with status "invited" and, when the server has a
 // system sender (--system-from) on a verified domain, sends the
 // invitation by mail. Inviting an address that is already on the team is
-// a conflict.
+// a conflict, unless its invitation expired unaccepted: that one is
+// replaced (a new member id and token; the old link stays dead).
 func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 	if err := a.authorize(p, ScopeTeamWrite); err != nil {
 		return Invitation{}, err
@@ -74,6 +77,11 @@ func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 	err = update(a, p, action{"team.invite", m.Email + " as " + m.Role}, &inv, func(tx *storage.Tx) error {
 		if _, err := tx.Account(accountID); err != nil {
 			return err
+		}
+		if old, err := tx.TeamMemberByEmail(accountID, m.Email); err == nil && a.invitationExpired(old) != nil {
+			if err := tx.DeleteTeamMember(accountID, old.ID); err != nil {
+				return err
+			}
 		}
 		if err := tx.InsertTeamMember(m); err != nil {
 			return err
@@ -129,7 +137,22 @@ func invitee(tx *storage.Tx, token string) (storage.TeamMember, bool) {
 	return m, true
 }
 
-// Invitee reads the member an invitation token names, for the accept page.
+// invitationExpired is 410 GONE for a member still invited after
+// InvitationTTL; nil for one invited more recently, or active.
+func (a *App) invitationExpired(m storage.TeamMember) error {
+	if m.Status != "invited" {
+		return nil
+	}
+	until := m.InvitedAt.Add(a.opts.InvitationTTL)
+	if a.Now().Before(until) {
+		return nil
+	}
+	return NewError(CodeGone, "this invitation expired on "+until.UTC().Format("2 January 2006 at 15:04 UTC")+
+		"; ask the team to invite you again")
+}
+
+// Invitee reads the member an invitation token names, for the accept page;
+// an invitation not accepted in time is 410 GONE.
 func (a *App) Invitee(token string) (m storage.TeamMember, err error) {
 	ok := false
 	err = a.db.View(func(tx *storage.Tx) error {
@@ -142,7 +165,7 @@ func (a *App) Invitee(token string) (m storage.TeamMember, err error) {
 	if !ok {
 		return m, NotFound("invitation")
 	}
-	return m, nil
+	return m, a.invitationExpired(m)
 }
 
 // AcceptInvitation makes an invited member active and, when password is
@@ -170,6 +193,9 @@ func (a *App) AcceptInvitation(token, password, source string) (storage.TeamMemb
 		var ok bool
 		if m, ok = invitee(tx, token); !ok {
 			return storage.ErrNotFound
+		}
+		if err := a.invitationExpired(m); err != nil {
+			return err
 		}
 		if hash != "" {
 			if m.Status == "active" {
@@ -239,10 +265,22 @@ func (a *App) invitationMail(acct storage.Account, inv Invitation) MessageInput 
 	name := acct.Name
 	subject := "You are invited to join " + name + " on Mailbolt"
 	body := "You have been invited to join the team of " + name + " on Mailbolt as " + inv.Member.Role + ".\n\n" +
-		"Accept the invitation here:\n" + inv.AcceptURL + "\n\nIf you did not expect this invitation, ignore this email.\n"
+		"Accept the invitation here (the link works for " + days(a.opts.InvitationTTL) + "):\n" + inv.AcceptURL +
+		"\n\nIf you did not expect this invitation, ignore this email.\n"
 	off := false
 	return MessageInput{From: a.opts.SystemFrom, To: []string{inv.Member.Email}, Subject: &subject, Text: &body,
 		Unsubscribe: &off, Tags: []string{"team-invitation"}}
+}
+
+// days says d in whole days ("7 days"), or in hours when shorter than two.
+func days(d time.Duration) string {
+	if d < 48*time.Hour {
+		if h := int(d.Hours()); h != 1 {
+			return strconv.Itoa(h) + " hours"
+		}
+		return "1 hour"
+	}
+	return strconv.Itoa(int(d.Hours()/24)) + " days"
 }
 
 // Team lists an account's members.

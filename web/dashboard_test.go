@@ -677,3 +677,32 @@ func TestLoginAttemptsCountedPerSourceNetwork(t *testing.T) {
 		}
 	}
 }
+
+// An invitation not accepted within a week shows a page that says so (410
+// GONE, no form), whether opened or posted.
+func TestInvitationAcceptPageOfAnExpiredInvitation(t *testing.T) {
+	e := newEnv(t, dashConfig(nil))
+	r := e.do("POST", "/v1/team/invite", e.key, map[string]string{"email": "slow@example.com", "role": "developer"})
+	token := r.json(t)["accept_token"].(string)
+	e.clock.Add(7 * 24 * time.Hour)
+	b := e.browser()
+	for _, page := range []pageReply{b.get("/v1/team/accept/" + token),
+		b.do("POST", "/v1/team/accept/"+token, url.Values{"password": {goodPassword}})} {
+		if page.StatusCode != http.StatusGone || !strings.Contains(page.body, "this invitation expired on 29 November 2026") ||
+			strings.Contains(page.body, "<form") {
+			t.Errorf("an expired invitation's page: %d %s", page.StatusCode, page.body)
+		}
+	}
+	if b.login("slow@example.com", goodPassword).StatusCode != 401 {
+		t.Error("an expired invitation set a password")
+	}
+	// The API's list still shows the member as invited; inviting again
+	// replaces it.
+	again := e.do("POST", "/v1/team/invite", e.key, map[string]string{"email": "slow@example.com", "role": "viewer"}).want(t, 201).json(t)
+	if again["accept_token"] == token || again["role"] != "viewer" {
+		t.Errorf("the invitation sent again: %v", again)
+	}
+	if page := b.get("/v1/team/accept/" + again["accept_token"].(string)); page.StatusCode != 200 {
+		t.Errorf("the new invitation's page: %d %s", page.StatusCode, page.body)
+	}
+}

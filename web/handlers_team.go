@@ -64,6 +64,7 @@ var acceptPage = template.Must(template.New("a").Parse(`<!doctype html>
 </head><body><main class="narrow">
 {{if .Done}}<h1>Welcome</h1><p>{{.Email}} is now on the team as {{.Role}}.</p>
 <p><a href="/dashboard/login">Log in to the dashboard</a></p>
+{{else if .Closed}}<h1>Team invitation</h1><p class="error" role="alert">{{.Error}}</p>
 {{else}}<h1>Team invitation</h1><p>{{.Email}} is invited to join the team as {{.Role}}.</p>
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
 <form method="post">
@@ -78,6 +79,7 @@ var acceptPage = template.Must(template.New("a").Parse(`<!doctype html>
 type acceptData struct {
 	Email, Role, Error string
 	Done, HasPassword  bool
+	Closed             bool // the invitation expired: the error, no form
 	MinLen             int
 }
 
@@ -98,11 +100,22 @@ func (s *Server) acceptPage(w http.ResponseWriter, status int, d acceptData) {
 func (s *Server) acceptForm(w http.ResponseWriter, r *http.Request, c *call) {
 	m, err := s.app.Invitee(c.params.ByName("token"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.acceptFailed(w, r, err)
 		return
 	}
 	s.acceptPage(w, http.StatusOK, acceptData{Email: m.Email, Role: m.Role, Done: m.Status == "active",
 		HasPassword: s.app.HasPassword(m.Email)})
+}
+
+// acceptFailed answers an invitation that cannot be accepted: an expired
+// one with the page saying so (410), anything else in the error envelope.
+func (s *Server) acceptFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *app.Error
+	if errors.As(err, &ae) && ae.Code == app.CodeGone {
+		s.acceptPage(w, http.StatusGone, acceptData{Error: ae.Message, Closed: true})
+		return
+	}
+	s.writeError(w, r, err)
 }
 
 // acceptInvitation accepts, setting the password when the form has one.
@@ -131,7 +144,7 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request, c *cal
 			s.acceptPage(w, http.StatusBadRequest, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message})
 			return
 		}
-		s.writeError(w, r, e)
+		s.acceptFailed(w, r, e)
 		return
 	}
 	s.acceptPage(w, http.StatusOK, acceptData{Email: m.Email, Role: m.Role, Done: true})
