@@ -26,8 +26,9 @@ type Hop struct {
 	Port     int
 	Implicit bool // the domain has no MX and is its own mail host (RFC 5321 §5.1)
 	Relay    bool
-	// Secure says the MX answer that named the host was DNSSEC-validated
-	// (with Options.DANE only): its TLSA records may then apply.
+	// Secure says the MX answer that named the host, or for an implicit
+	// MX host the answer that there is no MX, was DNSSEC-validated (with
+	// Options.DANE only): its TLSA records may then apply.
 	Secure bool
 }
 
@@ -74,7 +75,9 @@ func (d *Deliverer) Route(ctx context.Context, domain string) ([]Hop, error) {
 	}
 	switch {
 	case errors.Is(err, dns.ErrNotFound):
-		return []Hop{{Host: domain, Port: port, Implicit: true}}, nil
+		// No MX: the domain is its own mail host, and with a validated
+		// denial its TLSA records may apply (RFC 7672 §2.2.1).
+		return []Hop{{Host: domain, Port: port, Implicit: true, Secure: secure}}, nil
 	case err != nil:
 		return nil, localError(false, "4.4.3", "MX lookup for %s failed: %v", domain, err)
 	}

@@ -239,6 +239,48 @@ func TestDANE(t *testing.T) {
 	})
 }
 
+// A domain without MX records is its own mail host (implicit MX); when
+// the answer that it has none is DNSSEC-validated, its TLSA records at
+// _25._tcp.<domain> apply (RFC 7672 §2.2.1).
+func TestDANEImplicitMX(t *testing.T) {
+	cert, _ := selfSigned(t, "anything.invalid")
+	mx := startMX(t, ipMX+":0", withTLS(cert))
+	implicit := func(t *testing.T, tlsa string, signed bool) (*Deliverer, *outcomes) {
+		d, zone, rec := daneDeliverer(t, mx.Port, nil)
+		zone.A("solo.test", ipMX)
+		zone.TLSA("_25._tcp.solo.test", 3, 1, 1, tlsa)
+		zone.Signed("solo.test", signed)
+		return d, rec
+	}
+	t.Run("match", func(t *testing.T) {
+		d, rec := implicit(t, spkiSHA256(cert.Leaf), true)
+		r := only(t, d.Send(context.Background(), envelope("rcpt@solo.test")))
+		if r.Status != StatusDelivered || r.Host != "solo.test" || !r.TLSVerified || r.TLSPolicy != PolicyDANE {
+			t.Fatalf("result %+v", r)
+		}
+		if o := rec.get(); len(o) != 1 || o[0].Policy != "tlsa" || o[0].MX != "solo.test" || o[0].Failure != "" {
+			t.Fatalf("outcomes %+v", o)
+		}
+	})
+	t.Run("mismatch: deferred, no cleartext", func(t *testing.T) {
+		before, msgs := mx.Conns(), len(mx.Messages())
+		d, _ := implicit(t, strings.Repeat("00", 32), true)
+		r := only(t, d.Send(context.Background(), envelope("rcpt@solo.test")))
+		if r.Status != StatusTemporary || !strings.Contains(r.Text, "no TLSA record of solo.test matches") {
+			t.Fatalf("result %+v", r)
+		}
+		if mx.Conns() != before+1 || len(mx.Messages()) != msgs {
+			t.Fatalf("%d connections, %d messages: fell back to cleartext", mx.Conns()-before, len(mx.Messages())-msgs)
+		}
+	})
+	t.Run("unsigned: no DANE", func(t *testing.T) {
+		d, _ := implicit(t, strings.Repeat("00", 32), false)
+		if r := only(t, d.Send(context.Background(), envelope("rcpt@solo.test"))); r.Status != StatusDelivered || r.TLSPolicy != PolicyNone || r.TLSVerified {
+			t.Fatalf("result %+v", r)
+		}
+	})
+}
+
 func TestDANETA(t *testing.T) {
 	chain, ca := caChain(t, "mx.example.test")
 	mx := startMX(t, ipMX+":0", withTLS(chain))

@@ -51,7 +51,9 @@ func (r *Resolver) LookupMX(ctx context.Context, name string) ([]*net.MX, error)
 
 // LookupMXSecure is LookupMX that also reports whether the answer was
 // DNSSEC-validated (the AD bit; see LookupTLSA): DANE applies only to MX
-// hosts named by a validated MX answer (RFC 7672 §2.2).
+// hosts named by a validated MX answer (RFC 7672 §2.2). With ErrNotFound
+// the flag says whether the denial was validated: then the domain itself
+// is a secure implicit MX host (§2.2.1).
 func (r *Resolver) LookupMXSecure(ctx context.Context, name string) ([]*net.MX, bool, error) {
 	return r.lookupMX(ctx, name, true)
 }
@@ -59,7 +61,7 @@ func (r *Resolver) LookupMXSecure(ctx context.Context, name string) ([]*net.MX, 
 func (r *Resolver) lookupMX(ctx context.Context, name string, ad bool) ([]*net.MX, bool, error) {
 	rrs, secure, err := r.exchangeAD(ctx, name, miekg.TypeMX, ad)
 	if err != nil {
-		return nil, false, err
+		return nil, secure, err // secure with ErrNotFound: a validated denial
 	}
 	out := make([]*net.MX, 0, len(rrs))
 	for _, rr := range rrs {

@@ -77,10 +77,14 @@ func (r *Resolver) exchangeAD(ctx context.Context, name string, qtype uint16, ad
 	if err != nil {
 		return nil, false, &TempError{Name: name, Err: err}
 	}
+	// With ad, a missing name or record is reported with the AD bit too:
+	// a DNSSEC-validated denial (RFC 7672 §2.2.1 needs it for an implicit
+	// MX).
+	secure := ad && in.AuthenticatedData
 	switch in.Rcode {
 	case miekg.RcodeSuccess:
 	case miekg.RcodeNameError:
-		return nil, false, ErrNotFound
+		return nil, secure, ErrNotFound
 	default:
 		return nil, false, &TempError{Name: name, Err: fmt.Errorf("server answered %s", miekg.RcodeToString[in.Rcode])}
 	}
@@ -103,9 +107,9 @@ func (r *Resolver) exchangeAD(ctx context.Context, name string, qtype uint16, ad
 		}
 	}
 	if len(out) == 0 {
-		return nil, false, ErrNotFound
+		return nil, secure, ErrNotFound
 	}
-	return out, ad && in.AuthenticatedData, nil
+	return out, secure, nil
 }
 
 // LookupTXT returns each TXT record at name with its strings joined, as

@@ -98,8 +98,19 @@ func TestLookupTLSAAndAD(t *testing.T) {
 	if mxs, secure, err := r.LookupMXSecure(ctx, "signed.test"); err != nil || !secure || len(mxs) != 1 {
 		t.Fatalf("MX = %v, %v, %v", mxs, secure, err)
 	}
+	// A validated denial: no MX at a name that exists (NODATA) or at one
+	// that does not (NXDOMAIN) says so; LookupMX never asks for the bit.
+	zone.A("nomx.signed.test", "192.0.2.1")
+	for _, name := range []string{"nomx.signed.test", "gone.signed.test"} {
+		if mxs, secure, err := r.LookupMXSecure(ctx, name); !errors.Is(err, ErrNotFound) || !secure || mxs != nil {
+			t.Errorf("MX of %s = %v, %v, %v: want a validated ErrNotFound", name, mxs, secure, err)
+		}
+	}
 	zone.Signed("signed.test", false)
 	if _, secure, _ := r.LookupMXSecure(ctx, "signed.test"); secure {
 		t.Fatal("an unsigned zone's answer was taken as validated")
+	}
+	if _, secure, err := r.LookupMXSecure(ctx, "nomx.signed.test"); !errors.Is(err, ErrNotFound) || secure {
+		t.Fatalf("an unsigned zone's denial: %v, %v", secure, err)
 	}
 }
