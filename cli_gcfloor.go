@@ -40,25 +40,34 @@ func tuneGC(ctx context.Context) {
 var heapFloorKeepers atomic.Int32
 
 // keepHeapFloor re-reads the live heap every tick and sets GOGC for it,
-// until ctx ends; it leaves GOGC=400 behind.
+// until ctx ends; the last keeper to end leaves GOGC=400 behind.
 func keepHeapFloor(ctx context.Context, floor uint64, tick time.Duration) {
 	heapFloorKeepers.Add(1)
-	defer heapFloorKeepers.Add(-1)
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	defer func() {
+		// The last one to stop puts GOGC=400 back; until then the others
+		// keep their floor.
+		if heapFloorKeepers.Add(-1) == 0 {
+			debug.SetGCPercent(gcPercent)
+		}
+	}()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	set := gcPercent
-	defer func() { debug.SetGCPercent(gcPercent) }()
 	for {
 		metrics.Read(sample)
-		var live uint64
+		var live, now uint64
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			live = sample[0].Value.Uint64()
 		}
+		if sample[1].Value.Kind() == metrics.KindUint64 {
+			now = sample[1].Value.Uint64()
+		}
 		limit := debug.SetMemoryLimit(-1)
-		if p := floorPercent(live, min(floor, uint64(max(limit, 0))/2)); p != set {
+		// Compared with what the runtime holds, not with what this loop
+		// set last: another keeper (tests run several servers in one
+		// process) may have stopped and put GOGC=400 back.
+		if p := floorPercent(live, min(floor, uint64(max(limit, 0))/2)); uint64(p) != now {
 			debug.SetGCPercent(p)
-			set = p
 		}
 		select {
 		case <-ctx.Done():
@@ -76,5 +85,8 @@ func floorPercent(live, floor uint64) int {
 		return gcPercent
 	}
 	times := (floor + live - 1) / live // the goal as a multiple of live, rounded up
-	return int(min(max((times-1)*100, gcPercent), math.MaxInt32))
+	if times-1 > math.MaxInt32/100 {
+		return math.MaxInt32
+	}
+	return int(max((times-1)*100, gcPercent))
 }

@@ -15,17 +15,18 @@ func TestFloorPercent(t *testing.T) {
 		live, floor uint64
 		want        int
 	}{
-		{0, 64 * mib, gcPercent},         // not measured yet
-		{64 * mib, 64 * mib, gcPercent},  // at the floor
-		{100 * mib, 64 * mib, gcPercent}, // above it
-		{20 * mib, 64 * mib, gcPercent},  // 4 × 20 would do, but never below 400
-		{4 * mib, 64 * mib, 1500},        // 16 × 4 = 64
-		{5_000_000, 64 * mib, 1300},      // 14 × 5 MB ≥ 64 MiB, 13 × would not be
-		{1, mib, mib*100 - 100},          // a tiny heap: the floor itself
-		{1, 1 << 62, 1<<31 - 1},          // capped at what GOGC holds
-		{10 * mib, 0, gcPercent},         // no floor (no memory limit room)
-		{10 * mib, 50 * mib, gcPercent},  // 5 × 10 = 50: 400 is enough
-		{10 * mib, 50*mib + 1, 500},      // one byte more needs the next step
+		{0, 64 * mib, gcPercent},           // not measured yet
+		{64 * mib, 64 * mib, gcPercent},    // at the floor
+		{100 * mib, 64 * mib, gcPercent},   // above it
+		{20 * mib, 64 * mib, gcPercent},    // 4 × 20 would do, but never below 400
+		{4 * mib, 64 * mib, 1500},          // 16 × 4 = 64
+		{5_000_000, 64 * mib, 1300},        // 14 × 5 MB ≥ 64 MiB, 13 × would not be
+		{1, mib, mib*100 - 100},            // a tiny heap: the floor itself
+		{1, 1 << 62, 1<<31 - 1},            // capped at what GOGC holds
+		{1, 184467440737095518, 1<<31 - 1}, // where the step would wrap
+		{10 * mib, 0, gcPercent},           // no floor (no memory limit room)
+		{10 * mib, 50 * mib, gcPercent},    // 5 × 10 = 50: 400 is enough
+		{10 * mib, 50*mib + 1, 500},        // one byte more needs the next step
 	} {
 		got := floorPercent(c.live, c.floor)
 		if got != c.want {
@@ -97,6 +98,46 @@ func waitNoHeapFloor(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d heap floors still running", heapFloorKeepers.Load())
 		}
+	}
+}
+
+// Two servers in one process each keep the floor: when one stops, the
+// other's stays (the last to stop puts GOGC=400 back).
+func TestHeapFloorOutlivesAnotherKeeper(t *testing.T) {
+	waitNoHeapFloor(t)
+	oldPercent := debug.SetGCPercent(gcPercent)
+	oldLimit := debug.SetMemoryLimit(1 << 30)
+	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
+	runtime.GC()
+	start := func() (context.CancelFunc, chan struct{}) {
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { keepHeapFloor(ctx, 256<<20, time.Millisecond); close(stopped) }()
+		return cancel, stopped
+	}
+	raised := func() bool {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if gogc() > gcPercent {
+				return true
+			}
+		}
+		return false
+	}
+	stopA, stoppedA := start()
+	stopB, stoppedB := start()
+	if !raised() {
+		t.Fatal("two keepers: GOGC not raised")
+	}
+	stopA()
+	<-stoppedA
+	time.Sleep(20 * time.Millisecond) // twenty of B's ticks
+	if got := gogc(); got <= gcPercent {
+		t.Errorf("one keeper stopped, one running: GOGC %d", got)
+	}
+	stopB()
+	<-stoppedB
+	if got := gogc(); got != gcPercent {
+		t.Errorf("both stopped: GOGC %d, want %d", got, gcPercent)
 	}
 }
 

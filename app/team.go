@@ -79,7 +79,16 @@ func (a *App) Invite(p Principal, email, role string) (Invitation, error) {
 			return err
 		}
 		if old, err := tx.TeamMemberByEmail(accountID, m.Email); err == nil && a.invitationExpired(old) != nil {
+			// Replacing removes the dead invitation: the caller must be
+			// one who could remove it (RemoveMember's rule), and the
+			// audit log says so.
+			if e := mayGrant(p, old.Role); e != nil {
+				return e
+			}
 			if err := tx.DeleteTeamMember(accountID, old.ID); err != nil {
+				return err
+			}
+			if err := a.audit(tx, p, action{"team.remove", old.ID + " (" + old.Email + ", invitation expired)"}); err != nil {
 				return err
 			}
 		}
@@ -178,12 +187,13 @@ func (a *App) Invitee(token string) (m storage.TeamMember, err error) {
 func (a *App) AcceptInvitation(token, password, source string) (storage.TeamMember, error) {
 	var hash string
 	if password != "" {
-		if e := checkPasswordRules("password", password); e != nil {
-			return storage.TeamMember{}, e
-		}
-		// The token first: hashing is slow, and costs nothing to ask for.
+		// The token first (unknown, expired), then the password's rules:
+		// hashing is slow, and costs nothing to ask for.
 		if _, err := a.Invitee(token); err != nil {
 			return storage.TeamMember{}, err
+		}
+		if e := checkPasswordRules("password", password); e != nil {
+			return storage.TeamMember{}, e
 		}
 		hash = hashPassword(password)
 	}

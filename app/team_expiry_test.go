@@ -91,6 +91,44 @@ func TestInvitationsExpire(t *testing.T) {
 	}
 }
 
+// Replacing an expired invitation removes it, so it takes what removing
+// takes: an owner or admin invitation only by a caller holding "*".
+func TestReplacingAnExpiredInvitationFollowsTheRemovalRule(t *testing.T) {
+	a, clk := newTestApp(t)
+	acct, e := a.CreateAccount(AccountInput{Name: "acme"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	boss, e := a.Invite(keyIn(acct.ID), "boss@example.com", "owner")
+	if e != nil {
+		t.Fatal(e)
+	}
+	clk.add(8 * 24 * time.Hour)
+	narrow := keyIn(acct.ID, ScopeTeamWrite, ScopeTeamRead)
+	if _, e := a.Invite(narrow, "boss@example.com", "viewer"); !HasCode(e, CodeForbidden) {
+		t.Fatalf("team:write replacing an expired owner invitation: %v, want FORBIDDEN", e)
+	}
+	if _, e := a.Invitee(boss.Token); !HasCode(e, CodeGone) {
+		t.Fatalf("the refused replacement changed the old invitation: %v", e)
+	}
+	again, e := a.Invite(keyIn(acct.ID), "boss@example.com", "viewer")
+	if e != nil {
+		t.Fatal(e)
+	}
+	entries, _, _, e := a.AuditLog(keyIn(acct.ID), storage.ListOptions{Limit: 10})
+	if e != nil {
+		t.Fatal(e)
+	}
+	var removed, invited bool
+	for _, en := range entries {
+		removed = removed || en.Action == "team.remove" && strings.Contains(en.Target, boss.Member.ID) && strings.Contains(en.Target, "invitation expired")
+		invited = invited || en.Action == "team.invite" && strings.Contains(en.Target, "boss@example.com as viewer")
+	}
+	if !removed || !invited || again.Member.ID == boss.Member.ID {
+		t.Errorf("audit log %+v: want the expired invitation's removal and the new one", entries)
+	}
+}
+
 func TestDaysSaysHowLongALinkWorks(t *testing.T) {
 	for d, want := range map[time.Duration]string{7 * 24 * time.Hour: "7 days", 48 * time.Hour: "2 days",
 		47 * time.Hour: "47 hours", time.Hour: "1 hour"} {

@@ -687,7 +687,8 @@ func TestInvitationAcceptPageOfAnExpiredInvitation(t *testing.T) {
 	e.clock.Add(7 * 24 * time.Hour)
 	b := e.browser()
 	for _, page := range []pageReply{b.get("/v1/team/accept/" + token),
-		b.do("POST", "/v1/team/accept/"+token, url.Values{"password": {goodPassword}})} {
+		b.do("POST", "/v1/team/accept/"+token, url.Values{"password": {goodPassword}}),
+		b.do("POST", "/v1/team/accept/"+token, url.Values{"password": {"short"}})} {
 		if page.StatusCode != http.StatusGone || !strings.Contains(page.body, "this invitation expired on 29 November 2026") ||
 			strings.Contains(page.body, "<form") {
 			t.Errorf("an expired invitation's page: %d %s", page.StatusCode, page.body)
