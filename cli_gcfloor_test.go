@@ -52,26 +52,14 @@ func gogc() uint64 {
 }
 
 func TestKeepHeapFloorRaisesGOGCForASmallHeap(t *testing.T) {
-	waitNoHeapFloor(t)
-	oldPercent := debug.SetGCPercent(gcPercent)
-	oldLimit := debug.SetMemoryLimit(1 << 30)
-	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
-	runtime.GC() // the live heap is measured at the end of a cycle
-
+	floorTest(t)
 	// This test binary's live heap is a few MB: a floor of 256 MiB needs a
 	// GOGC far above 400.
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { keepHeapFloor(ctx, 256<<20, time.Millisecond); close(stopped) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for gogc() <= gcPercent && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	stop := startHeapFloor(256 << 20)
+	if !gogcRaised() {
+		t.Fatalf("GOGC stayed at %d with a floor of 256 MiB", gogc())
 	}
-	if got := gogc(); got <= gcPercent {
-		t.Fatalf("GOGC stayed at %d with a floor of 256 MiB", got)
-	}
-	cancel()
-	<-stopped
+	stop()
 	if got := gogc(); got != gcPercent {
 		t.Errorf("after the floor stopped GOGC is %d, want %d back", got, gcPercent)
 	}
@@ -79,72 +67,72 @@ func TestKeepHeapFloorRaisesGOGCForASmallHeap(t *testing.T) {
 	// The floor is at most half the memory limit: with a 64 KiB limit it
 	// is 32 KiB, which any live heap passes.
 	debug.SetMemoryLimit(64 << 10)
-	ctx, cancel = context.WithCancel(context.Background())
-	stopped = make(chan struct{})
-	go func() { keepHeapFloor(ctx, 256<<20, time.Millisecond); close(stopped) }()
+	stop = startHeapFloor(256 << 20)
 	time.Sleep(20 * time.Millisecond)
 	if got := gogc(); got != gcPercent {
 		t.Errorf("with a 64 KiB memory limit GOGC is %d, want %d", got, gcPercent)
 	}
-	cancel()
-	<-stopped
+	stop()
 }
 
-// waitNoHeapFloor waits for the floors of servers that other tests of
-// this process started and stopped to end.
-func waitNoHeapFloor(t *testing.T) {
+// Two servers in one process each keep the floor: when one stops, the
+// other's stays (the last to stop puts GOGC=400 back).
+func TestHeapFloorOutlivesAnotherKeeper(t *testing.T) {
+	floorTest(t)
+	stopA, stopB := startHeapFloor(256<<20), startHeapFloor(256<<20)
+	if !gogcRaised() {
+		t.Fatal("two keepers: GOGC not raised")
+	}
+	stopA()
+	time.Sleep(20 * time.Millisecond) // twenty of B's ticks
+	if got := gogc(); got <= gcPercent {
+		t.Errorf("one keeper stopped, one running: GOGC %d", got)
+	}
+	stopB()
+	if got := gogc(); got != gcPercent {
+		t.Errorf("both stopped: GOGC %d, want %d", got, gcPercent)
+	}
+}
+
+// floorTest starts a test of the floor from GOGC=400 and a 1 GiB memory
+// limit, once the floors other tests of this process left running have
+// ended, and puts both settings back after it; the live heap is measured
+// at the end of a cycle, so one is run.
+func floorTest(t *testing.T) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); heapFloorKeepers.Load() != 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d heap floors still running", heapFloorKeepers.Load())
 		}
 	}
-}
-
-// Two servers in one process each keep the floor: when one stops, the
-// other's stays (the last to stop puts GOGC=400 back).
-func TestHeapFloorOutlivesAnotherKeeper(t *testing.T) {
-	waitNoHeapFloor(t)
 	oldPercent := debug.SetGCPercent(gcPercent)
 	oldLimit := debug.SetMemoryLimit(1 << 30)
 	t.Cleanup(func() { debug.SetGCPercent(oldPercent); debug.SetMemoryLimit(oldLimit) })
 	runtime.GC()
-	start := func() (context.CancelFunc, chan struct{}) {
-		ctx, cancel := context.WithCancel(context.Background())
-		stopped := make(chan struct{})
-		go func() { keepHeapFloor(ctx, 256<<20, time.Millisecond); close(stopped) }()
-		return cancel, stopped
-	}
-	raised := func() bool {
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			if gogc() > gcPercent {
-				return true
-			}
+}
+
+// startHeapFloor runs keepHeapFloor with floor, ticking every millisecond;
+// stop ends it and waits for it.
+func startHeapFloor(floor uint64) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { keepHeapFloor(ctx, floor, time.Millisecond); close(stopped) }()
+	return func() { cancel(); <-stopped }
+}
+
+// gogcRaised waits up to 10 s for GOGC to go above 400.
+func gogcRaised() bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if gogc() > gcPercent {
+			return true
 		}
-		return false
 	}
-	stopA, stoppedA := start()
-	stopB, stoppedB := start()
-	if !raised() {
-		t.Fatal("two keepers: GOGC not raised")
-	}
-	stopA()
-	<-stoppedA
-	time.Sleep(20 * time.Millisecond) // twenty of B's ticks
-	if got := gogc(); got <= gcPercent {
-		t.Errorf("one keeper stopped, one running: GOGC %d", got)
-	}
-	stopB()
-	<-stoppedB
-	if got := gogc(); got != gcPercent {
-		t.Errorf("both stopped: GOGC %d, want %d", got, gcPercent)
-	}
+	return false
 }
 
 func TestTuneGCLeavesAnExplicitGOGC(t *testing.T) {
-	waitNoHeapFloor(t)
-	old := debug.SetGCPercent(150)
-	t.Cleanup(func() { debug.SetGCPercent(old) })
+	floorTest(t)
+	debug.SetGCPercent(150)
 	t.Setenv("GOGC", "150")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
