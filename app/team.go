@@ -160,6 +160,10 @@ func (a *App) invitationExpired(m storage.TeamMember) error {
 		"; ask the team to invite you again")
 }
 
+// InvitationExpired reports whether m is still invited after its
+// invitation stopped working (the dashboard marks it).
+func (a *App) InvitationExpired(m storage.TeamMember) bool { return a.invitationExpired(m) != nil }
+
 // Invitee reads the member an invitation token names, for the accept page;
 // an invitation not accepted in time is 410 GONE.
 func (a *App) Invitee(token string) (m storage.TeamMember, err error) {

@@ -13,6 +13,7 @@ type teamData struct {
 	Members []storage.TeamMember
 	Roles   []string
 	Invited *app.Invitation // the invitation just made, shown once
+	Expired map[string]bool // members whose invitation expired, by id
 }
 
 func (s *Server) teamPage(w http.ResponseWriter, r *http.Request, sess app.Session) {
@@ -25,8 +26,12 @@ func (s *Server) showTeam(w http.ResponseWriter, sess app.Session, status int, i
 		s.fail(w, sess, err)
 		return
 	}
+	expired := map[string]bool{}
+	for _, m := range members {
+		expired[m.ID] = s.app.InvitationExpired(m)
+	}
 	s.render(w, status, "team", s.pageOf(sess, "Team", page{Error: msg,
-		Data: teamData{Members: members, Roles: app.Roles, Invited: inv}}))
+		Data: teamData{Members: members, Roles: app.Roles, Invited: inv, Expired: expired}}))
 }
 
 func (s *Server) teamInvite(w http.ResponseWriter, r *http.Request, sess app.Session) {

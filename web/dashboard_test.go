@@ -697,6 +697,12 @@ func TestInvitationAcceptPageOfAnExpiredInvitation(t *testing.T) {
 	if b.login("slow@example.com", goodPassword).StatusCode != 401 {
 		t.Error("an expired invitation set a password")
 	}
+	// The dashboard's team page marks it.
+	owner := e.loggedIn(e.acct, "own@example.com", "owner")
+	if page := owner.get("/dashboard/team"); !strings.Contains(page.body, "invited <span class=\"muted\">(invitation expired: invite again)") ||
+		strings.Count(page.body, "invitation expired") != 1 {
+		t.Errorf("the team page does not mark the expired invitation alone: %s", page.body)
+	}
 	// The API's list still shows the member as invited; inviting again
 	// replaces it.
 	again := e.do("POST", "/v1/team/invite", e.key, map[string]string{"email": "slow@example.com", "role": "viewer"}).want(t, 201).json(t)
