@@ -74,7 +74,7 @@ type Options struct {
 // DKIM rotation grace), events and messages kept 30 days, webhooks and the
 // delivery queue on their own packages' defaults with secrets rotating out
 // over 24 h, grader checks cached 5 min, mapped pages handed back every
-// 2 s, messages of at most 10 MiB, template renders of at most 1 s and
+// second, messages of at most 10 MiB, template renders of at most 1 s and
 // 1,000,000 tag visits, dashboard sessions ending after 12 h idle or 7
 // days, team invitations accepted within 7 days, the system clock and no
 // log.
@@ -94,7 +94,7 @@ func DefaultOptions() Options {
 		Webhooks:           WebhookOptions{RotationWindow: 24 * time.Hour, Dispatch: hooks.DefaultOptions()},
 		Delivery:           queue.DefaultOptions(),
 		Grader:             GraderOptions{CacheTTL: 5 * time.Minute, Config: grader.DefaultConfig()},
-		ReleaseMappedEvery: 2 * time.Second,
+		ReleaseMappedEvery: time.Second,
 		MaxMessageSize:     10 << 20,
 		RenderTimeout:      time.Second,
 		RenderSteps:        1_000_000,
