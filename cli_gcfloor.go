@@ -50,23 +50,22 @@ func keepHeapFloor(ctx context.Context, floor uint64, tick time.Duration) {
 			debug.SetGCPercent(gcPercent)
 		}
 	}()
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	value := func(i int) uint64 {
+		if sample[i].Value.Kind() == metrics.KindUint64 {
+			return sample[i].Value.Uint64()
+		}
+		return 0
+	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
 		metrics.Read(sample)
-		var live, now uint64
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			live = sample[0].Value.Uint64()
-		}
-		if sample[1].Value.Kind() == metrics.KindUint64 {
-			now = sample[1].Value.Uint64()
-		}
-		limit := debug.SetMemoryLimit(-1)
+		live, gogc, limit := value(0), value(1), value(2)
 		// Compared with what the runtime holds, not with what this loop
 		// set last: another keeper (tests run several servers in one
 		// process) may have stopped and put GOGC=400 back.
-		if p := floorPercent(live, min(floor, uint64(max(limit, 0))/2)); uint64(p) != now {
+		if p := floorPercent(live, min(floor, limit/2)); uint64(p) != gogc {
 			debug.SetGCPercent(p)
 		}
 		select {

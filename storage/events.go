@@ -122,7 +122,7 @@ type outboxEvent struct {
 
 // outboxEntry is the outbox entry seq whose event record is at key, with
 // the fan-out fields read from the record: a scan picks them out of the
-// flat JSON putJSON wrote, and only a record the scan cannot read plainly
+// flat JSON AppendEvent wrote, and only a record the scan cannot read plainly
 // (an escape, a nested value) goes through encoding/json. A record gone
 // (expired before fan-out) or unreadable leaves the event zero: nothing
 // is left to deliver.
