@@ -94,9 +94,44 @@ func ReadSuppressionsCSV(r io.Reader) ([]SuppressionInput, error) {
 			return nil, csvError(line, "", fmt.Sprintf("an import holds at most %d suppressions: split the file", MaxSuppressionImport)).
 				With("limit", MaxSuppressionImport)
 		}
-		rows = append(rows, SuppressionInput{Recipient: get(rec, "recipient"), Reason: get(rec, "reason"),
-			Stream: get(rec, "stream"), Line: line})
+		rows = append(rows, SuppressionInput{Recipient: unguardCell(get(rec, "recipient")),
+			Reason: unguardCell(get(rec, "reason")), Stream: unguardCell(get(rec, "stream")), Line: line})
 	}
+}
+
+// formulaStart holds the characters that make a spreadsheet program read a
+// cell beginning with one as a formula. An address may begin with "=",
+// "+" or "-" (and a quoted one with "@"), and an address is what a
+// stranger types into a signup form, so an export opened in a spreadsheet
+// could run what the stranger wrote.
+const formulaStart = "=+-@\t\r"
+
+// formulaLike reports whether v is zero or more apostrophes followed by a
+// formula's first character.
+func formulaLike(v string) bool {
+	rest := strings.TrimLeft(v, "'")
+	return rest != "" && strings.IndexByte(formulaStart, rest[0]) >= 0
+}
+
+// guardCell is v as an export writes it: with an apostrophe before it
+// when it is formulaLike, which spreadsheet programs show as text. An
+// apostrophe already there (a real one, "'" is allowed in an address) gets
+// one more, so unguardCell gives v back exactly.
+func guardCell(v string) string {
+	if formulaLike(v) {
+		return "'" + v
+	}
+	return v
+}
+
+// unguardCell undoes guardCell: one apostrophe comes off a cell that is
+// one or more apostrophes and then a formula's first character. Any other
+// cell is taken as it is.
+func unguardCell(v string) string {
+	if strings.HasPrefix(v, "'") && formulaLike(v) {
+		return v[1:]
+	}
+	return v
 }
 
 func isColumn(name string) bool {
@@ -145,7 +180,7 @@ func (c *SuppressionCSVWriter) Write(list []storage.Suppression) error {
 		}
 	}
 	for _, s := range list {
-		if err := c.w.Write([]string{s.Recipient, s.Reason, s.Stream}); err != nil {
+		if err := c.w.Write([]string{guardCell(s.Recipient), guardCell(s.Reason), guardCell(s.Stream)}); err != nil {
 			return err
 		}
 	}

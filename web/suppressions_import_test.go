@@ -319,3 +319,45 @@ func TestExportBreaksOffWhenReadingFails(t *testing.T) {
 		t.Errorf("the first chunk did not arrive: %.100q", data)
 	}
 }
+
+// TestExportGuardsFormulas: an address a spreadsheet would read as a
+// formula ("=", "+", "-" first) is exported after an apostrophe, which
+// spreadsheets show as text; an address that begins with real apostrophes
+// before such a character gets one more. Imported back, every address is
+// what was stored.
+func TestExportGuardsFormulas(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	addrs := []string{"=1+1@x.test", "+sum@x.test", "-cmd@x.test", "'=q@x.test", "''+q@x.test", "'plain@x.test", "o'neil@x.test", "plain@x.test"}
+	for _, a := range addrs {
+		e.do("POST", "/v1/suppressions", e.key, map[string]string{"recipient": a}).want(t, 201)
+	}
+	r := e.do("GET", "/v1/suppressions/export", e.key, nil).want(t, 200)
+	rows, err := csv.NewReader(strings.NewReader(string(r.body))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string]bool{}
+	for _, row := range rows[1:] {
+		cells[row[0]] = true
+	}
+	for _, want := range []string{"'=1+1@x.test", "'+sum@x.test", "'-cmd@x.test", "''=q@x.test", "'''+q@x.test", "'plain@x.test", "o'neil@x.test", "plain@x.test"} {
+		if !cells[want] {
+			t.Errorf("the export has no cell %q: %s", want, r.body)
+		}
+	}
+
+	_, otherKey := e.account("other", "enterprise", 100000)
+	r2 := e.do("POST", "/v1/suppressions/import", otherKey, string(r.body), "Content-Type", "text/csv").want(t, 200)
+	if added, _ := importResult(t, r2); added != len(addrs) {
+		t.Errorf("the import added %d, want %d", added, len(addrs))
+	}
+	got := map[string]bool{}
+	for _, s := range e.listAll(otherKey) {
+		got[s["recipient"].(string)] = true
+	}
+	for _, a := range addrs {
+		if !got[a] {
+			t.Errorf("%q did not come back from the export: %v", a, got)
+		}
+	}
+}
