@@ -15,6 +15,7 @@ import (
 func newTeamCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "team", Short: "Manage the people of an account's dashboard"}
 	var account, email, role string
+	var keepKeys bool
 	printLink := func(cmd *cobra.Command, v app.MemberLinkView) {
 		out := cmd.OutOrStdout()
 		fmt.Fprintf(out, "%s sets a dashboard password at this link (it works once, until %s):\n",
@@ -65,15 +66,20 @@ func newTeamCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withAdmin(cmd, true, func(a app.Admin) error {
-				v, err := a.RemoveMember(account, email)
+				v, err := a.RemoveMember(account, email, keepKeys)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "removed %s (%s) from account %s\n", v.Email, v.Role, v.AccountID)
+				out := cmd.OutOrStdout()
+				fmt.Fprintf(out, "removed %s (%s) from account %s\n", v.Email, v.Role, v.AccountID)
+				for _, k := range v.RevokedKeys {
+					fmt.Fprintf(out, "revoked API key %s %q (%s), which %s made\n", k.ID, k.Name, k.Prefix, v.Email)
+				}
 				return nil
 			})
 		},
 	}
+	remove.Flags().BoolVar(&keepKeys, "keep-keys", false, "keep the API keys the person made (by default they are revoked)")
 	for _, c := range []*cobra.Command{add, reset, remove} {
 		c.Flags().StringVar(&account, "account", "", "account id (required)")
 		c.Flags().StringVar(&email, "email", "", "the person's email address (required)")

@@ -118,6 +118,48 @@ func TestTeamCommands(t *testing.T) {
 		!strings.Contains(err.Error(), "NOT_FOUND") {
 		t.Errorf("reset-password of a removed member: %v", err)
 	}
+
+	// A developer makes keys in the dashboard; removing her revokes them
+	// and names each, unless --keep-keys.
+	devs := map[string]*http.Client{}
+	for _, email := range []string{"dee@example.com", "eli@example.com"} {
+		link := lastLine(mustRun(t, "team", "add", "--data-dir", dir, "--account", id, "--email", email, "--role", "developer"))
+		c := dashboardClient()
+		if code, _ := submit(t, c, link, link, url.Values{"password": {"a developer's password"}}); code != 200 {
+			t.Fatalf("%s sets a password: %d", email, code)
+		}
+		if code, to := submit(t, c, base+"/dashboard/login", base+"/dashboard/login",
+			url.Values{"email": {email}, "password": {"a developer's password"}}); code != 303 || to != "/dashboard/" {
+			t.Fatalf("%s logs in: %d %q", email, code, to)
+		}
+		if code, _ := submit(t, c, base+"/dashboard/api-keys", base+"/dashboard/api-keys",
+			url.Values{"name": {email + " ci"}, "mode": {"live"}, "scopes": {"messages:write"}}); code != 200 {
+			t.Fatalf("%s makes a key: %d", email, code)
+		}
+		devs[email] = c
+	}
+	removed = mustRun(t, "team", "remove", "--data-dir", dir, "--account", id, "--email", "dee@example.com")
+	if !regexp.MustCompile(`revoked API key \S+ "dee@example.com ci" \(svc_live_\S+\), which dee@example.com made`).MatchString(removed) {
+		t.Errorf("team remove of a member with a key:\n%s", removed)
+	}
+	kept := mustRun(t, "team", "remove", "--data-dir", dir, "--account", id, "--email", "eli@example.com", "--keep-keys")
+	if strings.Contains(kept, "revoked") {
+		t.Errorf("team remove --keep-keys:\n%s", kept)
+	}
+	_, list := get(t, base+"/v1/api-keys", key)
+	made := 0
+	for _, k := range list["data"].([]any) {
+		k := k.(map[string]any)
+		if by := k["created_by"]; by == "dee@example.com" || by == "eli@example.com" {
+			made++
+			if revoked, want := k["revoked_at"] != nil, by == "dee@example.com"; revoked != want {
+				t.Errorf("key %v: revoked %v, want %v", k["name"], revoked, want)
+			}
+		}
+	}
+	if made != 2 {
+		t.Errorf("%d keys made by the two developers in the list, want 2", made)
+	}
 	stop()
 
 	offline := mustRun(t, "team", "add", "--data-dir", dir, "--account", id, "--email", "cy@example.com", "--role", "owner")

@@ -47,8 +47,9 @@ type Admin interface {
 	// member.
 	ResetPassword(accountID, email string) (MemberLinkView, error)
 	// RemoveMember takes a member off an account and ends the person's
-	// sessions in it.
-	RemoveMember(accountID, email string) (MemberLinkView, error)
+	// sessions in it; unless keepKeys, it revokes the API keys the person
+	// made (App.RemoveMember).
+	RemoveMember(accountID, email string, keepKeys bool) (MemberLinkView, error)
 }
 
 // MemberLinkView is a team member and, for `team add` and `team
@@ -60,6 +61,16 @@ type MemberLinkView struct {
 	Role          string     `json:"role"`
 	URL           string     `json:"url,omitempty"`
 	LinkExpiresAt *time.Time `json:"link_expires_at,omitempty"`
+	// RevokedKeys are, for `team remove`, the keys the removal revoked.
+	RevokedKeys []KeyRef `json:"revoked_keys,omitempty"`
+}
+
+// KeyRef names an API key without its secret's hash: its id, name and
+// prefix, as the key list shows them.
+type KeyRef struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Prefix string `json:"prefix"`
 }
 
 // NoticesView is every deprecation announcement and notice recorded.

@@ -216,8 +216,9 @@ func (l LocalAdmin) ResetPassword(accountID, email string) (MemberLinkView, erro
 	return MemberLinkView{AccountID: accountID, Email: m.Email, Role: m.Role, URL: link.URL, LinkExpiresAt: &link.ExpiresAt}, nil
 }
 
-// RemoveMember removes a member as the operator (the last owner stays).
-func (l LocalAdmin) RemoveMember(accountID, email string) (MemberLinkView, error) {
+// RemoveMember removes a member as the operator (the last owner stays)
+// and, unless keepKeys, revokes the keys the person made.
+func (l LocalAdmin) RemoveMember(accountID, email string, keepKeys bool) (MemberLinkView, error) {
 	p, err := l.App.OperatorIn(accountID)
 	if err != nil {
 		return MemberLinkView{}, err
@@ -226,8 +227,13 @@ func (l LocalAdmin) RemoveMember(accountID, email string) (MemberLinkView, error
 	if err != nil {
 		return MemberLinkView{}, err
 	}
-	if m, err = l.App.RemoveMember(p, m.ID); err != nil {
+	r, err := l.App.RemoveMember(p, m.ID, keepKeys)
+	if err != nil {
 		return MemberLinkView{}, err
 	}
-	return MemberLinkView{AccountID: accountID, Email: m.Email, Role: m.Role}, nil
+	v := MemberLinkView{AccountID: accountID, Email: r.Member.Email, Role: r.Member.Role}
+	for _, k := range r.RevokedKeys {
+		v.RevokedKeys = append(v.RevokedKeys, KeyRef{ID: k.ID, Name: k.Name, Prefix: k.Prefix})
+	}
+	return v, nil
 }

@@ -126,7 +126,7 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 	k := storage.APIKey{
 		ID: NewID(), AccountID: accountID, Name: name,
 		Prefix: secret[:len(LivePrefix)+8], Hash: HashSecret(secret),
-		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: expires,
+		Scopes: scopes, Test: test, CreatedAt: now, ExpiresAt: expires, CreatedBy: p.Actor,
 	}
 	created := CreatedKey{Key: k, Secret: secret}
 	err = update(a, p, action{"api_key.create", k.ID}, &created, func(tx *storage.Tx) error {

@@ -237,17 +237,31 @@ func (a *App) HasPassword(email string) bool {
 	return has
 }
 
+// Removal is a member taken off an account and the API keys that went
+// with them.
+type Removal struct {
+	Member storage.TeamMember
+	// RevokedKeys are the live keys the person had made (from the
+	// dashboard, or with a key they made) that the removal revoked: none
+	// when the remover kept them.
+	RevokedKeys []storage.APIKey
+}
+
 // RemoveMember takes a member off p's account and ends the sessions that
-// person had in it. Removing an owner or admin needs "*" (mayGrant); the
-// last owner cannot be removed (409 CONFLICT).
-func (a *App) RemoveMember(p Principal, memberID string) (storage.TeamMember, error) {
+// person had in it. Unless keepKeys, it also revokes the keys the person
+// made (keyPeople), in the same transaction, so a person who leaves does
+// not keep the account's access through a key they hold. Removing an
+// owner or admin needs "*" (mayGrant); the last owner cannot be removed
+// (409 CONFLICT).
+func (a *App) RemoveMember(p Principal, memberID string, keepKeys bool) (Removal, error) {
 	if err := a.authorize(p, ScopeTeamWrite); err != nil {
-		return storage.TeamMember{}, err
+		return Removal{}, err
 	}
-	var m storage.TeamMember
-	err := update(a, p, action{"team.remove", memberID}, &m, func(tx *storage.Tx) error {
-		var err error
-		if m, err = tx.TeamMember(p.Account.ID, memberID); err != nil {
+	var out Removal
+	err := update(a, p, action{"team.remove", memberID}, &out, func(tx *storage.Tx) error {
+		out = Removal{}
+		m, err := tx.TeamMember(p.Account.ID, memberID)
+		if err != nil {
 			return err
 		}
 		if e := mayGrant(p, m.Role); e != nil {
@@ -259,13 +273,19 @@ func (a *App) RemoveMember(p Principal, memberID string) (storage.TeamMember, er
 		if err := tx.DeleteTeamMember(p.Account.ID, memberID); err != nil {
 			return err
 		}
-		_, err = tx.DeleteSessions(m.Email, p.Account.ID)
+		if _, err = tx.DeleteSessions(m.Email, p.Account.ID); err != nil {
+			return err
+		}
+		out.Member = m
+		if !keepKeys {
+			out.RevokedKeys, err = a.revokeKeysOf(tx, p, m.Email, a.Now())
+		}
 		return err
 	})
 	if e := storageErr(err, "team member"); e != nil {
-		return storage.TeamMember{}, e
+		return Removal{}, e
 	}
-	return m, nil
+	return out, nil
 }
 
 // ChangeRole gives a member of p's account another role. Granting or

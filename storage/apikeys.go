@@ -18,6 +18,10 @@ type APIKey struct {
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+	// CreatedBy is who made the key: a person's email (a dashboard
+	// session), another key's id, or "operator" (the CLI). Empty for keys
+	// made before it was recorded and for the server's own.
+	CreatedBy string `json:"created_by,omitempty"`
 }
 
 const collectionAPIKeys = "api_keys"

@@ -118,6 +118,8 @@ type adminMember struct {
 	AccountID string `json:"account_id"`
 	Email     string `json:"email"`
 	Role      string `json:"role,omitempty"`
+	// KeepKeys, for remove, keeps the keys the person made.
+	KeepKeys bool `json:"keep_keys,omitempty"`
 }
 
 func adminHandler(admin app.Admin) http.Handler {
@@ -245,7 +247,7 @@ func adminHandler(admin app.Admin) http.Handler {
 		case "reset-password":
 			v, err = admin.ResetPassword(in.AccountID, in.Email)
 		case "remove":
-			v, err = admin.RemoveMember(in.AccountID, in.Email)
+			v, err = admin.RemoveMember(in.AccountID, in.Email, in.KeepKeys)
 		default:
 			err = app.NotFound("team operation")
 		}

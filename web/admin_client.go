@@ -176,7 +176,7 @@ func (c *AdminClient) ResetPassword(accountID, email string) (v app.MemberLinkVi
 	return v, err
 }
 
-func (c *AdminClient) RemoveMember(accountID, email string) (v app.MemberLinkView, err error) {
-	err = c.do("POST", "/team/remove", adminMember{AccountID: accountID, Email: email}, &v)
+func (c *AdminClient) RemoveMember(accountID, email string, keepKeys bool) (v app.MemberLinkView, err error) {
+	err = c.do("POST", "/team/remove", adminMember{AccountID: accountID, Email: email, KeepKeys: keepKeys}, &v)
 	return v, err
 }

@@ -14,13 +14,20 @@ type teamData struct {
 	Roles   []string
 	Invited *app.Invitation // the invitation just made, shown once
 	Expired map[string]bool // members whose invitation expired, by id
+	// Keys counts, by member id, the live API keys each person made:
+	// what removing them revokes.
+	Keys map[string]int
+	// Removed is the removal just made, shown once.
+	Removed *app.Removal
 }
 
 func (s *Server) teamPage(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	s.showTeam(w, sess, http.StatusOK, nil, "")
+	s.showTeam(w, sess, http.StatusOK, teamData{}, "")
 }
 
-func (s *Server) showTeam(w http.ResponseWriter, sess app.Session, status int, inv *app.Invitation, msg string) {
+// showTeam renders the team page; shown carries what the request just did
+// (Invited, Removed).
+func (s *Server) showTeam(w http.ResponseWriter, sess app.Session, status int, shown teamData, msg string) {
 	members, _, _, err := s.app.Team(sess.Principal, storage.ListOptions{Limit: maxLimit})
 	if err != nil {
 		s.fail(w, sess, err)
@@ -30,8 +37,10 @@ func (s *Server) showTeam(w http.ResponseWriter, sess app.Session, status int, i
 	for _, m := range members {
 		expired[m.ID] = s.app.InvitationExpired(m)
 	}
-	s.render(w, status, "team", s.pageOf(sess, "Team", page{Error: msg,
-		Data: teamData{Members: members, Roles: app.Roles, Invited: inv, Expired: expired}}))
+	// A role without api_keys:read sees no counts; removal revokes all the same.
+	keys, _ := s.app.MemberKeys(sess.Principal, members)
+	shown.Members, shown.Roles, shown.Expired, shown.Keys = members, app.Roles, expired, keys
+	s.render(w, status, "team", s.pageOf(sess, "Team", page{Error: msg, Data: shown}))
 }
 
 func (s *Server) teamInvite(w http.ResponseWriter, r *http.Request, sess app.Session) {
@@ -39,21 +48,22 @@ func (s *Server) teamInvite(w http.ResponseWriter, r *http.Request, sess app.Ses
 	if err != nil {
 		var e *app.Error
 		if errors.As(err, &e) && (e.Code == app.CodeValidation || e.Code == app.CodeConflict) {
-			s.showTeam(w, sess, e.Status(), nil, e.Message)
+			s.showTeam(w, sess, e.Status(), teamData{}, e.Message)
 			return
 		}
 		s.fail(w, sess, err)
 		return
 	}
-	s.showTeam(w, sess, http.StatusOK, &inv, "")
+	s.showTeam(w, sess, http.StatusOK, teamData{Invited: &inv}, "")
 }
 
 func (s *Server) teamRemove(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	if _, err := s.app.RemoveMember(sess.Principal, r.PostForm.Get("member")); err != nil {
+	removed, err := s.app.RemoveMember(sess.Principal, r.PostForm.Get("member"), r.PostForm.Get("keep_keys") == "1")
+	if err != nil {
 		s.fail(w, sess, err)
 		return
 	}
-	http.Redirect(w, r, "/dashboard/team", http.StatusSeeOther)
+	s.showTeam(w, sess, http.StatusOK, teamData{Removed: &removed}, "")
 }
 
 func (s *Server) teamRole(w http.ResponseWriter, r *http.Request, sess app.Session) {

@@ -298,8 +298,27 @@ func TestDashboardSessionEndsOnPasswordChangeAndRemoval(t *testing.T) {
 	wantStatus(t, "the old password", ann.login("ann@example.com", goodPassword), 401)
 	wantRedirect(t, "the new password", ann.login("ann@example.com", "a brand new password"), "/dashboard/")
 
-	// Removing bob from the team ends his session.
-	wantRedirect(t, "ann removes bob", ann.post("/dashboard/team", "/dashboard/team/remove", url.Values{"member": {bob.ID}}), "/dashboard/team")
+	// Bob makes a key. Removing him from the team ends his session and
+	// revokes the key; the page names it.
+	wantStatus(t, "bob makes a key", bobs.post("/dashboard/api-keys", "/dashboard/api-keys",
+		url.Values{"name": {"bobs ci"}, "mode": {"live"}, "scopes": {"messages:write"}}), 200)
+	if team := ann.get("/dashboard/team"); !strings.Contains(team.body, "keep the 1 API key they made") {
+		t.Errorf("the team page does not offer to keep bob's key:\n%s", team.body)
+	}
+	removed := ann.post("/dashboard/team", "/dashboard/team/remove", url.Values{"member": {bob.ID}})
+	wantStatus(t, "ann removes bob", removed, 200)
+	if !strings.Contains(removed.body, "bob@example.com is removed from the team") || !strings.Contains(removed.body, "<strong>bobs ci</strong>") {
+		t.Errorf("the removal's page does not name the revoked key:\n%s", removed.body)
+	}
+	keys, _, _, err := e.app.ListKeys(op, storage.ListOptions{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if k.Name == "bobs ci" && (k.RevokedAt == nil || k.CreatedBy != "bob@example.com") {
+			t.Errorf("bob's key after his removal: revoked %v, made by %q", k.RevokedAt, k.CreatedBy)
+		}
+	}
 	wantRedirect(t, "bob after his removal", bobs.get("/dashboard/"), "/dashboard/login")
 	wantStatus(t, "bob logging in again", bobs.login("bob@example.com", goodPassword), 401)
 }

@@ -488,9 +488,9 @@ func TestOpenAPIHelperRejectsUndocumented(t *testing.T) {
 	const account = `{"id":"0197e3a4-7f3c-7b0e-9d55-3f1b8e0c2a11","name":"acme","plan":"free",` +
 		`"limits":{"requests_per_second":10,"batch_size":100,"dedicated_ips":0},"created_at":"2026-01-02T03:04:05Z"}`
 	const key = `{"id":"k1","name":"ci","prefix":"svc_live_abcdefgh","mode":"live","scopes":["*"],` +
-		`"created_at":"2026-01-02T03:04:05Z","last_used_at":null,"expires_at":null,"revoked_at":"2026-01-03T00:00:00.123456789Z"}`
+		`"created_at":"2026-01-02T03:04:05Z","last_used_at":null,"expires_at":null,"revoked_at":"2026-01-03T00:00:00.123456789Z","created_by":null}`
 	const createdKey = `{"id":"k1","name":"ci","prefix":"svc_live_abcdefgh","mode":"live","scopes":["messages:read"],` +
-		`"created_at":"2026-01-02T03:04:05Z","last_used_at":null,"expires_at":null,"revoked_at":null,` +
+		`"created_at":"2026-01-02T03:04:05Z","last_used_at":null,"expires_at":null,"revoked_at":null,"created_by":"operator",` +
 		`"key":"svc_live_0123456789abcdefghijABCDEFGHIJ0123456789a"}`
 	const notFound = `{"error":{"code":"NOT_FOUND","message":"unknown path /foo: every API path begins with /v1/"}}`
 	const supp = `{"recipient":"a@b.test","reason":"manual","source_message_id":null,"created_at":"2026-01-02T03:04:05Z"}`

@@ -41,6 +41,9 @@ type keyView struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// CreatedBy is who made the key (a person's email, another key's id,
+	// "operator"); null when not recorded.
+	CreatedBy *string `json:"created_by"`
 	// Key is the secret, present only in the answer that created the key.
 	Key string `json:"key,omitempty"`
 }
@@ -58,8 +61,12 @@ func viewKey(k storage.APIKey) keyView {
 	if k.Test {
 		mode = "test"
 	}
-	return keyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Mode: mode, Scopes: k.Scopes,
+	v := keyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Mode: mode, Scopes: k.Scopes,
 		CreatedAt: k.CreatedAt.UTC(), LastUsedAt: utc(k.LastUsedAt), ExpiresAt: utc(k.ExpiresAt), RevokedAt: utc(k.RevokedAt)}
+	if k.CreatedBy != "" {
+		v.CreatedBy = &k.CreatedBy
+	}
+	return v
 }
 
 type suppressionView struct {

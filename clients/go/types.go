@@ -201,6 +201,9 @@ type APIKey struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// CreatedBy is who made the key: a team member's email, the id of the
+	// key it was made with, or "operator"; nil when not recorded.
+	CreatedBy *string `json:"created_by"`
 	// Key is the secret, present only in the answer to Create.
 	Key string `json:"key,omitempty"`
 }

@@ -1,0 +1,104 @@
+package app
+
+import (
+	"strings"
+	"time"
+
+	"mailbolt/storage"
+)
+
+// keyPeople maps each key of keys to the person at the root of the chain
+// of makers that led to it: a key made from a dashboard session is that
+// person's (their email, lower cased), and a key made with a key is the
+// person's who made that key. A key made by the operator, by the server,
+// or before makers were recorded has no person ("", absent).
+func keyPeople(keys []storage.APIKey) map[string]string {
+	person := map[string]string{}
+	// A maker is made before what it makes, and ids are UUIDv7, so one
+	// pass in id order nearly always settles it; passes repeat until
+	// nothing changes for keys made in the same millisecond.
+	for changed := true; changed; {
+		changed = false
+		for _, k := range keys {
+			if _, done := person[k.ID]; done {
+				continue
+			}
+			who := ""
+			switch {
+			case strings.Contains(k.CreatedBy, "@"):
+				who = strings.ToLower(k.CreatedBy)
+			case k.CreatedBy != "":
+				who = person[k.CreatedBy]
+			}
+			if who != "" {
+				person[k.ID], changed = who, true
+			}
+		}
+	}
+	return person
+}
+
+// liveKeysOf are the keys of accountID that the person with email made
+// (keyPeople), other than revoked ones, oldest first.
+func liveKeysOf(tx *storage.Tx, accountID, email string) ([]storage.APIKey, error) {
+	keys, _, err := tx.APIKeys(accountID, storage.ListOptions{Limit: -1})
+	if err != nil {
+		return nil, err
+	}
+	person := keyPeople(keys)
+	var out []storage.APIKey
+	for _, k := range keys {
+		if k.RevokedAt == nil && person[k.ID] == strings.ToLower(email) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// MemberKeys counts, for each member of p's account (by member id), the
+// live keys that person made: what removing them revokes. Needs
+// api_keys:read.
+func (a *App) MemberKeys(p Principal, members []storage.TeamMember) (map[string]int, error) {
+	if err := a.authorize(p, ScopeAPIKeysRead); err != nil {
+		return nil, err
+	}
+	var keys []storage.APIKey
+	err := a.db.View(func(tx *storage.Tx) (err error) {
+		keys, _, err = tx.APIKeys(p.Account.ID, storage.ListOptions{Limit: -1})
+		return err
+	})
+	if err != nil {
+		return nil, storageErr(err, "api key")
+	}
+	person := keyPeople(keys)
+	live := map[string]int{}
+	for _, k := range keys {
+		if who := person[k.ID]; who != "" && k.RevokedAt == nil {
+			live[who]++
+		}
+	}
+	out := map[string]int{}
+	for _, m := range members {
+		out[m.ID] = live[strings.ToLower(m.Email)]
+	}
+	return out, nil
+}
+
+// revokeKeysOf revokes, in tx, the live keys the person with email made
+// in p's account, each audited as api_key.revoke, and returns them.
+func (a *App) revokeKeysOf(tx *storage.Tx, p Principal, email string, now time.Time) ([]storage.APIKey, error) {
+	keys, err := liveKeysOf(tx, p.Account.ID, email)
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		keys[i].RevokedAt = &now
+		if err := tx.UpdateAPIKey(keys[i]); err != nil {
+			return nil, err
+		}
+		if err := a.audit(tx, p, action{"api_key.revoke", keys[i].ID}); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
