@@ -344,6 +344,14 @@ func TestPermanentFailuresBounceAndSuppress(t *testing.T) {
 	if m2.Status != StatusSuppressed || m2.Recipients[0].Status != StatusSuppressed {
 		t.Fatalf("second message %s %+v", m2.Status, m2.Recipients)
 	}
+	// Nothing is left to try: it is complete from its acceptance, as read
+	// back too, and never queued.
+	for _, got := range []storage.Message{m2, e.message(e.live, m2.ID)} {
+		if got.CompletedAt == nil || !got.CompletedAt.Equal(got.CreatedAt) || got.QueuedAt != nil || got.QueueAt != nil {
+			t.Errorf("a message suppressed at acceptance: completed %v (created %v), queued %v, queue entry %v",
+				got.CompletedAt, got.CreatedAt, got.QueuedAt, got.QueueAt)
+		}
+	}
 	if got := eventTypes(e.events(e.live, m2.ID)); got != "" {
 		t.Errorf("events for a fully suppressed message: %s", got)
 	}

@@ -50,7 +50,8 @@ func File(tx *storage.Tx, m *storage.Message, sent storage.Event) error {
 		return nil
 	}
 	if m.Status = Status(*m); m.Status == StatusSuppressed {
-		m.QueuedAt, m.QueueAt = nil, nil
+		// Nothing is left to try: complete as accepted, never queued.
+		m.CompletedAt, m.QueuedAt, m.QueueAt = m.QueuedAt, nil, nil
 		return nil
 	}
 	return appendSent(tx, *m, sent)
