@@ -161,6 +161,8 @@ type App struct {
 	queue    *queue.Queue
 
 	tokenKey []byte // signs tracking and unsubscribe links
+	// cursorKey signs list cursors (SealCursor).
+	cursorKey []byte
 	// returnPathKey is the key of the MAC in bounce addresses
 	// (queue.ReturnPath), and returnPathSince when this database's mail
 	// started carrying it: old-form addresses are honoured for a while.
@@ -197,7 +199,7 @@ func New(db *storage.DB, opts Options) (*App, error) {
 	if len(secret) < minServerSecret {
 		return nil, fmt.Errorf("the database holds no server secret (%d bytes): it was not migrated", len(secret))
 	}
-	a.tokenKey, a.returnPathKey = tokenKey(secret), returnPathKey(secret)
+	a.tokenKey, a.returnPathKey, a.cursorKey = tokenKey(secret), returnPathKey(secret), cursorKey(secret)
 	if a.returnPathSince, err = recordReturnPathSince(db, a.Now()); err != nil {
 		return nil, err
 	}

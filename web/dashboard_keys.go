@@ -47,7 +47,7 @@ func (s *Server) keysPage(w http.ResponseWriter, r *http.Request, sess app.Sessi
 }
 
 func (s *Server) showKeys(w http.ResponseWriter, r *http.Request, sess app.Session, status int, created *app.CreatedKey, f keyForm, msg string) {
-	pq, err := parsePage(r)
+	pq, err := s.parsePage(r, listName[storage.APIKey]())
 	if err != nil {
 		s.fail(w, sess, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) showKeys(w http.ResponseWriter, r *http.Request, sess app.Sessi
 	d := keysData{Keys: list, Scopes: grantable(sess.Principal), Created: created, Form: f,
 		CanEdit: app.HasScope(sess.Principal.Scopes, app.ScopeAPIKeysWrite)}
 	if res.HasMore {
-		d.Next = encodeCursor(res.Next)
+		d.Next = s.cursor(listName[storage.APIKey](), res.Next)
 	}
 	s.render(w, status, "keys", s.pageOf(sess, "API keys", page{Error: msg, Data: d}))
 }

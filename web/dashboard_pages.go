@@ -81,7 +81,7 @@ type auditData struct {
 }
 
 func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	pq, err := parsePage(r)
+	pq, err := s.parsePage(r, listName[storage.AuditEntry]())
 	if err != nil {
 		s.fail(w, sess, err)
 		return
@@ -93,7 +93,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request, sess app.Sess
 	}
 	d := auditData{Entries: list}
 	if res.HasMore {
-		d.Next = encodeCursor(res.Next)
+		d.Next = s.cursor(listName[storage.AuditEntry](), res.Next)
 	}
 	s.render(w, http.StatusOK, "audit", s.pageOf(sess, "Audit log", page{Data: d}))
 }

@@ -37,11 +37,11 @@ func (s *Server) showSuppressions(w http.ResponseWriter, r *http.Request, sess a
 		d.List, err = s.app.FindSuppressions(sess.Principal, q)
 	} else {
 		var pq pageQuery
-		if pq, err = parsePage(r); err == nil {
+		if pq, err = s.parsePage(r, listName[storage.Suppression]()); err == nil {
 			var res storage.ListResult
 			d.List, res, d.Total, err = s.app.ListSuppressions(sess.Principal, pq.options())
 			if res.HasMore {
-				d.Next = encodeCursor(res.Next)
+				d.Next = s.cursor(listName[storage.Suppression](), res.Next)
 			}
 		}
 	}

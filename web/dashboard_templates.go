@@ -44,7 +44,7 @@ func (s *Server) templatesPage(w http.ResponseWriter, r *http.Request, sess app.
 }
 
 func (s *Server) showTemplates(w http.ResponseWriter, r *http.Request, sess app.Session, status int, f templateForm, msg string) {
-	pq, err := parsePage(r)
+	pq, err := s.parsePage(r, listName[storage.Template]())
 	if err != nil {
 		s.fail(w, sess, err)
 		return
@@ -56,7 +56,7 @@ func (s *Server) showTemplates(w http.ResponseWriter, r *http.Request, sess app.
 	}
 	d := templatesData{Templates: list, Form: f, CanEdit: app.HasScope(sess.Principal.Scopes, app.ScopeTemplatesWrite)}
 	if res.HasMore {
-		d.Next = encodeCursor(res.Next)
+		d.Next = s.cursor(listName[storage.Template](), res.Next)
 	}
 	s.render(w, status, "templates", s.pageOf(sess, "Templates", page{Error: msg, Data: d}))
 }

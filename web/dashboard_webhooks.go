@@ -118,7 +118,7 @@ func (s *Server) showWebhook(w http.ResponseWriter, r *http.Request, sess app.Se
 	}
 	pq := pageQuery{limit: defaultLimit}
 	if r.Method == http.MethodGet {
-		if pq, err = parsePage(r); err != nil {
+		if pq, err = s.parsePage(r, listName[storage.Delivery]()); err != nil {
 			s.fail(w, sess, err)
 			return
 		}
@@ -136,7 +136,7 @@ func (s *Server) showWebhook(w http.ResponseWriter, r *http.Request, sess app.Se
 		d.Deliveries = append(d.Deliveries, deliveryRow{Delivery: dl, Replayable: s.app.Replayable(dl)})
 	}
 	if res.HasMore {
-		next := url.Values{"cursor": {encodeCursor(res.Next)}}
+		next := url.Values{"cursor": {s.cursor(listName[storage.Delivery](), res.Next)}}
 		if d.Status != "" {
 			next.Set("status", d.Status)
 		}

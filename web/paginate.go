@@ -1,10 +1,10 @@
 package web
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -26,8 +26,14 @@ type pageQuery struct {
 	after    []byte
 }
 
-// parsePage reads page, limit and cursor from the query string.
-func parsePage(r *http.Request) (pageQuery, error) {
+// listName names a list for its cursors (app.SealCursor): the type of its
+// items, so a cursor one list answered is refused by another.
+func listName[T any]() string { return reflect.TypeFor[T]().String() }
+
+// parsePage reads page, limit and cursor from the query string of a
+// request for the list named list: a cursor must be one this server
+// answered for that list (400 VALIDATION_ERROR naming cursor otherwise).
+func (s *Server) parsePage(r *http.Request, list string) (pageQuery, error) {
 	pq := pageQuery{limit: defaultLimit}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -52,8 +58,8 @@ func parsePage(r *http.Request) (pageQuery, error) {
 		return pq, nil
 	}
 	if v := q.Get("cursor"); v != "" {
-		after, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || len(after) == 0 {
+		after, ok := s.app.OpenCursor(list, v)
+		if !ok {
 			return pq, app.Validation("cursor", "is not a cursor returned by this list")
 		}
 		pq.after = after
@@ -86,13 +92,14 @@ type cursorBody struct {
 	Cursor  string `json:"cursor,omitempty"`
 }
 
-// writeList answers a list request in the mode it asked for. data must be a
-// non-nil slice so an empty page is [] rather than null.
-func writeList(w http.ResponseWriter, r *http.Request, pq pageQuery, data any, res storage.ListResult, total int) {
+// writeList answers a request for the list named list in the mode it
+// asked for. data must be a non-nil slice so an empty page is [] rather
+// than null.
+func (s *Server) writeList(w http.ResponseWriter, r *http.Request, list string, pq pageQuery, data any, res storage.ListResult, total int) {
 	if !pq.pageMode {
 		body := cursorBody{Data: data, Limit: pq.limit, HasMore: res.HasMore}
 		if res.HasMore {
-			body.Cursor = base64.RawURLEncoding.EncodeToString(res.Next)
+			body.Cursor = s.cursor(list, res.Next)
 		}
 		writeJSON(w, http.StatusOK, body)
 		return
@@ -123,7 +130,8 @@ type lister[T any] func(storage.ListOptions) ([]T, storage.ListResult, int, erro
 // serveList answers a list request: parse the page, fetch it, render each
 // record with view, write it in the mode asked for.
 func serveList[T, V any](s *Server, w http.ResponseWriter, r *http.Request, list lister[T], view func(T) V) {
-	pq, e := parsePage(r)
+	name := listName[T]()
+	pq, e := s.parsePage(r, name)
 	if e != nil {
 		s.writeError(w, r, e)
 		return
@@ -133,8 +141,9 @@ func serveList[T, V any](s *Server, w http.ResponseWriter, r *http.Request, list
 		s.writeError(w, r, e)
 		return
 	}
-	writeList(w, r, pq, mapSlice(items, view), res, total)
+	s.writeList(w, r, name, pq, mapSlice(items, view), res, total)
 }
 
-// encodeCursor is the text of a list cursor, as the API answers it.
-func encodeCursor(next []byte) string { return base64.RawURLEncoding.EncodeToString(next) }
+// cursor is the text of the cursor that continues the list named list
+// after the storage key next, as the API and the dashboard answer it.
+func (s *Server) cursor(list string, next []byte) string { return s.app.SealCursor(list, next) }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"net/url"
 	"strings"
@@ -265,6 +266,22 @@ func TestPaginationModes(t *testing.T) {
 		e.do("GET", "/v1/suppressions?"+q, e.key, nil).want(t, 400, "VALIDATION_ERROR")
 	}
 	e.do("GET", "/v1/suppressions?limit=200", e.key, nil).want(t, 200)
+
+	// Only a cursor this list answered is taken: not a made-up one (even
+	// a storage key, base64url-encoded, as cursors once were), not one
+	// with a byte changed, not one another list answered.
+	genuine := e.do("GET", "/v1/suppressions?limit=1", e.key, nil).want(t, 200).json(t)["cursor"].(string)
+	e.do("GET", "/v1/suppressions?limit=1&cursor="+genuine, e.key, nil).want(t, 200)
+	tampered := []byte(genuine)
+	tampered[len(tampered)/2] ^= 1
+	e.do("POST", "/v1/api-keys", e.key, `{"name":"a second key"}`).want(t, 201)
+	keysCursor := e.do("GET", "/v1/api-keys?limit=1", e.key, nil).want(t, 200).json(t)["cursor"].(string)
+	for _, c := range []string{"garbage", "AAAAAAAAAAAAAAAAAAAAAA", base64.RawURLEncoding.EncodeToString([]byte("u100@x.test")), string(tampered), keysCursor} {
+		r := e.do("GET", "/v1/suppressions?cursor="+url.QueryEscape(c), e.key, nil).want(t, 400, "VALIDATION_ERROR")
+		if f := r.json(t)["error"].(map[string]any)["details"].(map[string]any)["field"]; f != "cursor" {
+			t.Errorf("cursor %q: refused naming %v", c, f)
+		}
+	}
 }
 
 // DELETE /v1/suppressions/{recipient} removes every entry of the address,
