@@ -126,6 +126,11 @@ func operatorIn(acct storage.Account) Principal {
 	return p
 }
 
+// Authorize is authorize for the web layer, which checks a route's scope
+// before it reads the request's body: a caller without the scope hears
+// 403 whatever it sent, before any validation.
+func (a *App) Authorize(p Principal, scope string) error { return a.authorize(p, scope) }
+
 // authorize is nil when p may use scope in the account it acts in. It is
 // the first thing every use case that acts in an account does, before it
 // reads or validates anything: 401 for nobody or an expired credential

@@ -65,12 +65,12 @@ func scopeTable(t *testing.T) map[string]string {
 	return out
 }
 
-// Which scope a route needs is decided by the use case its handler calls
-// (app's authorize), not by web. This holds what app enforces, seen over
-// HTTP, equal to what the OpenAPI document and docs/authentication.md say:
-// a key holding every scope but the documented one is refused with
-// required_scope naming it, and a key holding only that scope is not
-// refused for want of another.
+// Each route's Scope, checked before its body is read, and what the use
+// case its handler calls enforces (app's authorize) are held equal to what
+// the OpenAPI document and docs/authentication.md say: a key holding every
+// scope but the documented one is refused with required_scope naming it,
+// whatever body it sends (an undecodable one included: 403, not 400), and
+// a key holding only that scope is not refused for want of another.
 func TestRouteScopesAreEnforcedAndDocumented(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
 	documented, table := documentedScopes(t), scopeTable(t)
@@ -92,6 +92,9 @@ func TestRouteScopesAreEnforcedAndDocumented(t *testing.T) {
 		if table[what] != scope {
 			t.Errorf("%s: docs/authentication.md lists it under %q, openapi.json under %q", what, table[what], scope)
 		}
+		if rt.Scope != scope {
+			t.Errorf("%s: the route requires %q, openapi.json %q", what, rt.Scope, scope)
+		}
 		path := regexp.MustCompile(`:[a-z_]+`).ReplaceAllString(rt.Path, "x")
 		// A body that web decodes, so the request reaches the use case:
 		// a body web cannot decode is 400 before any scope is checked.
@@ -111,13 +114,16 @@ func TestRouteScopesAreEnforcedAndDocumented(t *testing.T) {
 				others = append(others, s)
 			}
 		}
-		r := e.do(rt.Method, path, e.newKey(e.acct.ID, others, false, nil), body)
-		errObj, _ := r.json(t)["error"].(map[string]any)
-		details, _ := errObj["details"].(map[string]any)
-		if r.StatusCode != 403 || details["required_scope"] != scope {
-			t.Errorf("%s by a key without %s: %d %s", what, scope, r.StatusCode, r.body)
+		without := e.newKey(e.acct.ID, others, false, nil)
+		for _, body := range []any{body, "not JSON {"} {
+			r := e.do(rt.Method, path, without, body)
+			errObj, _ := r.json(t)["error"].(map[string]any)
+			details, _ := errObj["details"].(map[string]any)
+			if r.StatusCode != 403 || details["required_scope"] != scope {
+				t.Errorf("%s by a key without %s, body %v: %d %s", what, scope, body, r.StatusCode, r.body)
+			}
 		}
-		r = e.do(rt.Method, path, e.newKey(e.acct.ID, []string{scope}, false, nil), body)
+		r := e.do(rt.Method, path, e.newKey(e.acct.ID, []string{scope}, false, nil), body)
 		if r.StatusCode == 401 || r.StatusCode == 403 {
 			t.Errorf("%s by a key holding only %s: %d %s", what, scope, r.StatusCode, r.body)
 		}

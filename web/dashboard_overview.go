@@ -152,7 +152,7 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request, sess app.S
 			mq.Until, err = timeParam(q, "until")
 		}
 	}
-	pq, perr := s.parsePage(r, listName[storage.Message]() + " search")
+	pq, perr := s.parsePage(r, listName[storage.Message]()+" search")
 	if err == nil {
 		err = perr
 	}
@@ -177,7 +177,7 @@ func (s *Server) messagesPage(w http.ResponseWriter, r *http.Request, sess app.S
 				next[k] = v
 			}
 		}
-		next.Set("cursor", s.cursor(listName[storage.Message]() + " search", res.Next))
+		next.Set("cursor", s.cursor(listName[storage.Message]()+" search", res.Next))
 		// Built from url.Values.Encode, so it is a plain relative URL:
 		// safe to use as is, where the template would escape its & and =.
 		d.Next = template.URL("/dashboard/messages?" + next.Encode())

@@ -22,83 +22,86 @@ type call struct {
 type handler func(w http.ResponseWriter, r *http.Request, c *call)
 
 // route is one API endpoint. Routes is the single list the router is built
-// from and the OpenAPI coverage test checks. Which scope a route needs is
-// not said here: the use case its handler calls checks its caller (app's
-// authorize), so every kind of caller meets the same rules.
+// from and the OpenAPI coverage test checks. Scope is what the caller must
+// hold, checked before the request's body is read, so a key without it is
+// answered 403 whatever it sends (spec §5); the use case its handler calls
+// checks its caller again (app's authorize), as it does for every kind of
+// caller. A test holds Scope to the OpenAPI document's "Requires scope".
 type route struct {
 	Method string
 	Path   string // httprouter syntax: /v1/api-keys/:id
 	Public bool   // answered without an API key (its token, if any, is the credential)
+	Scope  string // required of every caller ("" only for Public routes)
 	h      handler
 }
 
 func (s *Server) routes() []route {
 	return []route{
 		{Method: "GET", Path: "/v1/openapi.json", Public: true, h: s.openAPI},
-		{Method: "GET", Path: "/v1/account", h: s.getAccount},
-		{Method: "POST", Path: "/v1/messages", h: s.sendMessage},
-		{Method: "GET", Path: "/v1/messages", h: s.listMessages},
-		{Method: "POST", Path: "/v1/messages/batch", h: s.sendBatch},
-		{Method: "GET", Path: "/v1/messages/:id", h: s.getMessage},
-		{Method: "GET", Path: "/v1/messages/:id/raw", h: s.getMessageRaw},
-		{Method: "POST", Path: "/v1/messages/:id/cancel", h: s.cancelMessage},
-		{Method: "GET", Path: "/v1/events", h: s.listEvents},
-		{Method: "GET", Path: "/v1/api-keys", h: s.listKeys},
-		{Method: "POST", Path: "/v1/api-keys", h: s.createKey},
-		{Method: "GET", Path: "/v1/api-keys/:id", h: s.getKey},
-		{Method: "DELETE", Path: "/v1/api-keys/:id", h: s.revokeKey},
-		{Method: "GET", Path: "/v1/suppressions", h: s.listSuppressions},
-		{Method: "POST", Path: "/v1/suppressions", h: s.addSuppression},
-		{Method: "DELETE", Path: "/v1/suppressions/:recipient", h: s.deleteSuppression},
-		{Method: "POST", Path: "/v1/suppressions/import", h: s.importSuppressions},
-		{Method: "GET", Path: "/v1/suppressions/export", h: s.exportSuppressions},
-		{Method: "GET", Path: "/v1/domains", h: s.listDomains},
-		{Method: "POST", Path: "/v1/domains", h: s.createDomain},
-		{Method: "GET", Path: "/v1/domains/:id", h: s.getDomain},
-		{Method: "DELETE", Path: "/v1/domains/:id", h: s.deleteDomain},
-		{Method: "POST", Path: "/v1/domains/:id/verify", h: s.verifyDomain},
-		{Method: "POST", Path: "/v1/domains/:id/dkim/rotate", h: s.rotateDKIM},
-		{Method: "GET", Path: "/v1/templates", h: s.listTemplates},
-		{Method: "POST", Path: "/v1/templates", h: s.createTemplate},
-		{Method: "GET", Path: "/v1/templates/:id", h: s.getTemplate},
-		{Method: "PUT", Path: "/v1/templates/:id", h: s.updateTemplate},
-		{Method: "GET", Path: "/v1/templates/:id/versions", h: s.listTemplateVersions},
-		{Method: "POST", Path: "/v1/templates/:id/render", h: s.renderTemplate},
-		{Method: "GET", Path: "/v1/webhooks", h: s.listWebhooks},
-		{Method: "POST", Path: "/v1/webhooks", h: s.createWebhook},
-		{Method: "GET", Path: "/v1/webhooks/:id", h: s.getWebhook},
-		{Method: "DELETE", Path: "/v1/webhooks/:id", h: s.deleteWebhook},
-		{Method: "PATCH", Path: "/v1/webhooks/:id", h: s.updateWebhook},
-		{Method: "POST", Path: "/v1/webhooks/:id/test", h: s.testWebhook},
-		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", h: s.rotateWebhookSecret},
-		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", h: s.listDeliveries},
-		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", h: s.replay},
-		{Method: "GET", Path: "/v1/audit-log", h: s.listAuditLog},
-		{Method: "GET", Path: "/v1/team", h: s.listTeam},
-		{Method: "POST", Path: "/v1/team/invite", h: s.invite},
+		{Method: "GET", Path: "/v1/account", Scope: app.ScopeAccountRead, h: s.getAccount},
+		{Method: "POST", Path: "/v1/messages", Scope: app.ScopeMessagesWrite, h: s.sendMessage},
+		{Method: "GET", Path: "/v1/messages", Scope: app.ScopeMessagesRead, h: s.listMessages},
+		{Method: "POST", Path: "/v1/messages/batch", Scope: app.ScopeMessagesWrite, h: s.sendBatch},
+		{Method: "GET", Path: "/v1/messages/:id", Scope: app.ScopeMessagesRead, h: s.getMessage},
+		{Method: "GET", Path: "/v1/messages/:id/raw", Scope: app.ScopeMessagesRead, h: s.getMessageRaw},
+		{Method: "POST", Path: "/v1/messages/:id/cancel", Scope: app.ScopeMessagesWrite, h: s.cancelMessage},
+		{Method: "GET", Path: "/v1/events", Scope: app.ScopeEventsRead, h: s.listEvents},
+		{Method: "GET", Path: "/v1/api-keys", Scope: app.ScopeAPIKeysRead, h: s.listKeys},
+		{Method: "POST", Path: "/v1/api-keys", Scope: app.ScopeAPIKeysWrite, h: s.createKey},
+		{Method: "GET", Path: "/v1/api-keys/:id", Scope: app.ScopeAPIKeysRead, h: s.getKey},
+		{Method: "DELETE", Path: "/v1/api-keys/:id", Scope: app.ScopeAPIKeysWrite, h: s.revokeKey},
+		{Method: "GET", Path: "/v1/suppressions", Scope: app.ScopeSuppressionsRead, h: s.listSuppressions},
+		{Method: "POST", Path: "/v1/suppressions", Scope: app.ScopeSuppressionsWrite, h: s.addSuppression},
+		{Method: "DELETE", Path: "/v1/suppressions/:recipient", Scope: app.ScopeSuppressionsWrite, h: s.deleteSuppression},
+		{Method: "POST", Path: "/v1/suppressions/import", Scope: app.ScopeSuppressionsWrite, h: s.importSuppressions},
+		{Method: "GET", Path: "/v1/suppressions/export", Scope: app.ScopeSuppressionsRead, h: s.exportSuppressions},
+		{Method: "GET", Path: "/v1/domains", Scope: app.ScopeDomainsRead, h: s.listDomains},
+		{Method: "POST", Path: "/v1/domains", Scope: app.ScopeDomainsWrite, h: s.createDomain},
+		{Method: "GET", Path: "/v1/domains/:id", Scope: app.ScopeDomainsRead, h: s.getDomain},
+		{Method: "DELETE", Path: "/v1/domains/:id", Scope: app.ScopeDomainsWrite, h: s.deleteDomain},
+		{Method: "POST", Path: "/v1/domains/:id/verify", Scope: app.ScopeDomainsWrite, h: s.verifyDomain},
+		{Method: "POST", Path: "/v1/domains/:id/dkim/rotate", Scope: app.ScopeDomainsWrite, h: s.rotateDKIM},
+		{Method: "GET", Path: "/v1/templates", Scope: app.ScopeTemplatesRead, h: s.listTemplates},
+		{Method: "POST", Path: "/v1/templates", Scope: app.ScopeTemplatesWrite, h: s.createTemplate},
+		{Method: "GET", Path: "/v1/templates/:id", Scope: app.ScopeTemplatesRead, h: s.getTemplate},
+		{Method: "PUT", Path: "/v1/templates/:id", Scope: app.ScopeTemplatesWrite, h: s.updateTemplate},
+		{Method: "GET", Path: "/v1/templates/:id/versions", Scope: app.ScopeTemplatesRead, h: s.listTemplateVersions},
+		{Method: "POST", Path: "/v1/templates/:id/render", Scope: app.ScopeTemplatesRead, h: s.renderTemplate},
+		{Method: "GET", Path: "/v1/webhooks", Scope: app.ScopeWebhooksRead, h: s.listWebhooks},
+		{Method: "POST", Path: "/v1/webhooks", Scope: app.ScopeWebhooksWrite, h: s.createWebhook},
+		{Method: "GET", Path: "/v1/webhooks/:id", Scope: app.ScopeWebhooksRead, h: s.getWebhook},
+		{Method: "DELETE", Path: "/v1/webhooks/:id", Scope: app.ScopeWebhooksWrite, h: s.deleteWebhook},
+		{Method: "PATCH", Path: "/v1/webhooks/:id", Scope: app.ScopeWebhooksWrite, h: s.updateWebhook},
+		{Method: "POST", Path: "/v1/webhooks/:id/test", Scope: app.ScopeWebhooksWrite, h: s.testWebhook},
+		{Method: "POST", Path: "/v1/webhooks/:id/rotate-secret", Scope: app.ScopeWebhooksWrite, h: s.rotateWebhookSecret},
+		{Method: "GET", Path: "/v1/webhooks/:id/deliveries", Scope: app.ScopeWebhooksRead, h: s.listDeliveries},
+		{Method: "POST", Path: "/v1/webhooks/:id/events/:event_id/replay", Scope: app.ScopeWebhooksWrite, h: s.replay},
+		{Method: "GET", Path: "/v1/audit-log", Scope: app.ScopeAccountRead, h: s.listAuditLog},
+		{Method: "GET", Path: "/v1/team", Scope: app.ScopeTeamRead, h: s.listTeam},
+		{Method: "POST", Path: "/v1/team/invite", Scope: app.ScopeTeamWrite, h: s.invite},
 		{Method: "GET", Path: "/v1/team/accept/:token", Public: true, h: s.acceptForm},
 		{Method: "POST", Path: "/v1/team/accept/:token", Public: true, h: s.acceptInvitation},
 		{Method: "GET", Path: "/v1/t/o/:token", Public: true, h: s.openPixel},
 		{Method: "GET", Path: "/v1/t/c/:token", Public: true, h: s.click},
 		{Method: "GET", Path: "/v1/u/:token", Public: true, h: s.unsubscribeForm},
 		{Method: "POST", Path: "/v1/u/:token", Public: true, h: s.unsubscribe},
-		{Method: "GET", Path: "/v1/analytics/summary", h: s.analyticsSummary},
+		{Method: "GET", Path: "/v1/analytics/summary", Scope: app.ScopeAnalyticsRead, h: s.analyticsSummary},
 		{Method: "POST", Path: "/v1/grader/check", Public: true, h: s.graderCheck},
-		{Method: "POST", Path: "/v1/grader/submit", h: s.graderSubmit},
-		{Method: "GET", Path: "/v1/grader/results/:id", h: s.graderResult},
-		{Method: "GET", Path: "/v1/grader/history", h: s.graderHistory},
-		{Method: "GET", Path: "/v1/ips", h: s.listIPs},
-		{Method: "GET", Path: "/v1/ips/pools", h: s.listPools},
-		{Method: "GET", Path: "/v1/inbound/domains", h: s.listInboundDomains},
-		{Method: "POST", Path: "/v1/inbound/domains", h: s.createInboundDomain},
-		{Method: "GET", Path: "/v1/inbound/domains/:id", h: s.getInboundDomain},
-		{Method: "DELETE", Path: "/v1/inbound/domains/:id", h: s.deleteInboundDomain},
-		{Method: "POST", Path: "/v1/inbound/domains/:id/verify", h: s.verifyInboundDomain},
-		{Method: "GET", Path: "/v1/inbound/routes", h: s.listInboundRoutes},
-		{Method: "POST", Path: "/v1/inbound/routes", h: s.createInboundRoute},
-		{Method: "GET", Path: "/v1/inbound/routes/:id", h: s.getInboundRoute},
-		{Method: "DELETE", Path: "/v1/inbound/routes/:id", h: s.deleteInboundRoute},
-		{Method: "GET", Path: "/v1/inbound/messages/:id/raw", h: s.inboundRaw},
+		{Method: "POST", Path: "/v1/grader/submit", Scope: app.ScopeGraderWrite, h: s.graderSubmit},
+		{Method: "GET", Path: "/v1/grader/results/:id", Scope: app.ScopeGraderRead, h: s.graderResult},
+		{Method: "GET", Path: "/v1/grader/history", Scope: app.ScopeGraderRead, h: s.graderHistory},
+		{Method: "GET", Path: "/v1/ips", Scope: app.ScopeIPsRead, h: s.listIPs},
+		{Method: "GET", Path: "/v1/ips/pools", Scope: app.ScopeIPsRead, h: s.listPools},
+		{Method: "GET", Path: "/v1/inbound/domains", Scope: app.ScopeInboundRead, h: s.listInboundDomains},
+		{Method: "POST", Path: "/v1/inbound/domains", Scope: app.ScopeInboundWrite, h: s.createInboundDomain},
+		{Method: "GET", Path: "/v1/inbound/domains/:id", Scope: app.ScopeInboundRead, h: s.getInboundDomain},
+		{Method: "DELETE", Path: "/v1/inbound/domains/:id", Scope: app.ScopeInboundWrite, h: s.deleteInboundDomain},
+		{Method: "POST", Path: "/v1/inbound/domains/:id/verify", Scope: app.ScopeInboundWrite, h: s.verifyInboundDomain},
+		{Method: "GET", Path: "/v1/inbound/routes", Scope: app.ScopeInboundRead, h: s.listInboundRoutes},
+		{Method: "POST", Path: "/v1/inbound/routes", Scope: app.ScopeInboundWrite, h: s.createInboundRoute},
+		{Method: "GET", Path: "/v1/inbound/routes/:id", Scope: app.ScopeInboundRead, h: s.getInboundRoute},
+		{Method: "DELETE", Path: "/v1/inbound/routes/:id", Scope: app.ScopeInboundWrite, h: s.deleteInboundRoute},
+		{Method: "GET", Path: "/v1/inbound/messages/:id/raw", Scope: app.ScopeInboundRead, h: s.inboundRaw},
 	}
 }
 
@@ -213,6 +216,10 @@ func (s *Server) guard(rt route) httprouter.Handle {
 		}
 		c.Principal = id.principal
 		c.Principal.Source = clientIP(r)
+		if err := s.app.Authorize(c.Principal, rt.Scope); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || r.Method == http.MethodGet {
 			rt.h(w, r, c)
