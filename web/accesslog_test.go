@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -63,9 +64,33 @@ func TestAccessLogNamesRoutesNotTokens(t *testing.T) {
 		if line["route"] != p.route || line["method"] != p.method {
 			t.Errorf("%s %s: route %v, method %v; want %s", p.method, p.path, line["route"], line["method"], p.route)
 		}
+		if _, ok := line["account"]; ok {
+			t.Errorf("%s %s, sent without a key, logged account %q", p.method, p.path, line["account"])
+		}
 		mu.Lock()
 		if st, ok := observed[p.method+" "+p.route]; !ok || st != fmt.Sprint(line["status"]) {
 			t.Errorf("%s %s: not observed as %s %s with status %v (%v)", p.method, p.path, p.method, p.route, line["status"], observed)
+		}
+		mu.Unlock()
+	}
+	// The health probes are routes of their own, without an account; a
+	// method they do not take matches none.
+	for i, p := range []probe{{"GET", "/healthz", "/healthz"}, {"HEAD", "/readyz", "/readyz"}, {"POST", "/healthz", unmatchedRoute}} {
+		reqID := "health-probe-" + string(rune('a'+i))
+		req, _ := http.NewRequest(p.method, e.srv.URL+p.path, nil)
+		req.Header.Set("X-Request-Id", reqID)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		line := logLine(t, &buf, reqID)
+		if _, ok := line["account"]; line["route"] != p.route || ok {
+			t.Errorf("%s %s: logged route %v, account %v; want route %s and no account", p.method, p.path, line["route"], line["account"], p.route)
+		}
+		mu.Lock()
+		if _, ok := observed[p.method+" "+p.route]; !ok {
+			t.Errorf("%s %s: not observed as route %s (%v)", p.method, p.path, p.route, observed)
 		}
 		mu.Unlock()
 	}

@@ -32,6 +32,9 @@ func (s *Server) probe(w http.ResponseWriter, r *http.Request) bool {
 		s.writeError(w, r, app.NewError(app.CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use GET"))
 		return true
 	}
+	if route, _ := r.Context().Value(routeKey{}).(*string); route != nil {
+		*route = r.URL.Path // the access log's and the metrics' route: a probe is one
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	if r.URL.Path == pathHealthz {
 		writeJSON(w, http.StatusOK, probeAnswer{Status: "ok"})

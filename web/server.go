@@ -270,7 +270,7 @@ func (s *Server) logAccess(r *http.Request, rw *recorder, reqID string, id ident
 	if c := clientOf(r); c.peer != c.addr {
 		attrs = append(attrs, slog.String("peer", c.peer.String()))
 	}
-	if id.err == nil {
+	if id.err == nil && id.principal.Kind != "" { // a probe answers before any key is read
 		attrs = append(attrs, slog.String("account", id.principal.Account.ID), slog.String("key_id", id.principal.KeyID))
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
