@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"mailbolt/app"
+	"mailbolt/hooks"
 	"mailbolt/metrics"
+	"mailbolt/mta"
 	"mailbolt/mta/queue"
 )
 
@@ -46,6 +48,9 @@ func newMetrics(s *service) *metrics.Metrics {
 // observe hands the metrics the callbacks of the packages that see the
 // events: the delivery queue's attempts and the webhook worker's answers.
 func observe(m *metrics.Metrics, o *app.Options) {
+	m.Declare([][2]string{{queue.OutcomeDelivered, ""}, {queue.OutcomeDeferred, ""},
+		{queue.OutcomeBounced, string(mta.BounceHard)}, {queue.OutcomeBounced, string(mta.BounceSoft)}, {queue.OutcomeBounced, string(mta.BounceBlock)}},
+		[]string{hooks.OutcomeName(hooks.Delivered), hooks.OutcomeName(hooks.Retry), hooks.OutcomeName(hooks.Fail)})
 	o.Delivery.Attempted = func(a queue.Attempt) {
 		m.Attempt(a.Outcome, a.BounceType)
 		if a.MX != "sandbox" && (a.Code != 0 || a.TLSVersion != "") { // a server answered: a session ran

@@ -121,6 +121,17 @@ func TestMetricsMoveWithTraffic(t *testing.T) {
 			t.Errorf("queue %s = %v before any message", st, v)
 		}
 	}
+	// The counters an alert takes a rate() of exist, at zero, from the start.
+	for _, a := range [][2]string{{"delivered", ""}, {"deferred", ""}, {"bounced", "hard"}, {"bounced", "soft"}, {"bounced", "block"}} {
+		if v := value(fams, "mailbolt_delivery_attempts_total", "outcome", a[0], "bounce_type", a[1]); v != 0 {
+			t.Errorf("delivery attempts %v = %v before any message", a, v)
+		}
+	}
+	for _, o := range []string{"delivered", "retry", "failed"} {
+		if v := value(fams, "mailbolt_webhook_deliveries_total", "outcome", o); v != 0 {
+			t.Errorf("webhook deliveries %s = %v before any webhook", o, v)
+		}
+	}
 
 	post(t, base+"/v1/webhooks", testKey, fmt.Sprintf(`{"url":%q,"events":["message.delivered"]}`, receiver.URL))
 	send := func(to string, extra string) {

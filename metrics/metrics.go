@@ -100,6 +100,18 @@ func (m *Metrics) Handler() http.Handler {
 	return mux
 }
 
+// Declare makes the delivery-attempt series (outcome and bounce type
+// pairs) and the webhook series (outcomes) exist at zero from the start,
+// so a rate() over them, or an alert, has a series before the first event.
+func (m *Metrics) Declare(attempts [][2]string, webhooks []string) {
+	for _, a := range attempts {
+		m.attempts.WithLabelValues(a[0], a[1])
+	}
+	for _, o := range webhooks {
+		m.webhooks.WithLabelValues(o)
+	}
+}
+
 // Attempt counts one recipient's delivery attempt.
 func (m *Metrics) Attempt(outcome, bounceType string) {
 	m.attempts.WithLabelValues(outcome, bounceType).Inc()
