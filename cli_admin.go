@@ -118,16 +118,22 @@ func newAccountsCommand() *cobra.Command {
 			str("email", &up.Email)
 			boolean("track-opens", &up.TrackOpens)
 			boolean("track-clicks", &up.TrackClicks)
+			for name, dst := range map[string]**int{"rate-limit": &up.RateLimit, "batch-size": &up.BatchSize} {
+				if f.Changed(name) {
+					v, _ := f.GetInt(name)
+					*dst = &v
+				}
+			}
 			if up == (app.AccountUpdate{}) {
-				return errors.New("nothing to change: give --name, --plan, --email, --track-opens or --track-clicks")
+				return errors.New("nothing to change: give --name, --plan, --email, --track-opens, --track-clicks, --rate-limit or --batch-size")
 			}
 			return withAdmin(cmd, true, func(a app.Admin) error {
 				acct, err := a.UpdateAccount(args[0], up)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "updated account %q: plan %s, email %q, track opens %t, track clicks %t\n",
-					acct.Name, acct.Plan, acct.Email, acct.TrackOpens, acct.TrackClicks)
+				fmt.Fprintf(cmd.OutOrStdout(), "updated account %q: plan %s (%d requests/s per key, %d messages per batch), email %q, track opens %t, track clicks %t\n",
+					acct.Name, acct.Plan, acct.RateLimit, acct.BatchSize, acct.Email, acct.TrackOpens, acct.TrackClicks)
 				return nil
 			})
 		},
@@ -137,6 +143,8 @@ func newAccountsCommand() *cobra.Command {
 	update.Flags().String("email", "", "new contact address (\"\" removes it)")
 	update.Flags().Bool("track-opens", false, "track opens of the account's messages by default")
 	update.Flags().Bool("track-clicks", false, "track clicks of the account's messages by default")
+	update.Flags().Int("rate-limit", 0, "requests per second per key, overriding the plan (enterprise); 0 goes back to the plan's")
+	update.Flags().Int("batch-size", 0, "messages per batch, overriding the plan (enterprise); 0 goes back to the plan's")
 
 	list := &cobra.Command{
 		Use:   "list",

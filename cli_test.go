@@ -513,6 +513,18 @@ func TestAccountsUpdateWhileServingAndStopped(t *testing.T) {
 	if _, acct := get(t, base+"/v1/account", key); acct["plan"] != "pro" {
 		t.Fatalf("a refused update changed the account: %v", acct)
 	}
+	// An enterprise account's own limits change after its creation too, and
+	// 0 goes back to the plan's.
+	if out := mustRun(t, "accounts", "update", id, "--plan", "enterprise", "--rate-limit", "5000", "--batch-size", "7000", "--data-dir", dir); !strings.Contains(out, "plan enterprise (5000 requests/s per key, 7000 messages per batch)") {
+		t.Errorf("accounts update --rate-limit --batch-size printed:\n%s", out)
+	}
+	if out := mustRun(t, "accounts", "update", id, "--batch-size", "0", "--data-dir", dir); !strings.Contains(out, "(5000 requests/s per key, 5000 messages per batch)") {
+		t.Errorf("accounts update --batch-size 0 printed:\n%s", out)
+	}
+	if out, err := run(t, "accounts", "update", id, "--rate-limit", "-1", "--data-dir", dir); err == nil || !strings.Contains(err.Error(), "rate_limit") {
+		t.Errorf("a negative rate limit: %v\n%s", err, out)
+	}
+	mustRun(t, "accounts", "update", id, "--plan", "pro", "--rate-limit", "0", "--data-dir", dir)
 	stop()
 
 	mustRun(t, "accounts", "update", id, "--name", "Acme Inc", "--email", "", "--data-dir", dir)

@@ -27,6 +27,10 @@ type AccountUpdate struct {
 	Email       *string `json:"email,omitempty"` // "" removes the contact address
 	TrackOpens  *bool   `json:"track_opens,omitempty"`
 	TrackClicks *bool   `json:"track_clicks,omitempty"`
+	// RateLimit and BatchSize replace the account's overrides of its
+	// plan's limits (enterprise); 0 goes back to the plan's.
+	RateLimit *int `json:"rate_limit,omitempty"`
+	BatchSize *int `json:"batch_size,omitempty"`
 }
 
 // contactEmail checks an account's contact address; empty is none.
@@ -92,6 +96,19 @@ func (a *App) UpdateAccount(id string, in AccountUpdate) (storage.Account, error
 		}
 		if in.TrackClicks != nil {
 			acct.TrackClicks = *in.TrackClicks
+		}
+		for _, o := range []struct {
+			field string
+			in    *int
+			dst   *int
+		}{{"rate_limit", in.RateLimit, &acct.RateLimit}, {"batch_size", in.BatchSize, &acct.BatchSize}} {
+			if o.in == nil {
+				continue
+			}
+			if *o.in < 0 {
+				return Validation(o.field, "must not be negative (0 is the plan's)")
+			}
+			*o.dst = *o.in
 		}
 		return tx.PutAccount(acct)
 	})
