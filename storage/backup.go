@@ -67,7 +67,8 @@ func Check(path string) error {
 // Restore replaces the database in dataDir with the backup at src. The
 // server must be stopped: a database still locked by a running process gives
 // ErrLocked. The backup is checked before anything is touched, and the
-// database it replaces is kept beside it as mailbolt.db.pre-restore-<time>.
+// database it replaces is kept beside it as mailbolt.db.pre-restore-<time>
+// (-2, -3, … appended when a copy of that second exists: none is replaced).
 // A backup whose sealed secrets the key in keyFile does not open is refused
 // (ErrSecretKey); keyFile "" is secret.key in dataDir. It returns the path
 // of the kept database ("" when there was none).
@@ -121,8 +122,10 @@ func Restore(src, dataDir, keyFile string, now time.Time) (string, error) {
 	}
 	var kept string
 	if _, err := os.Stat(live); err == nil {
-		kept = live + ".pre-restore-" + now.UTC().Format("20060102T150405Z")
-		if err := os.Rename(live, kept); err != nil {
+		// Never over an earlier copy: a second restore in the same second
+		// gets the next free name.
+		kept, err = keptName(live+".pre-restore", now, func(name string) error { return renameNoReplace(live, name) })
+		if err != nil {
 			return "", fmt.Errorf("restore: keep old database: %w", err)
 		}
 	}

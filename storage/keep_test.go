@@ -1,0 +1,124 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Five restores in one second keep five copies: each replaced database
+// is kept under a name of its own, none over another.
+func TestRestoresInOneSecondKeepEveryCopy(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.db")
+	if _, err := db.Backup(backup); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	at := time.Date(2026, 11, 22, 3, 20, 31, 0, time.UTC)
+	live := filepath.Join(dir, FileName)
+	for i := 1; i <= 5; i++ {
+		// Mark the live database, so each kept copy can be told apart.
+		db, err := Open(dir, DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Update(func(tx *Tx) error {
+			_, _, err := tx.PutSuppression(Suppression{AccountID: "a", Recipient: fmt.Sprintf("r%d@x.test", i)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		kept, err := Restore(backup, dir, "", at)
+		if err != nil {
+			t.Fatalf("restore %d: %v", i, err)
+		}
+		want := live + ".pre-restore-20261122T032031Z"
+		if i > 1 {
+			want += fmt.Sprintf("-%d", i)
+		}
+		if kept != want {
+			t.Fatalf("restore %d kept %s, want %s", i, kept, want)
+		}
+	}
+	for i := 1; i <= 5; i++ {
+		name := live + ".pre-restore-20261122T032031Z"
+		if i > 1 {
+			name += fmt.Sprintf("-%d", i)
+		}
+		if got := keptMarks(t, name); len(got) != 1 || got[0] != fmt.Sprintf("r%d@x.test", i) {
+			t.Errorf("%s holds %v, want the mark of restore %d", filepath.Base(name), got, i)
+		}
+	}
+}
+
+// keptMarks are the recipients suppressed in account "a" of the file.
+func keptMarks(t *testing.T, path string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(filepath.Join(dir, FileName), data); err != nil {
+		t.Fatal(err)
+	}
+	// The key file is the live one's: every copy is sealed under it.
+	key, err := os.ReadFile(filepath.Join(filepath.Dir(path), SecretKeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(filepath.Join(dir, SecretKeyFileName), key); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out []string
+	db.View(func(tx *Tx) error {
+		list, _, err := tx.Suppressions("a", ListOptions{Limit: 10})
+		for _, s := range list {
+			out = append(out, s.Recipient)
+		}
+		return err
+	})
+	return out
+}
+
+func TestRenameNoReplace(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "from"), filepath.Join(dir, "to")
+	writeFile(from, []byte("new"))
+	writeFile(to, []byte("old"))
+	if err := renameNoReplace(from, to); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("rename over an existing file: %v", err)
+	}
+	if b, _ := os.ReadFile(to); string(b) != "old" {
+		t.Fatalf("the existing file was replaced: %q", b)
+	}
+	if b, _ := os.ReadFile(from); string(b) != "new" {
+		t.Fatalf("the source was lost: %q", b)
+	}
+	os.Remove(to)
+	if err := renameNoReplace(from, to); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(from); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the source is still there: %v", err)
+	}
+	if b, _ := os.ReadFile(to); string(b) != "new" {
+		t.Errorf("renamed file holds %q", b)
+	}
+}
