@@ -49,7 +49,7 @@ func newSecretsCommand() *cobra.Command {
 		Short: "Seal every stored secret under a new key and write it to the key file (the server must be stopped)",
 		Long: "Seals the DKIM private keys, webhook signing secrets and the server secret under a new random key, " +
 			"in one transaction, then writes the new key to the key file. The old key file is kept beside it as " +
-			"<key file>.old-<UTC time>: backups taken before the rotation open only with it. The secrets themselves " +
+			"<key file>.old-<UTC time> (-2, -3, ... added when that name is taken): backups taken before the rotation open only with it. The secrets themselves " +
 			"do not change, so tracking, unsubscribe and bounce links already sent keep verifying.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

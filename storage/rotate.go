@@ -14,8 +14,9 @@ import (
 // RotateSecretKey seals every secret of the database in dataDir under a
 // new random key, in one transaction, and makes the new key the key file's
 // content. The old key file is kept beside it as
-// <key file>.old-<UTC time>, whose path is returned: it still opens backups
-// taken before the rotation. The secrets themselves do not change — the
+// <key file>.old-<UTC time> (-2, -3, … appended when a rotation of the same
+// second kept one), whose path is returned: it still opens backups taken
+// before the rotation. The secrets themselves do not change — the
 // server secret that link and bounce address keys derive from stays the
 // same, so links and bounce addresses already sent keep verifying.
 //
@@ -54,8 +55,10 @@ func RotateSecretKey(dataDir string, opts Options, now time.Time) (kept string, 
 	if err := writeKeyFile(next, key); err != nil {
 		return "", err
 	}
-	kept = db.keyFile + ".old-" + now.UTC().Format("20060102T150405Z")
-	if err := writeKeyFile(kept, oldKey); err != nil {
+	// A rotation in the same second as the last one keeps its old key
+	// under the next free name (-2, -3, …): both keys open backups.
+	kept, err = keptName(db.keyFile+".old", now, func(name string) error { return writeKeyFile(name, oldKey) })
+	if err != nil {
 		os.Remove(next)
 		return "", err
 	}

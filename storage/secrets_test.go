@@ -411,6 +411,42 @@ func TestRotateSecretKey(t *testing.T) {
 	}
 }
 
+// A second rotation in the same second keeps its old key under the next
+// free name instead of failing on the first one's.
+func TestRotateTwiceInOneSecond(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := db.SecretKeyFile()
+	db.Close()
+	at := time.Date(2026, 11, 22, 3, 20, 31, 0, time.UTC)
+	var keys [][]byte
+	for i, want := range []string{".old-20261122T032031Z", ".old-20261122T032031Z-2"} {
+		before, _ := os.ReadFile(keyFile)
+		kept, err := RotateSecretKey(dir, DefaultOptions(), at)
+		if err != nil {
+			t.Fatalf("rotation %d: %v", i+1, err)
+		}
+		if kept != keyFile+want {
+			t.Errorf("rotation %d kept %q, want %q", i+1, kept, keyFile+want)
+		}
+		if k, _ := os.ReadFile(kept); !bytes.Equal(k, before) {
+			t.Errorf("rotation %d: the kept file is not the key it replaced", i+1)
+		}
+		keys = append(keys, before)
+	}
+	if bytes.Equal(keys[0], keys[1]) {
+		t.Error("the second rotation kept the same key as the first")
+	}
+	db, err = Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatalf("open after two rotations: %v", err)
+	}
+	db.Close()
+}
+
 func TestInterruptedRotationIsFinishedAtOpen(t *testing.T) {
 	dir := t.TempDir()
 	db, err := Open(dir, DefaultOptions())
