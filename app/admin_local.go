@@ -101,8 +101,9 @@ func (l LocalAdmin) RevokeKey(keyID string) (KeyView, error) {
 }
 
 // Backup checks where the copy goes before writing it, so that a
-// directory that is missing (or is a file) is named in a validation
-// error, not reported as an internal failure of the backup.
+// directory that is missing (or is a file), or the live database itself,
+// is named in a validation error, not reported as an internal failure of
+// the backup.
 func (l LocalAdmin) Backup(out string) (int64, error) {
 	if out == "" {
 		return 0, Validation("out", "a file to write the backup to is required")
@@ -124,7 +125,11 @@ func (l LocalAdmin) Backup(out string) (int64, error) {
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		return 0, Validation("out", fmt.Sprintf("%s is a directory: name the file to write", abs))
 	}
-	return l.App.DB().Backup(abs)
+	n, err := l.App.DB().Backup(abs)
+	if errors.Is(err, storage.ErrBackupOverLive) {
+		return 0, Validation("out", fmt.Sprintf("%s is the live database: write the backup to another file", abs))
+	}
+	return n, err
 }
 
 func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (IPView, error) {

@@ -27,6 +27,7 @@ func TestLocalAdminBackupChecksWhereItGoes(t *testing.T) {
 		{filepath.Join(file, "x.db"), "out: " + file + " is not a directory"},
 		{dir, "out: " + dir + " is a directory: name the file to write"},
 		{"", "out: a file to write the backup to is required"},
+		{a.DB().Path(), "out: " + a.DB().Path() + " is the live database: write the backup to another file"},
 	} {
 		_, err := admin.Backup(c.out)
 		if !HasCode(err, CodeValidation) || !strings.Contains(err.Error(), c.want) {

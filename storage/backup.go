@@ -24,8 +24,8 @@ func (db *DB) Backup(dest string) (int64, error) {
 	if db.bolt == nil {
 		return 0, ErrSharedEngine
 	}
-	if dest == db.path {
-		return 0, errors.New("backup: refusing to overwrite the live database")
+	if dest == db.path || sameFile(dest, db.path) {
+		return 0, fmt.Errorf("%w: %s is the live database file", ErrBackupOverLive, dest)
 	}
 	size, err := writeSnapshot(db.bolt, dest)
 	if err != nil {
@@ -35,6 +35,19 @@ func (db *DB) Backup(dest string) (int64, error) {
 		return 0, fmt.Errorf("backup written but failed its check: %w", err)
 	}
 	return size, nil
+}
+
+// sameFile reports whether the name dest is the file at live, through a
+// symbolic link in its directory path or a hard link: renaming over it
+// would take the live file's place. A symbolic link as the last element is
+// not followed: renaming over it replaces only the link.
+func sameFile(dest, live string) bool {
+	d, err := os.Lstat(dest)
+	if err != nil {
+		return false
+	}
+	l, err := os.Stat(live)
+	return err == nil && os.SameFile(d, l)
 }
 
 // Check opens the database file at path read-only and verifies every page.

@@ -20,6 +20,10 @@ var (
 	// whole database: empty, truncated or with pages that make no sense.
 	// Its message names the file; the remedy is to restore a backup.
 	ErrDamaged = errors.New("storage: the database file is damaged")
+	// ErrBackupOverLive is returned by Backup for a destination that is the
+	// live database file itself (by name, or through a link): the copy
+	// would be renamed over the file the server is writing.
+	ErrBackupOverLive = errors.New("storage: refusing to overwrite the live database")
 	// ErrSharedEngine is returned by what only the embedded file can do
 	// (Backup) when the database is PostgreSQL.
 	ErrSharedEngine = errors.New("storage: the database is PostgreSQL: back it up with pg_dump and restore it with pg_restore")

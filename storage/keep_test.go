@@ -122,3 +122,42 @@ func TestRenameNoReplace(t *testing.T) {
 		t.Errorf("renamed file holds %q", b)
 	}
 }
+
+// A backup to the live file is refused, also when it is named through a
+// symbolic link to the data dir (renaming over that name would replace the
+// file the server writes); a symbolic link as the file name itself is only
+// replaced, and is allowed.
+func TestBackupRefusesTheLiveFile(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	linkedDir := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(dir, linkedDir); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{db.Path(), filepath.Join(linkedDir, FileName)} {
+		if _, err := db.Backup(dest); !errors.Is(err, ErrBackupOverLive) {
+			t.Errorf("backup to %s: %v, want ErrBackupOverLive", dest, err)
+		}
+	}
+	if after, err := os.Stat(db.Path()); err != nil || !os.SameFile(before, after) {
+		t.Fatalf("the live file was replaced: %v", err)
+	}
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(db.Path(), link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Backup(link); err != nil {
+		t.Errorf("backup over a link to the live file: %v", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink != 0 {
+		t.Errorf("the link was not replaced by the copy: %v %v", fi, err)
+	}
+}
