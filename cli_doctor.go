@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -131,18 +132,18 @@ func (d *doctor) run(ctx context.Context) error {
 	return nil
 }
 
-// checkConfig validates the flags as serve does, and reports what serve's
-// start-up checks refuse or warn about. A --hostname that is no FQDN fails
-// here even where serve only warns (taken from the machine, or --dev).
+// checkConfig runs serve's own start-up checks (preflight: the flags, the
+// GRADER_* variables, the files the flags name) and reports what serve's
+// start-up findings refuse or warn about. A --hostname that is no FQDN
+// fails here even where serve only warns (taken from the machine, or
+// --dev).
 func (d *doctor) checkConfig() bool {
-	if err := d.cfg.validate(); err != nil {
-		d.report(checkFail, "configuration: "+err.Error(), "correct the flag or its MAILBOLT_* variable, as for serve")
+	p, err := d.cfg.preflight(slog.New(slog.DiscardHandler), os.LookupEnv)
+	if err != nil {
+		d.report(checkFail, "configuration: "+err.Error(), "correct the flag or its variable (MAILBOLT_*, GRADER_*), as for serve")
 		return false
 	}
-	if _, err := d.cfg.webConfig(nil); err != nil {
-		d.report(checkFail, "configuration: "+err.Error(), "correct the flag or its MAILBOLT_* variable, as for serve")
-		return false
-	}
+	p.close()
 	findings := d.cfg.startupFindings()
 	for _, f := range findings {
 		st := checkWarn

@@ -283,9 +283,28 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.acmeRenewBefore, "acme-renew-before", def.acmeRenewBefore, "renew an ACME certificate this long before it expires (at most 720h; default a third of its lifetime, at most 30 days)")
 }
 
+// validate checks the flags one by one and together, naming the flag in
+// its error. It is the first of preflight's checks (cli_startup.go), which
+// serve and doctor both run before anything is written.
 func (cfg serveConfig) validate() error {
+	if _, err := newLogger(io.Discard, cfg.logLevel, cfg.logFormat); err != nil {
+		return err
+	}
 	if _, err := cfg.proxies(); err != nil {
 		return err
+	}
+	// 0 means the default for these two (webConfig); below it is an error.
+	if cfg.maxBodySize < 0 {
+		return fmt.Errorf("--max-body-size must be 0 (the default, 10 MiB) or more bytes, not %d", cfg.maxBodySize)
+	}
+	if cfg.ipRateLimit < 0 {
+		return fmt.Errorf("--ip-rate-limit must be 0 (the default, 20) or more requests per second, not %d", cfg.ipRateLimit)
+	}
+	if cfg.shutdownGrace < 0 {
+		return fmt.Errorf("--shutdown-grace must not be negative, not %s", cfg.shutdownGrace)
+	}
+	if cfg.databaseConns < 0 {
+		return fmt.Errorf("--database-conns must not be negative (0 means the default, 16), not %d", cfg.databaseConns)
 	}
 	if cfg.dnsServer != "" {
 		if _, _, err := net.SplitHostPort(cfg.dnsServer); err != nil {
@@ -505,7 +524,13 @@ func (cfg serveConfig) proxies() ([]netip.Prefix, error) {
 
 func (cfg serveConfig) webConfig(log *slog.Logger) (web.Config, error) {
 	wc := web.DefaultConfig()
-	wc.MaxBodyBytes, wc.IPRateLimit, wc.Logger = cfg.maxBodySize, cfg.ipRateLimit, log
+	wc.Logger = log
+	if cfg.maxBodySize > 0 { // 0: the default
+		wc.MaxBodyBytes = cfg.maxBodySize
+	}
+	if cfg.ipRateLimit > 0 { // 0: the default
+		wc.IPRateLimit = cfg.ipRateLimit
+	}
 	wc.ReadTimeout, wc.MaxConnsPerIP = cfg.readTimeout, cfg.maxConnsPerIP
 	wc.Dev = cfg.dev
 	var err error

@@ -63,45 +63,30 @@ type service struct {
 	submission []*submissionListener
 }
 
-// startService validates cfg, opens the database, builds every component
-// and binds the listeners, but serves nothing yet: run does. The default
-// account of a first start is created only once both ports are bound, so a
-// start that fails to bind prints no keys and keeps none. hold, when not
-// nil, wraps the SMTP client the queue sends through (bench holds delivery
-// with it). On error everything opened so far is closed again.
+// startService checks cfg (preflight, which writes nothing), opens the
+// database, builds every component and binds the listeners, but serves
+// nothing yet: run does. The default account of a first start is created
+// only once both ports are bound, so a start that fails to bind prints no
+// keys and keeps none. hold, when not nil, wraps the SMTP client the queue
+// sends through (bench holds delivery with it). On error everything opened
+// so far is closed again.
 func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) queue.Sender) (_ *service, err error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if err := cfg.startupChecks(log); err != nil {
-		return nil, err
-	}
-	wc, err := cfg.webConfig(log)
+	p, err := cfg.preflight(log, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	gs, err := readGraderSettings(os.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	gs.web(&wc)
-
-	applyMemoryLimit(cfg.memoryLimit)
-	s := &service{cfg: cfg, log: log}
+	s := &service{cfg: cfg, log: log, tls: p.tls, geo: p.geo}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
-	// Certificate files are read before anything is written: a start
-	// that cannot present its certificate leaves no database behind.
-	if cfg.tlsEnabled() {
-		to := cfg.tlsOptions()
-		to.Logger = log
-		if s.tls, err = tlsconf.New(to); err != nil {
-			return nil, err
-		}
+	if err := cfg.startupChecks(log); err != nil {
+		return nil, err
 	}
+	wc, gs := p.web, p.grader
+
+	applyMemoryLimit(cfg.memoryLimit)
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
 	dbOpts := cfg.storage
@@ -126,11 +111,6 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		resolver = &dns.Resolver{Server: cfg.dnsServer}
 	}
 	resolver.Timeout = cfg.dnsTimeout
-	if cfg.geoIPDB != "" {
-		if s.geo, err = app.OpenGeoDB(cfg.geoIPDB); err != nil {
-			return nil, fmt.Errorf("--geoip-db: %w", err)
-		}
-	}
 	s.tlsCounts = transport.NewCounter(s.db, nil)
 	onTLS := func(o mta.TLSOutcome) {
 		result := o.Failure

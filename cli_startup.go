@@ -6,6 +6,10 @@ import (
 	"net"
 	"net/url"
 	"strings"
+
+	"mailbolt/app"
+	"mailbolt/tlsconf"
+	"mailbolt/web"
 )
 
 // isFQDN reports whether name is a fully qualified domain name a receiving
@@ -94,4 +98,64 @@ func (cfg serveConfig) startupFindings() []startupFinding {
 		}
 	}
 	return out
+}
+
+// preflight is what serve's start-up checks give once every setting has
+// passed them: the HTTP API's configuration with the GRADER_* settings,
+// and the files the flags name, loaded (the certificate, the GeoIP
+// database). Nothing is written or bound yet.
+type preflight struct {
+	web    web.Config
+	grader graderSettings
+	tls    *tlsconf.Source // nil: no certificate configured
+	geo    *app.GeoDB      // nil: no --geoip-db
+}
+
+// close releases what preflight opened, for a start that goes no further
+// (and for doctor, which only checks).
+func (p *preflight) close() {
+	if p.geo != nil {
+		p.geo.Close()
+	}
+}
+
+// preflight runs every check of serve's settings that needs no database
+// and no port: the flags (validate), the GRADER_* variables read through
+// lookupEnv, and the files the flags name, which must load. serve runs it
+// before it writes or binds anything, so a refused setting leaves the data
+// dir untouched; doctor runs the same, so what serve refuses doctor fails.
+// The start-up findings (startupFindings) are the other half: serve
+// refuses or warns, doctor reports each.
+func (cfg serveConfig) preflight(log *slog.Logger, lookupEnv func(string) (string, bool)) (_ *preflight, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	wc, err := cfg.webConfig(log)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := readGraderSettings(lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	gs.web(&wc)
+	p := &preflight{web: wc, grader: gs}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	if cfg.tlsEnabled() {
+		to := cfg.tlsOptions()
+		to.Logger = log
+		if p.tls, err = tlsconf.New(to); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.geoIPDB != "" {
+		if p.geo, err = app.OpenGeoDB(cfg.geoIPDB); err != nil {
+			return nil, fmt.Errorf("--geoip-db: %w", err)
+		}
+	}
+	return p, nil
 }

@@ -46,9 +46,9 @@ func (cfg serveConfig) validateTLS() error {
 		if err != nil || u.Scheme != "https" || u.Host == "" {
 			return fmt.Errorf("--acme-directory: %q is not an https URL", cfg.acmeDirectory)
 		}
-		if cfg.acmeRenewBefore < 0 {
-			return errors.New("--acme-renew-before must not be negative")
-		}
+	}
+	if cfg.acmeRenewBefore < 0 {
+		return errors.New("--acme-renew-before must not be negative")
 	}
 	return nil
 }

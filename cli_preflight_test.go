@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"mailbolt/web"
+)
+
+// runCanceled runs the command with a context that has already ended: a
+// serve that gets past its start-up stops again at once instead of running
+// until the test's end.
+func runCanceled(args ...string) (string, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cmd := newRootCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// refusedSettings are settings serve refuses, each with what its error
+// must name: the ones an audit found doctor passing and serve refusing
+// only after it had written the database, and every numeric flag of serve
+// below zero.
+func refusedSettings() []struct {
+	args []string
+	env  map[string]string
+	want string
+} {
+	type c = struct {
+		args []string
+		env  map[string]string
+		want string
+	}
+	out := []c{
+		{args: []string{"--log-level", "bogus"}, want: "--log-level"},
+		{args: []string{"--log-format", "xml"}, want: "--log-format"},
+		{args: []string{"--geoip-db", "/nonexistent"}, want: "--geoip-db"},
+		{args: []string{"--tls-cert", "/nx", "--tls-key", "/nx"}, want: "--tls-cert"},
+		{env: map[string]string{"GRADER_RATE_LIMIT": "abc"}, want: "GRADER_RATE_LIMIT"},
+		{env: map[string]string{"GRADER_DISABLED": "maybe"}, want: "GRADER_DISABLED"},
+	}
+	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "int", "int64":
+			out = append(out, c{args: []string{"--" + f.Name, "-1"}, want: "--" + f.Name})
+		case "duration":
+			out = append(out, c{args: []string{"--" + f.Name, "-1s"}, want: "--" + f.Name})
+		}
+	})
+	return out
+}
+
+// What serve refuses stops it before it writes anything (no data dir, no
+// key file, no database), with an error that names the flag or variable;
+// doctor fails each on its configuration line, as it runs the same checks.
+func TestRefusedSettingsWriteNothingAndFailDoctor(t *testing.T) {
+	for _, c := range refusedSettings() {
+		name := strings.Join(c.args, " ")
+		for k, v := range c.env {
+			name += k + "=" + v
+		}
+		t.Run(name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			base := []string{"--data-dir", dir, "--hostname", "mta.example.net", "--http-addr", "127.0.0.1:0",
+				"--smtp-addr", "127.0.0.1:0", "--metrics-addr", ""}
+			out, err := runCanceled(append(append([]string{"serve"}, base...), c.args...)...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("serve: %v, want a refusal naming %s\n%s", err, c.want, out)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("a refused start wrote the data dir (%v)", err)
+			}
+			out, err = runCanceled(append(append([]string{"doctor", "--dns-server", "127.0.0.1:1", "--probe-timeout", "1s"},
+				base...), c.args...)...)
+			if err == nil || !strings.Contains(out, "✗ configuration: ") || !strings.Contains(out, c.want) {
+				t.Errorf("doctor: %v, want a failed configuration line naming %s\n%s", err, c.want, out)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("doctor wrote the data dir (%v)", err)
+			}
+		})
+	}
+}
+
+// --max-body-size 0 and --ip-rate-limit 0 mean the defaults, as
+// configuration.md says, rather than a limit of nothing.
+func TestZeroLimitsMeanTheDefaults(t *testing.T) {
+	cfg := defaultServeConfig()
+	cfg.maxBodySize, cfg.ipRateLimit = 0, 0
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	wc, err := cfg.webConfig(nil)
+	def := web.DefaultConfig()
+	if err != nil || wc.MaxBodyBytes != def.MaxBodyBytes || wc.IPRateLimit != def.IPRateLimit {
+		t.Fatalf("body %d, rate %d, %v", wc.MaxBodyBytes, wc.IPRateLimit, err)
+	}
+	_, out, _ := startServe(t, t.TempDir(), "--max-body-size", "0", "--ip-rate-limit", "0")
+	if !strings.Contains(out.String(), "listening on") {
+		t.Fatalf("serve with zero limits:\n%s", out)
+	}
+}
