@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,37 @@ func TestRefusedSettingsWriteNothingAndFailDoctor(t *testing.T) {
 				t.Errorf("doctor wrote the data dir (%v)", err)
 			}
 		})
+	}
+}
+
+// A port serve cannot bind stops it before the database is opened: nothing
+// is written, not even on a first start. A port held by a server on the
+// same data dir is said to be that.
+func TestUnbindablePortWritesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, flag := range []string{"--http-addr", "--smtp-addr", "--metrics-addr"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		args := []string{"serve", "--data-dir", dir, "--hostname", "mta.example.net", "--http-addr", "127.0.0.1:0",
+			"--smtp-addr", "127.0.0.1:0", "--metrics-addr", "", flag, taken.Addr().String()}
+		out, err := runCanceled(args...)
+		if err == nil || !strings.Contains(err.Error(), flag+": listen on") {
+			t.Errorf("%s taken: %v\n%s", flag, err, out)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s taken: the data dir was written (%v)", flag, err)
+		}
+	}
+
+	dir := t.TempDir()
+	base, _, _ := startServe(t, dir)
+	_, err = runCanceled("serve", "--data-dir", dir, "--http-addr", strings.TrimPrefix(base, "http://"),
+		"--smtp-addr", "127.0.0.1:0", "--metrics-addr", "")
+	if err == nil || !strings.Contains(err.Error(), "another mailbolt is already running on "+dir) {
+		t.Errorf("a second server on the first one's port: %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/emersion/go-smtp"
@@ -63,13 +64,16 @@ type service struct {
 	submission []*submissionListener
 }
 
-// startService checks cfg (preflight, which writes nothing), opens the
-// database, builds every component and binds the listeners, but serves
-// nothing yet: run does. The default account of a first start is created
-// only once both ports are bound, so a start that fails to bind prints no
-// keys and keeps none. hold, when not nil, wraps the SMTP client the queue
-// sends through (bench holds delivery with it). On error everything opened
-// so far is closed again.
+// startService checks cfg (preflight), binds every port, opens the
+// database and builds every component, but serves nothing yet: run does.
+// The order is the promise that a start which fails writes nothing: a
+// setting serve refuses, a file that does not load or a port it cannot
+// bind stops it before the data dir, the key file or the database is
+// created, and before an older database is migrated. The default account
+// of a first start is created last, so a start that fails prints no keys
+// and keeps none. hold, when not nil, wraps the SMTP client the queue sends
+// through (bench holds delivery with it). On error everything opened so far
+// is closed again.
 func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) queue.Sender) (_ *service, err error) {
 	p, err := cfg.preflight(log, os.LookupEnv)
 	if err != nil {
@@ -87,6 +91,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 	wc, gs := p.web, p.grader
 
 	applyMemoryLimit(cfg.memoryLimit)
+	if err := s.listen(); err != nil {
+		return nil, err
+	}
 	s.metrics = newMetrics(s)
 	wc.Observe = s.metrics.Request
 	dbOpts := cfg.storage
@@ -141,26 +148,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, err
 	}
 
-	if s.httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
-		return nil, fmt.Errorf("--http-addr: listen on %s: %w", cfg.httpAddr, err)
-	}
-	if cfg.httpsAddr != "" {
-		if s.httpsLn, err = net.Listen("tcp", cfg.httpsAddr); err != nil {
-			return nil, fmt.Errorf("--https-addr: listen on %s: %w", cfg.httpsAddr, err)
-		}
-	}
-	if s.smtpLn, err = net.Listen("tcp", cfg.smtpAddr); err != nil {
-		return nil, fmt.Errorf("--smtp-addr: listen on %s: %w", cfg.smtpAddr, err)
-	}
-	if s.metricsLn, err = listenMetrics(cfg, log); err != nil {
-		return nil, err
-	}
-	if err := s.listenSubmission(wc); err != nil {
-		return nil, err
-	}
-	if s.pprofLn, err = listenPprof(cfg); err != nil {
-		return nil, err
-	}
+	s.serveSubmissionOn(wc)
 	if s.boot, err = s.app.BootstrapIfEmpty(); err != nil {
 		return nil, fmt.Errorf("create the default account: %w", err)
 	}
@@ -202,6 +190,47 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		s.http.Handler = s.tls.HTTPHandler(s.http.Handler)
 	}
 	return s, nil
+}
+
+// listen binds every port serve listens on. startService calls it before
+// it opens the database, so a port that cannot be bound stops the start
+// with nothing written. A port taken by a server on the same data dir is
+// said to be that.
+func (s *service) listen() (err error) {
+	cfg := s.cfg
+	bind := func(flag, addr string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln, nil
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			if _, derr := web.DialAdmin(cfg.dataDir); derr == nil {
+				return nil, fmt.Errorf("another mailbolt is already running on %s (%s: listen on %s: %w)", cfg.dataDir, flag, addr, err)
+			}
+		}
+		return nil, fmt.Errorf("%s: listen on %s: %w", flag, addr, err)
+	}
+	if s.httpLn, err = bind("--http-addr", cfg.httpAddr); err != nil {
+		return err
+	}
+	if cfg.httpsAddr != "" {
+		if s.httpsLn, err = bind("--https-addr", cfg.httpsAddr); err != nil {
+			return err
+		}
+	}
+	if s.smtpLn, err = bind("--smtp-addr", cfg.smtpAddr); err != nil {
+		return err
+	}
+	if s.metricsLn, err = listenMetrics(cfg, s.log); err != nil {
+		return err
+	}
+	if err := s.listenSubmission(); err != nil {
+		return err
+	}
+	if s.pprofLn, err = listenPprof(cfg); err != nil {
+		return err
+	}
+	return nil
 }
 
 // httpServer is the http.Server the API is served by, on either address.

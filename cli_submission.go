@@ -38,15 +38,16 @@ func (cfg serveConfig) validateSubmission() error {
 
 // submissionListener is one bound submission port and its server.
 type submissionListener struct {
-	name string // the flag, for logs
-	ln   net.Listener
-	srv  *submission.Server
+	name     string // the flag, for logs
+	ln       net.Listener
+	implicit bool               // TLS from the first byte (--submissions-addr)
+	srv      *submission.Server // nil until serveSubmissionOn
 }
 
-// listenSubmission binds the submission ports that are configured and
-// builds their servers over the use cases. Called by startService after
-// the other ports are bound; close releases what it bound.
-func (s *service) listenSubmission(wc web.Config) error {
+// listenSubmission binds the submission ports that are configured; with
+// the other ports, before the database is opened (service.listen). close
+// releases what it bound.
+func (s *service) listenSubmission() error {
 	for _, l := range []struct {
 		flag, addr string
 		implicit   bool
@@ -58,6 +59,15 @@ func (s *service) listenSubmission(wc web.Config) error {
 		if err != nil {
 			return fmt.Errorf("%s: listen on %s: %w", l.flag, l.addr, err)
 		}
+		s.submission = append(s.submission, &submissionListener{name: l.flag, ln: ln, implicit: l.implicit})
+	}
+	return nil
+}
+
+// serveSubmissionOn builds the servers of the bound submission ports over
+// the use cases, once the database is open.
+func (s *service) serveSubmissionOn(wc web.Config) {
+	for _, l := range s.submission {
 		// Failed logins are counted in the database (in memory on the
 		// embedded engine): several nodes delay a network as one does.
 		throttle := submission.DefaultThrottle
@@ -72,11 +82,9 @@ func (s *service) listenSubmission(wc web.Config) error {
 		if l.implicit {
 			refusal = nil // a client expecting TLS cannot read a plain 421: just close
 		}
-		ln = web.LimitConns(ln, wc.MaxConnsPerIP, wc.TrustedProxies, refusal)
-		s.submission = append(s.submission, &submissionListener{name: l.flag, ln: ln,
-			srv: submission.NewServer(s.app.SMTP(), o)})
+		l.ln = web.LimitConns(l.ln, wc.MaxConnsPerIP, wc.TrustedProxies, refusal)
+		l.srv = submission.NewServer(s.app.SMTP(), o)
 	}
-	return nil
 }
 
 // serveSubmission starts the submission servers.
