@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -316,23 +317,31 @@ func cleanName(field, s string) (string, error) {
 	return s, nil
 }
 
+// maxExpiresInDays is the longest --expires-in in days: a time.Duration
+// holds about 292 years, and more days would wrap into the past.
+const maxExpiresInDays = 100 * 365
+
 // ParseExpiresIn turns a CLI duration such as "720h" or "30d" into an
-// expiry time.
+// expiry time. Days are whole; every refusal gives the same hint.
 func ParseExpiresIn(now time.Time, s string) (*time.Time, error) {
 	if s == "" {
 		return nil, nil
 	}
+	invalid := fmt.Errorf("invalid --expires-in %q: use a duration such as 720h or 30d (whole days)", s)
 	var d time.Duration
-	if strings.HasSuffix(s, "d") {
-		var days int
-		if _, err := fmt.Sscanf(s, "%dd", &days); err != nil || days <= 0 {
-			return nil, fmt.Errorf("invalid --expires-in %q", s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || days[0] == '+' {
+			return nil, invalid
 		}
-		d = time.Duration(days) * 24 * time.Hour
+		if n > maxExpiresInDays {
+			return nil, fmt.Errorf("invalid --expires-in %q: at most %dd", s, maxExpiresInDays)
+		}
+		d = time.Duration(n) * 24 * time.Hour
 	} else {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
-			return nil, fmt.Errorf("invalid --expires-in %q: use a duration such as 720h or 30d", s)
+			return nil, invalid
 		}
 	}
 	t := now.Add(d).UTC()
