@@ -262,7 +262,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.smtpCmdTimeout, "smtp-command-timeout", def.smtpCmdTimeout, "how long an SMTP server has to answer one command")
 	f.DurationVar(&cfg.messageRetention, "message-retention", def.messageRetention, "how long messages are kept after their queue lifetime")
 
-	f.StringVar(&cfg.publicURL, "public-url", def.publicURL, "base URL of tracking and unsubscribe links, as recipients reach this server (default: http://<--http-addr>)")
+	f.StringVar(&cfg.publicURL, "public-url", def.publicURL, "base URL of tracking and unsubscribe links, as recipients reach this server (default: https://<first --acme-domains name>, with the --https-addr port unless 443; else https://<--https-addr>; else http://<--http-addr>)")
 	f.StringVar(&cfg.smtpAddr, "smtp-addr", def.smtpAddr, "address of the inbound SMTP listener for bounces, complaints and unsubscribe mail")
 	f.StringVar(&cfg.submissionAddr, "submission-addr", def.submissionAddr, "address of the SMTP submission listener with STARTTLS (conventionally :587), where apps send with an API key as the password; empty: off")
 	f.StringVar(&cfg.submissionsAddr, "submissions-addr", def.submissionsAddr, "address of the SMTP submission listener with TLS from the first byte (conventionally :465); empty: off")
