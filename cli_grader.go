@@ -56,7 +56,7 @@ func readGraderSettings(lookupEnv func(string) (string, bool)) (graderSettings, 
 		if v := getenv(name); v != "" && err == nil {
 			b, e := strconv.ParseBool(v)
 			if e != nil {
-				err = fmt.Errorf("%s: %q is not true or false", name, v)
+				err = fmt.Errorf("%s: %q is not true or false (1, t, TRUE, True and 0, f, FALSE, False are taken too)", name, v)
 			}
 			*dst = b
 		}

@@ -148,3 +148,28 @@ func TestZeroLimitsMeanTheDefaults(t *testing.T) {
 		t.Fatalf("serve with zero limits:\n%s", out)
 	}
 }
+
+// GRADER_* booleans take what strconv.ParseBool takes, as configuration.md
+// lists, and nothing else.
+func TestGraderBooleans(t *testing.T) {
+	only := func(v string) func(string) (string, bool) {
+		return func(name string) (string, bool) {
+			if name == "GRADER_DISABLED" {
+				return v, true
+			}
+			return "", false
+		}
+	}
+	for v, want := range map[string]bool{"true": true, "1": true, "TRUE": true, "t": true, "false": false, "0": false, "False": false} {
+		gs, err := readGraderSettings(only(v))
+		if err != nil || gs.disabled != want {
+			t.Errorf("GRADER_DISABLED=%s: %v, %v", v, gs.disabled, err)
+		}
+	}
+	for _, v := range []string{"yes", "on", "2"} {
+		_, err := readGraderSettings(only(v))
+		if err == nil || !strings.Contains(err.Error(), "GRADER_DISABLED") {
+			t.Errorf("GRADER_DISABLED=%s: %v", v, err)
+		}
+	}
+}
