@@ -92,12 +92,8 @@ func decodeCareful(trimmed []byte, v any) error {
 			if err := dec.Decode(&raw); err != nil {
 				return syntaxError(err)
 			}
-			if string(raw) == "null" {
-				switch field.Kind() {
-				case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
-				default:
-					return app.Validation(name, "must not be null")
-				}
+			if string(raw) == "null" && !nullable(field) {
+				return app.Validation(name, "must not be null")
 			}
 			if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
 				return fieldError(name, err)
@@ -120,6 +116,18 @@ func decodeCareful(trimmed []byte, v any) error {
 		return app.Validation("body", "unexpected data after the JSON object")
 	}
 	return nil
+}
+
+// nullable reports whether null may stand for a field left out: a
+// pointer, list, map or interface may be nil, unless its struct tag says
+// `null:"refuse"` (a *bool that is optional but, being a boolean, takes no
+// null: docs/errors.md, "Strict JSON").
+func nullable(f jsonField) bool {
+	switch f.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return !f.refuseNull
+	}
+	return false
 }
 
 // fieldNames holds, per struct type, its json names (namesOf).
@@ -252,10 +260,16 @@ func skipValue(data []byte, i int) int {
 	return -1
 }
 
+// jsonField is one field of a request struct.
+type jsonField struct {
+	reflect.Value
+	refuseNull bool // tagged null:"refuse"
+}
+
 // jsonFields maps the json names of the struct v points to onto its fields.
-func jsonFields(v any) map[string]reflect.Value {
+func jsonFields(v any) map[string]jsonField {
 	rv := reflect.ValueOf(v).Elem()
-	out := map[string]reflect.Value{}
+	out := map[string]jsonField{}
 	for i := 0; i < rv.NumField(); i++ {
 		f := rv.Type().Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
@@ -265,7 +279,7 @@ func jsonFields(v any) map[string]reflect.Value {
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = rv.Field(i)
+		out[name] = jsonField{Value: rv.Field(i), refuseNull: f.Tag.Get("null") == "refuse"}
 	}
 	return out
 }

@@ -42,6 +42,8 @@ func TestDecodeStrictOnePassAgreesWithCareful(t *testing.T) {
 		`{"fr\u006fm":"a@b.test"}`,                     // an escaped name
 		`{"subject":null}`,                             // null where a pointer may be nil
 		`{"from":null}`,                                // null where it may not
+		`{"unsubscribe":null}`,                         // a pointer that takes no null
+		`{"metadata":null}`,                            // an optional object
 		`{"from":1}`,                                   // wrong type
 		`{"template_version":"3"}`,                     // wrong type
 		`{"from":"a@b.test"} {}`,                       // trailing data

@@ -87,12 +87,15 @@ type messageRequest struct {
 	Tags            []string            `json:"tags"`
 	Tracking        *trackingRequest    `json:"tracking"`
 	IPPool          string              `json:"ip_pool"`
-	Unsubscribe     *bool               `json:"unsubscribe"`
+	Unsubscribe     *bool               `json:"unsubscribe" null:"refuse"` // nil: the stream decides
 	Stream          string              `json:"stream"`
 	RequireTLS      bool                `json:"require_tls"`
 }
 
 func (m messageRequest) input() app.MessageInput {
+	if string(m.Metadata) == "null" {
+		m.Metadata = nil // an optional object: null is left out
+	}
 	in := app.MessageInput{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, ReplyTo: m.ReplyTo, Subject: m.Subject,
 		HTML: m.HTML, Text: m.Text, Headers: m.Headers, TemplateID: m.TemplateID, TemplateVersion: m.TemplateVersion,
 		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: m.Metadata,
