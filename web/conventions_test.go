@@ -260,7 +260,7 @@ func TestStrictJSONFieldNamesAndTimes(t *testing.T) {
 		`{"Recipient":"a@b.test"}`:                        "Recipient",
 		`{"recipient":"a@b.test","recipient":"c@d.test"}`: "recipient",
 		`{"name":"x","expires_at":"tomorrow"}`:            "expires_at",
-		`{"name":"x","scopes":[1]}`:                       "scopes",
+		`{"name":"x","scopes":[1]}`:                       "scopes[0]", // an item by its index
 	} {
 		path := "/v1/suppressions"
 		if strings.Contains(body, "name") {

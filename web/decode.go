@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,17 +97,26 @@ func decodeCareful(trimmed []byte, v any) error {
 				return app.Validation(name, "must not be null")
 			}
 			if err := json.Unmarshal(raw, field.Addr().Interface()); err != nil {
-				return fieldError(name, err)
+				return valueError(name, raw, field.Type(), err)
 			}
 			continue
 		}
 		// The usual case: decode straight from the stream, one scan.
+		start := dec.InputOffset() // just after the name
 		if err := dec.Decode(field.Addr().Interface()); err != nil {
 			var syn *json.SyntaxError
 			if errors.As(err, &syn) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return syntaxError(err)
 			}
-			return fieldError(name, err)
+			// The decoder has read the whole value (it checks its syntax
+			// before it fills the field), so it is there to look at.
+			i := skipSpace(trimmed, int(start))
+			i = skipSpace(trimmed, i+1) // the colon
+			raw := trimmed[i:]
+			if end := skipValue(trimmed, i); end > i {
+				raw = trimmed[i:end]
+			}
+			return valueError(name, raw, field.Type(), err)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -293,6 +303,83 @@ func syntaxError(err error) error {
 		return app.Validation("body", "invalid JSON: unexpected end of input")
 	}
 	return app.Validation("body", "invalid JSON: "+err.Error())
+}
+
+var (
+	timeType        = reflect.TypeFor[time.Time]()
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// valueError describes err, the failure to decode raw into a value of type
+// t, naming the field the way docs/errors.md does: an item of a list by
+// its index (tags[0], attachments[1].filename), an entry of an object by
+// its name (headers.X-Tag). encoding/json reports neither, so the value is
+// taken apart again here: this runs only once decoding has failed.
+func valueError(name string, raw []byte, t reflect.Type, err error) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if len(raw) > 0 && !reflect.PointerTo(t).Implements(unmarshalerType) {
+		switch {
+		case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8 && raw[0] == '[':
+			var items []json.RawMessage
+			if json.Unmarshal(raw, &items) == nil {
+				for i, item := range items {
+					if e := json.Unmarshal(item, reflect.New(t.Elem()).Interface()); e != nil {
+						return valueError(fmt.Sprintf("%s[%d]", name, i), item, t.Elem(), e)
+					}
+				}
+			}
+		case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && raw[0] == '{':
+			var entries map[string]json.RawMessage
+			if json.Unmarshal(raw, &entries) == nil {
+				for _, k := range sortedNames(entries) {
+					if e := json.Unmarshal(entries[k], reflect.New(t.Elem()).Interface()); e != nil {
+						return valueError(name+"."+k, entries[k], t.Elem(), e)
+					}
+				}
+			}
+		}
+	}
+	if t == timeType {
+		// time.Time's own errors speak of Go (Time.UnmarshalJSON: input
+		// is not a JSON string): whatever it was, it is not the time.
+		return app.Validation(name, "must be an RFC 3339 time such as 2027-01-01T00:00:00Z")
+	}
+	return fieldError(name, err)
+}
+
+// sortedNames is the names of an object, sorted, so that of several bad
+// entries the same one is named every time.
+func sortedNames(m map[string]json.RawMessage) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// jsonKind names the JSON type of a value the way encoding/json's
+// UnmarshalTypeError does.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }
 
 // fieldError describes why a field's value did not fit its type.

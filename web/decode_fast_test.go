@@ -54,6 +54,9 @@ func TestDecodeStrictOnePassAgreesWithCareful(t *testing.T) {
 		`{"tracking":{"opens":true,"opens":false}}`,    // repeated nested name
 		`{"to":["a@b.test",]}`,
 		`{"send_at":"tomorrow"}`,
+		`{"send_at":123}`,
+		`{"tags":["a",5],"headers":{"X-Foo":5}}`,
+		`{"attachments":[{"filename":"a"},{"filename":5}]}`,
 		`{"headers":{"X-A":"1"},"unknown":2}`,
 	} {
 		decodeBoth(t, body)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,9 +29,15 @@ func (l *addressList) UnmarshalJSON(b []byte) error {
 		*l = addressList{one}
 		return nil
 	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil {
 		return app.Validation("", "must be an address or an array of addresses")
+	}
+	many := make([]string, len(items))
+	for i, item := range items {
+		if err := json.Unmarshal(item, &many[i]); err != nil {
+			return app.Validation(fmt.Sprintf("[%d]", i), "must be of type string, not "+jsonKind(item))
+		}
 	}
 	*l = many
 	return nil
@@ -60,7 +67,15 @@ func (t *trackingRequest) UnmarshalJSON(b []byte) error {
 
 // strictNested decodes a nested object as strictly as a request body; the
 // error names the inner field, and fieldError puts the outer one in front.
+// A value that is not an object is the outer field's own error.
 func strictNested(b []byte, v any) error {
+	switch kind := jsonKind(b); kind {
+	case "object":
+	case "null":
+		return app.Validation("", "must not be null")
+	default:
+		return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeOf(v).Elem()}
+	}
 	if e := decodeStrict(b, v); e != nil {
 		return e
 	}

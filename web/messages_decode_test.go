@@ -67,3 +67,30 @@ func TestMessageNulls(t *testing.T) {
 	}
 	checkDecode(t, cases)
 }
+
+// TestMessageWrongTypeNamesTheField: a wrong type inside a nested value is
+// named as docs/errors.md says, an item by its index and an entry by its
+// name, with the reasons of the top-level fields.
+func TestMessageWrongTypeNamesTheField(t *testing.T) {
+	checkDecode(t, []decodeCase{
+		{`"tracking":true`, 400, "tracking", "must be of type object, not bool"},
+		{`"tracking":[]`, 400, "tracking", "must be of type object, not array"},
+		{`"tracking":{"opens":"yes"}`, 400, "tracking.opens", "must be of type boolean, not string"},
+		{`"attachments":[{"filename":5,"content":""}]`, 400, "attachments[0].filename", "must be of type string, not number"},
+		{`"attachments":[{"filename":"a","content":""},{"filename":"b","content":"","bogus":1}]`, 400, "attachments[1].bogus", "unknown field"},
+		{`"attachments":[{"filename":"a","content":"","filename":"b"}]`, 400, "attachments[0].filename", "appears more than once"},
+		{`"attachments":[null]`, 400, "attachments[0]", "must not be null"},
+		{`"attachments":["a.txt"]`, 400, "attachments[0]", "must be of type object, not string"},
+		{`"attachments":{}`, 400, "attachments", "must be of type array, not object"},
+		{`"tags":["a",5]`, 400, "tags[1]", "must be of type string, not number"},
+		{`"tags":"a"`, 400, "tags", "must be of type array, not string"},
+		{`"cc":["b@example.com",{}]`, 400, "cc[1]", "must be of type string, not object"},
+		{`"headers":{"X-Foo":5}`, 400, "headers.X-Foo", "must be of type string, not number"},
+		{`"headers":{"X-A":"1","X-B":true}`, 400, "headers.X-B", "must be of type string, not bool"},
+		{`"headers":[]`, 400, "headers", "must be of type object, not array"},
+		{`"send_at":123`, 400, "send_at", "must be an RFC 3339 time such as 2027-01-01T00:00:00Z"},
+		{`"send_at":"tomorrow"`, 400, "send_at", "must be an RFC 3339 time such as 2027-01-01T00:00:00Z"},
+		{`"template_version":"1"`, 400, "template_version", "must be of type integer, not string"},
+		{`"require_tls":"true"`, 400, "require_tls", "must be of type boolean, not string"},
+	})
+}
