@@ -341,6 +341,10 @@ func checkLabels(in MessageInput) error {
 		if err := json.Unmarshal(in.Metadata, &obj); err != nil || obj == nil {
 			return Validation("metadata", "must be a JSON object")
 		}
+		if path, found := repeatedName(in.Metadata); found {
+			// encoding/json keeps the last value: the first would be lost.
+			return Validation("metadata."+path, "appears more than once")
+		}
 	}
 	if len(in.IPPool) > 64 {
 		return Validation("ip_pool", "must be at most 64 characters")

@@ -58,6 +58,8 @@ func TestDecodeStrictOnePassAgreesWithCareful(t *testing.T) {
 		`{"tags":["a",5],"headers":{"X-Foo":5}}`,
 		`{"attachments":[{"filename":"a"},{"filename":5}]}`,
 		`{"headers":{"X-A":"1"},"unknown":2}`,
+		`{"headers":{"X-A":"1","X-A":"2"}}`,
+		`{"headers":{"X-A":null}}`,
 	} {
 		decodeBoth(t, body)
 	}

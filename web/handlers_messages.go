@@ -43,6 +43,50 @@ func (l *addressList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// headerFields is the headers object: name to value, each name once (a
+// repeat would silently lose a value), each value a string.
+type headerFields map[string]string
+
+func (h *headerFields) UnmarshalJSON(b []byte) error {
+	switch kind := jsonKind(b); kind {
+	case "null":
+		*h = nil
+		return nil
+	case "object":
+	default:
+		return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[map[string]string]()}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	out := headerFields{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		if _, repeated := out[name]; repeated {
+			return app.Validation(name, "appears more than once")
+		}
+		var value string
+		if string(raw) == "null" {
+			return app.Validation(name, "must not be null")
+		}
+		if err := json.Unmarshal(raw, &value); err != nil {
+			return app.Validation(name, "must be of type string, not "+jsonKind(raw))
+		}
+		out[name] = value
+	}
+	*h = out
+	return nil
+}
+
 type attachmentRequest struct {
 	Filename    string `json:"filename"`
 	Content     string `json:"content"`
@@ -91,7 +135,7 @@ type messageRequest struct {
 	Subject         *string             `json:"subject"`
 	HTML            *string             `json:"html"`
 	Text            *string             `json:"text"`
-	Headers         map[string]string   `json:"headers"`
+	Headers         headerFields        `json:"headers"`
 	Attachments     []attachmentRequest `json:"attachments"`
 	TemplateID      string              `json:"template_id"`
 	TemplateVersion int                 `json:"template_version"`

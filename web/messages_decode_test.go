@@ -94,3 +94,19 @@ func TestMessageWrongTypeNamesTheField(t *testing.T) {
 		{`"require_tls":"true"`, 400, "require_tls", "must be of type boolean, not string"},
 	})
 }
+
+// TestMessageRepeatedNames: a name repeated inside headers or metadata (at
+// any depth) is refused as a repeated field is, not merged with a value
+// lost.
+func TestMessageRepeatedNames(t *testing.T) {
+	checkDecode(t, []decodeCase{
+		{`"headers":{"X-A":"1","X-A":"2"}`, 400, "headers.X-A", "appears more than once"},
+		{`"headers":{"X-A":"1","X-B":"2"}`, 202, "", ""},
+		{`"headers":{"X-A":null}`, 400, "headers.X-A", "must not be null"},
+		{`"metadata":{"a":1,"a":2}`, 400, "metadata.a", "appears more than once"},
+		{`"metadata":{"a":{"b":1,"b":1}}`, 400, "metadata.a.b", "appears more than once"},
+		{`"metadata":{"a":[{"b":1},{"b":1,"c":{"d":1,"d":1}}]}`, 400, "metadata.a[1].c.d", "appears more than once"},
+		{`"metadata":{"a":{"b":1},"b":{"a":1}}`, 202, "", ""},
+		{`"tracking":{"opens":true,"opens":false}`, 400, "tracking.opens", "appears more than once"},
+	})
+}
