@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 )
 
 // Error is a failure the caller can act on: a stable code from the table
@@ -32,15 +33,21 @@ func (e *Error) With(key string, value any) *Error {
 	return e
 }
 
-// Within prefixes a validation error's field (and message) with where the
-// item sits, e.g. "messages[3].".
+// Within prefixes an error's field (and message) with where the item sits,
+// e.g. "messages[3].". A message that does not start with the field (an
+// INVALID_TEMPLATE's) gets the prefixed field in front: "messages[3].html:
+// the html template does not parse: …".
 func (e *Error) Within(prefix string) *Error {
 	if prefix == "" || e.Details == nil {
 		return e
 	}
 	if f, ok := e.Details["field"].(string); ok {
 		e.Details["field"] = prefix + f
-		e.Message = prefix + e.Message
+		if strings.HasPrefix(e.Message, f+":") {
+			e.Message = prefix + e.Message
+		} else {
+			e.Message = prefix + f + ": " + e.Message
+		}
 	}
 	return e
 }

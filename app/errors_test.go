@@ -117,3 +117,20 @@ func TestNewErrorTakesStatusFromTable(t *testing.T) {
 	}()
 	NewError("NOT_A_CODE", "x")
 }
+
+func TestWithinPlacesFieldAndMessage(t *testing.T) {
+	e := Validation("to[1]", "must be an address").Within("messages[2].")
+	if e.Details["field"] != "messages[2].to[1]" || e.Message != "messages[2].to[1]: must be an address" {
+		t.Errorf("validation: %q %v", e.Message, e.Details)
+	}
+	// A message that does not start with its field gets the field in front.
+	e = NewError(CodeInvalidTemplate, "the html template does not parse: line 2: x").With("field", "html").Within("messages[0].")
+	if e.Details["field"] != "messages[0].html" || e.Message != "messages[0].html: the html template does not parse: line 2: x" {
+		t.Errorf("template: %q %v", e.Message, e.Details)
+	}
+	// No field: nothing to place.
+	e = NewError(CodeDomainNotVerified, "no").With("domain", "a.test").Within("messages[0].")
+	if e.Message != "no" || e.Details["field"] != nil {
+		t.Errorf("no field: %q %v", e.Message, e.Details)
+	}
+}

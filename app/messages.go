@@ -388,6 +388,12 @@ func (a *App) content(accountID string, in MessageInput) (storage.MessageContent
 		v := storage.TemplateVersion{Subject: derefStr(in.Subject), HTML: derefStr(in.HTML), Text: derefStr(in.Text)}
 		r, e := render(v, in.TemplateData, a.renderLimits())
 		if e != nil {
+			if HasCode(e, CodeInvalidTemplate) {
+				// The part is the request's own field: name it, so that a
+				// batch places it as it places every other error.
+				pe := AsError(e)
+				pe.With("field", pe.Details["part"])
+			}
 			return c, nil, e
 		}
 		c.Subject, c.HTML, c.Text = r.Subject, r.HTML, r.Text

@@ -99,17 +99,25 @@ func ValidateTemplate(v storage.TemplateVersion) error {
 			return Validation(p.name, fmt.Sprintf("must be at most %d bytes", MaxTemplatePart))
 		}
 		if _, err := parsePart(p.src, p.escape); err != nil {
-			details := map[string]any{"part": p.name, "reason": err.Error()}
-			var pe mustache.ParseError
-			if errors.As(err, &pe) {
-				details["line"] = pe.Line
-				details["reason"] = string(pe.Code)
-			}
-			return &Error{Code: CodeInvalidTemplate,
-				Message: fmt.Sprintf("the %s template does not parse: %v", p.name, err), Details: details}
+			return parseError(p.name, err)
 		}
 	}
 	return nil
+}
+
+// parseError is 400 INVALID_TEMPLATE for a part that does not parse:
+// details.part, details.reason (the parser's code, or a sentence for a
+// partial) and details.line when the parser gives one. The templates
+// routes and a message's inline template answer with it alike.
+func parseError(part string, err error) *Error {
+	details := map[string]any{"part": part, "reason": err.Error()}
+	var pe mustache.ParseError
+	if errors.As(err, &pe) {
+		details["line"] = pe.Line
+		details["reason"] = string(pe.Code)
+	}
+	return &Error{Code: CodeInvalidTemplate,
+		Message: fmt.Sprintf("the %s template does not parse: %v", part, err), Details: details}
 }
 
 // SavedTemplate is a template as a write left it, with the version written.
@@ -344,8 +352,7 @@ func render(v storage.TemplateVersion, data map[string]any, lim RenderLimits) (R
 		}
 		t, err := parsePart(p.src, p.escape)
 		if err != nil {
-			return Rendered{}, &Error{Code: CodeInvalidTemplate, Message: err.Error(),
-				Details: map[string]any{"part": p.name}}
+			return Rendered{}, parseError(p.name, err)
 		}
 		ctx := base
 		if !v.Strict {

@@ -1,6 +1,9 @@
 package web
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A message body's fields around the one a case adds.
 const decodeBase = `"from":"shop@unverified.test","to":"ann@example.com","subject":"s","text":"t"`
@@ -109,4 +112,45 @@ func TestMessageRepeatedNames(t *testing.T) {
 		{`"metadata":{"a":{"b":1},"b":{"a":1}}`, 202, "", ""},
 		{`"tracking":{"opens":true,"opens":false}`, 400, "tracking.opens", "appears more than once"},
 	})
+}
+
+// TestMessageInlineTemplateParseError: a message's inline template that
+// does not parse answers as POST /v1/templates does (part, reason, line),
+// and in a batch names the message like every other batch error.
+func TestMessageInlineTemplateParseError(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	key := e.newKey(e.acct.ID, nil, true, nil)
+	const msg = `"from":"shop@unverified.test","to":"ann@example.com","text":"x","template_data":{},"subject":"{{#a}}"`
+	want := e.do("POST", "/v1/templates", key, `{"name":"n","text":"x","subject":"{{#a}}"}`).want(t, 400, "INVALID_TEMPLATE")
+	wantErr := want.json(t)["error"].(map[string]any)
+	wantDetails := wantErr["details"].(map[string]any)
+	if wantDetails["reason"] != "section_no_closing_tag" || wantDetails["line"] != 1.0 {
+		t.Fatalf("the templates route: %s", want.body)
+	}
+
+	r := e.do("POST", "/v1/messages", key, "{"+msg+"}").want(t, 400, "INVALID_TEMPLATE")
+	got := r.json(t)["error"].(map[string]any)
+	d := got["details"].(map[string]any)
+	for _, k := range []string{"part", "reason", "line"} {
+		if d[k] != wantDetails[k] {
+			t.Errorf("details.%s = %v, want %v: %s", k, d[k], wantDetails[k], r.body)
+		}
+	}
+	if got["message"] != wantErr["message"] || d["field"] != "subject" {
+		t.Errorf("message %q field %v, want %q and subject", got["message"], d["field"], wantErr["message"])
+	}
+
+	r = e.do("POST", "/v1/messages/batch", key, `{"messages":[{`+decodeBase+`},{`+msg+`}]}`).want(t, 400, "INVALID_TEMPLATE")
+	got = r.json(t)["error"].(map[string]any)
+	d = got["details"].(map[string]any)
+	if d["field"] != "messages[1].subject" || d["index"] != 1.0 || d["part"] != "subject" || d["reason"] != "section_no_closing_tag" || d["line"] != 1.0 ||
+		got["message"] != "messages[1].subject: "+wantErr["message"].(string) {
+		t.Errorf("batch: %s", r.body)
+	}
+
+	// An unknown template_id in a batch: its message is placed too.
+	r = e.do("POST", "/v1/messages/batch", key, `{"messages":[{"from":"shop@unverified.test","to":"ann@example.com","template_id":"nope"}]}`).want(t, 400, "INVALID_TEMPLATE")
+	if m := r.json(t)["error"].(map[string]any)["message"].(string); !strings.HasPrefix(m, "messages[0].template_id: ") {
+		t.Errorf("unknown template in a batch: %s", r.body)
+	}
 }
