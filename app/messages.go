@@ -508,13 +508,16 @@ func (a *App) prepareBatch(p Principal, ins []MessageInput, batch bool) ([]prepa
 		return nil, nil, err
 	}
 	if batch {
+		// details.limit is the plan's batch size, for an empty batch too:
+		// the range a client must keep to.
+		limit := Limits(p.Account).BatchSize
 		if len(ins) == 0 {
-			return nil, nil, Validation("messages", "must hold at least one message")
+			return nil, nil, Validation("messages",
+				fmt.Sprintf("must hold at least one message (and at most %d on the %s plan)", limit, p.Account.Plan)).With("limit", limit)
 		}
-		if limit := Limits(p.Account).BatchSize; len(ins) > limit {
-			return nil, nil, NewError(CodeValidation,
-				fmt.Sprintf("a batch holds at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins))).
-				With("field", "messages").With("limit", limit)
+		if len(ins) > limit {
+			return nil, nil, Validation("messages",
+				fmt.Sprintf("must hold at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins))).With("limit", limit)
 		}
 	}
 	now := a.Now()

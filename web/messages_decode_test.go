@@ -154,3 +154,24 @@ func TestMessageInlineTemplateParseError(t *testing.T) {
 		t.Errorf("unknown template in a batch: %s", r.body)
 	}
 }
+
+// TestBatchSizeErrors: an empty batch and one over the plan's size are
+// validation errors of the usual form, field messages with a reason, and
+// both give the plan's batch size in details.limit.
+func TestBatchSizeErrors(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	free, _ := e.account("small", "free", 100000)
+	key := e.newKey(free.ID, nil, true, nil)
+	big := "{" + decodeBase + "}" + strings.Repeat(",{"+decodeBase+"}", 100)
+	for _, c := range []struct{ body, reason string }{
+		{`{"messages":[]}`, "must hold at least one message (and at most 100 on the free plan)"},
+		{`{"messages":[` + big + `]}`, "must hold at most 100 messages on the free plan (got 101)"},
+	} {
+		r := e.do("POST", "/v1/messages/batch", key, c.body).want(t, 400, "VALIDATION_ERROR")
+		got := r.json(t)["error"].(map[string]any)
+		d := got["details"].(map[string]any)
+		if d["field"] != "messages" || d["reason"] != c.reason || d["limit"] != 100.0 || got["message"] != "messages: "+c.reason {
+			t.Errorf("%.40s…: %s", c.body, r.body)
+		}
+	}
+}
