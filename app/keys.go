@@ -134,12 +134,34 @@ func (a *App) CreateKey(p Principal, in KeyInput) (CreatedKey, error) {
 		if _, err := tx.Account(accountID); err != nil {
 			return NotFound("account")
 		}
+		if err := creatorStillHere(tx, p); err != nil {
+			return err
+		}
 		return tx.InsertAPIKey(k)
 	})
 	if e := storageErr(err, "api key"); e != nil {
 		return CreatedKey{}, e
 	}
 	return created, nil
+}
+
+// creatorStillHere refuses, inside the transaction that would store a new
+// key, a creator that lost its standing after its request began: a key
+// revoked meanwhile (by a removal of the person who made it), or a person
+// no longer an active member. Without it a request already under way when
+// a member is removed could still mint a live key.
+func creatorStillHere(tx *storage.Tx, p Principal) error {
+	switch p.Kind {
+	case KindAPIKey:
+		if k, err := tx.APIKeyByID(p.KeyID); err != nil || k.RevokedAt != nil {
+			return NewError(CodeInvalidAPIKey, "the API key was revoked")
+		}
+	case KindSession:
+		if m, err := tx.TeamMemberByEmail(p.Account.ID, p.Actor); err != nil || m.Status != "active" {
+			return NewError(CodeUnauthorized, "the dashboard session's person is no longer a member of the account")
+		}
+	}
+	return nil
 }
 
 // ListKeys lists an account's keys.

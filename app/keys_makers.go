@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -85,11 +86,25 @@ func (a *App) MemberKeys(p Principal, members []storage.TeamMember) (map[string]
 }
 
 // revokeKeysOf revokes, in tx, the live keys the person with email made
-// in p's account, each audited as api_key.revoke, and returns them.
+// in p's account, each audited as api_key.revoke, and returns them. p may
+// revoke only what RevokeKey would let it revoke: a key with scopes p
+// lacks (a "*" key made while the person was an owner, for an admin), or
+// a live key for a test-mode p, refuses the whole removal with 403 naming
+// those keys, so a removal never takes away more than its remover could.
 func (a *App) revokeKeysOf(tx *storage.Tx, p Principal, email string, now time.Time) ([]storage.APIKey, error) {
 	keys, err := liveKeysOf(tx, p.Account.ID, email)
 	if err != nil {
 		return nil, err
+	}
+	var beyond []string
+	for _, k := range keys {
+		if (p.Test && !k.Test) || !CoversScopes(p.Scopes, k.Scopes) {
+			beyond = append(beyond, k.ID)
+		}
+	}
+	if len(beyond) > 0 {
+		return nil, NewError(CodeInsufficientScopes, fmt.Sprintf("%s made %d API key(s) with scopes (or a mode) this %s cannot revoke: keep the keys (revoke them later, or ask an owner), or ask an owner to remove the member",
+			email, len(beyond), p.Kind.noun())).With("keys", beyond).With("held", p.Scopes)
 	}
 	for i := range keys {
 		keys[i].RevokedAt = &now

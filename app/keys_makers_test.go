@@ -120,3 +120,104 @@ func TestRemovingAMemberRevokesTheKeysTheyMade(t *testing.T) {
 		t.Error("a refused removal revoked a key")
 	}
 }
+
+// A removal takes away no more than its remover could take away itself:
+// an admin removing a former owner who made a "*" key is refused, naming
+// the key, unless it keeps the keys; cancelling a pending invitation of an
+// address whose earlier membership's keys were kept revokes nothing.
+func TestRemovalRevokesOnlyWhatTheRemoverCould(t *testing.T) {
+	a, _ := newTestApp(t)
+	acct, e := a.CreateAccount(AccountInput{Name: "acme"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	op := operatorOf(t, a, acct.ID)
+	bob, _, err := a.AddMember(op, "bob@example.com", "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][2]string{{"olga@example.com", "owner"}, {"carl@example.com", "admin"}} {
+		if _, _, err := a.AddMember(op, m[0], m[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	star, err := a.CreateKey(Principal{Kind: KindSession, Account: acct, Scopes: RoleScopes["owner"], Actor: bob.Email, Role: "owner"}, KeyInput{Name: "production"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ChangeRole(op, bob.ID, "developer"); err != nil {
+		t.Fatal(err)
+	}
+	carl := Principal{Kind: KindSession, Account: acct, Scopes: RoleScopes["admin"], Actor: "carl@example.com", Role: "admin"}
+	_, err = a.RemoveMember(carl, bob.ID, false)
+	if !HasCode(err, CodeInsufficientScopes) || !slices.Equal(AsError(err).Details["keys"].([]string), []string{star.Key.ID}) {
+		t.Fatalf("an admin removing a former owner with a * key: %v, want INSUFFICIENT_SCOPES naming the key", err)
+	}
+	if k := mustKeyOf(t, a, op, star.Key.ID); k.RevokedAt != nil {
+		t.Fatal("a refused removal revoked the key")
+	}
+	if _, err := a.MemberByEmail(op, bob.Email); err != nil {
+		t.Fatalf("a refused removal removed the member: %v", err)
+	}
+	// Keeping the keys, the admin may remove him; the key lives on.
+	if r, err := a.RemoveMember(carl, bob.ID, true); err != nil || len(r.RevokedKeys) != 0 {
+		t.Fatalf("the admin removing him, keeping keys: %+v %v", r, err)
+	}
+	// Invited again and the invitation cancelled: the kept key stays.
+	inv, err := a.Invite(carl, "bob@example.com", "viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := a.RemoveMember(carl, inv.Member.ID, false); err != nil || len(r.RevokedKeys) != 0 {
+		t.Fatalf("cancelling the invitation: %+v %v", r, err)
+	}
+	if k := mustKeyOf(t, a, op, star.Key.ID); k.RevokedAt != nil {
+		t.Error("cancelling an invitation revoked a key the earlier removal kept")
+	}
+}
+
+// A request that began before its caller lost its standing cannot mint a
+// key after: a key revoked meanwhile, or a person removed meanwhile, is
+// refused inside the transaction that would store the new key.
+func TestCreateKeyRechecksItsCreator(t *testing.T) {
+	a, _ := newTestApp(t)
+	acct, e := a.CreateAccount(AccountInput{Name: "acme"})
+	if e != nil {
+		t.Fatal(e)
+	}
+	op := operatorOf(t, a, acct.ID)
+	dee, _, err := a.AddMember(op, "dee@example.com", "developer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session := Principal{Kind: KindSession, Account: acct, Scopes: RoleScopes["developer"], Actor: dee.Email, Role: "developer"}
+	k, err := a.CreateKey(session, KeyInput{Name: "hers", Scopes: []string{ScopeAPIKeysWrite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withKey := KeyPrincipal(k.Key, acct) // authenticated before the removal
+	if _, err := a.RemoveMember(op, dee.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateKey(withKey, KeyInput{Name: "late"}); !HasCode(err, CodeInvalidAPIKey) {
+		t.Errorf("a key revoked meanwhile making a key: %v, want INVALID_API_KEY", err)
+	}
+	if _, err := a.CreateKey(session, KeyInput{Name: "late"}); !HasCode(err, CodeUnauthorized) {
+		t.Errorf("a removed person's session making a key: %v, want UNAUTHORIZED", err)
+	}
+	keys, _, _, _ := a.ListKeys(op, storage.ListOptions{Limit: 10})
+	for _, k := range keys {
+		if k.Name == "late" {
+			t.Errorf("a key was made after its creator's removal: %+v", k)
+		}
+	}
+}
+
+func mustKeyOf(t *testing.T, a *App, p Principal, id string) storage.APIKey {
+	t.Helper()
+	k, err := a.Key(p, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}

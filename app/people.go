@@ -277,7 +277,11 @@ func (a *App) RemoveMember(p Principal, memberID string, keepKeys bool) (Removal
 			return err
 		}
 		out.Member = m
-		if !keepKeys {
+		// A pending invitation is not the person it names: whatever keys
+		// that address made in an earlier membership were left to live
+		// by that membership's removal, and cancelling an invitation must
+		// not revoke them.
+		if !keepKeys && m.Status == "active" {
 			out.RevokedKeys, err = a.revokeKeysOf(tx, p, m.Email, a.Now())
 		}
 		return err

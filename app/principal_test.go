@@ -22,6 +22,21 @@ func keyIn(accountID string, scopes ...string) Principal {
 		storage.Account{ID: accountID})
 }
 
+// storedKeyIn is keyIn for a key that is stored: a use case that re-reads
+// its caller's key (CreateKey does, so a key revoked meanwhile cannot
+// mint another) finds it live.
+func storedKeyIn(t testing.TB, a *App, accountID string, scopes ...string) Principal {
+	t.Helper()
+	if len(scopes) == 0 {
+		scopes = []string{ScopeAll}
+	}
+	k, err := a.CreateKey(operatorOf(t, a, accountID), KeyInput{Name: "stored", Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return KeyPrincipal(k.Key, storage.Account{ID: accountID})
+}
+
 // operatorOf is the operator in an account, or fails the test.
 func operatorOf(t testing.TB, a *App, accountID string) Principal {
 	t.Helper()
@@ -191,8 +206,8 @@ func TestUseCasesAuthorizeEveryKindOfCaller(t *testing.T) {
 func TestCreateKeyNeverGrantsMoreThanTheCreatorHas(t *testing.T) {
 	a, _ := newTestApp(t)
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
-	narrow := keyIn(acct.ID, ScopeAPIKeysWrite, ScopeMessagesRead)
-	sandbox := keyIn(acct.ID)
+	narrow := storedKeyIn(t, a, acct.ID, ScopeAPIKeysWrite, ScopeMessagesRead)
+	sandbox := storedKeyIn(t, a, acct.ID)
 	sandbox.Test = true
 	op := operatorOf(t, a, acct.ID)
 	for _, tc := range []struct {
@@ -292,10 +307,11 @@ func TestCreateKeyDoesNotOutliveItsCreator(t *testing.T) {
 	acct, _ := a.CreateAccount(AccountInput{Name: "acme"})
 	now := c.now()
 	in := func(d time.Duration) *time.Time { t := now.Add(d); return &t }
-	expiring := keyIn(acct.ID)
+	expiring := storedKeyIn(t, a, acct.ID)
 	expiring.ExpiresAt = in(24 * time.Hour)
 	sandbox := expiring
 	sandbox.Test = true
+	forever := storedKeyIn(t, a, acct.ID)
 	for _, tc := range []struct {
 		name    string
 		by      Principal
@@ -310,8 +326,8 @@ func TestCreateKeyDoesNotOutliveItsCreator(t *testing.T) {
 		{"later", expiring, in(25 * time.Hour), nil, CodeValidation},
 		{"later, by a test key", sandbox, in(48 * time.Hour), nil, CodeValidation},
 		{"in the past", expiring, in(-time.Hour), nil, CodeValidation},
-		{"a key that never expires, any time", keyIn(acct.ID), in(24 * 365 * time.Hour), in(24 * 365 * time.Hour), ""},
-		{"a key that never expires, none", keyIn(acct.ID), nil, nil, ""},
+		{"a key that never expires, any time", forever, in(24 * 365 * time.Hour), in(24 * 365 * time.Hour), ""},
+		{"a key that never expires, none", forever, nil, nil, ""},
 		{"operator, any time", operatorOf(t, a, acct.ID), in(24 * 365 * time.Hour), in(24 * 365 * time.Hour), ""},
 		{"operator, none", operatorOf(t, a, acct.ID), nil, nil, ""},
 	} {
