@@ -498,6 +498,44 @@ func TestScheduledMessageBecomesDueAndCanBeCancelled(t *testing.T) {
 	}
 }
 
+// A scheduled message to a suppressed address is finished when accepted,
+// as an immediate one is: suppressed, complete, no queue entry and never
+// a message.sent. One whose recipient is suppressed while it waits ends
+// the same way at its send_at.
+func TestScheduledMessageToSuppressedAddresses(t *testing.T) {
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
+	if _, _, ae := e.app.AddSuppression(e.live, "gone@dest.test", "manual", ""); ae != nil {
+		t.Fatal(ae)
+	}
+	at := e.clock.now().Add(time.Hour)
+	m := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"gone@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &at})
+	later := e.send(e.live, MessageInput{From: "a@acme.test", To: []string{"later@dest.test"}, Subject: text("s"), Text: text("t"), SendAt: &at})
+	for _, got := range []storage.Message{m, e.message(e.live, m.ID)} {
+		if got.Status != StatusSuppressed || got.CompletedAt == nil || !got.CompletedAt.Equal(got.CreatedAt) || got.QueueAt != nil {
+			t.Errorf("a scheduled message to a suppressed address: %s, completed %v, queue entry %v", got.Status, got.CompletedAt, got.QueueAt)
+		}
+	}
+	if later.Status != StatusScheduled {
+		t.Fatalf("the other: %s", later.Status)
+	}
+	if _, _, ae := e.app.AddSuppression(e.live, "later@dest.test", "manual", ""); ae != nil {
+		t.Fatal(ae)
+	}
+	e.clock.add(time.Hour)
+	e.drain()
+	if got := e.message(e.live, later.ID); got.Status != StatusSuppressed || got.CompletedAt == nil || got.QueuedAt != nil {
+		t.Errorf("suppressed while scheduled, after send_at: %s, completed %v, queued %v", got.Status, got.CompletedAt, got.QueuedAt)
+	}
+	for _, id := range []string{m.ID, later.ID} {
+		if got := eventTypes(e.events(e.live, id)); got != "" {
+			t.Errorf("events of a message sent to nobody: %s", got)
+		}
+	}
+	if n := len(e.sink.Messages()); n != 0 {
+		t.Errorf("%d messages arrived", n)
+	}
+}
+
 func TestDedicatedIPsBindAndWaitAtTheirCap(t *testing.T) {
 	e := newSendEnv(t, dkim.AlgEd25519, nil)
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {

@@ -46,13 +46,18 @@ func File(tx *storage.Tx, m *storage.Message, sent storage.Event) error {
 	if err := suppressListed(tx, m); err != nil {
 		return err
 	}
-	if m.Status != StatusQueued {
+	if m.Status != StatusQueued && m.Status != StatusScheduled {
 		return nil
 	}
-	if m.Status = Status(*m); m.Status == StatusSuppressed {
-		// Nothing is left to try: complete as accepted, never queued.
-		m.CompletedAt, m.QueuedAt, m.QueueAt = m.QueuedAt, nil, nil
+	if !slices.ContainsFunc(m.Recipients, pending) {
+		// Nothing is left to try, now or at send_at: complete as
+		// accepted, never queued, no message.sent.
+		accepted := m.CreatedAt
+		m.Status, m.CompletedAt, m.QueuedAt, m.QueueAt = StatusSuppressed, &accepted, nil, nil
 		return nil
+	}
+	if m.Status == StatusScheduled {
+		return nil // message.sent is recorded when send_at comes (claim)
 	}
 	return appendSent(tx, *m, sent)
 }

@@ -133,7 +133,18 @@ func (q *Queue) claim(tx *storage.Tx, e storage.QueuedMessage, now time.Time) (j
 	if err := suppressListed(tx, &m); err != nil {
 		return j, false, err
 	}
-	if m.Status == StatusScheduled {
+	var waiting []int
+	for i, r := range m.Recipients {
+		if pending(r) {
+			waiting = append(waiting, i)
+		}
+	}
+	if m.Status == StatusScheduled && len(waiting) == 0 {
+		// send_at has come, and every recipient was suppressed meanwhile:
+		// finished below by its recipients' state, never accepted for
+		// delivery (no message.sent).
+		m.Status = StatusQueued
+	} else if m.Status == StatusScheduled {
 		// send_at has come: the message is accepted for delivery now.
 		m.Status, m.QueuedAt = StatusQueued, &now
 		ev, err := q.sentEvent(m, now)
@@ -142,12 +153,6 @@ func (q *Queue) claim(tx *storage.Tx, e storage.QueuedMessage, now time.Time) (j
 		}
 		if err := appendSent(tx, m, ev); err != nil {
 			return j, false, err
-		}
-	}
-	var waiting []int
-	for i, r := range m.Recipients {
-		if pending(r) {
-			waiting = append(waiting, i)
 		}
 	}
 	// finish files m without an attempt, each waiting recipient moved to
