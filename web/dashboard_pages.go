@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"mailbolt/app"
 	"mailbolt/storage"
@@ -61,6 +62,12 @@ func (s *Server) teamRemove(w http.ResponseWriter, r *http.Request, sess app.Ses
 	removed, err := s.app.RemoveMember(sess.Principal, r.PostForm.Get("member"), r.PostForm.Get("keep_keys") == "1")
 	if err != nil {
 		s.fail(w, sess, err)
+		return
+	}
+	if strings.EqualFold(removed.Member.Email, sess.Email) {
+		// Removing oneself ended one's own sessions: there is no team page
+		// left to show.
+		http.Redirect(w, r, "/dashboard/login", http.StatusSeeOther)
 		return
 	}
 	s.showTeam(w, sess, http.StatusOK, teamData{Removed: &removed}, "")

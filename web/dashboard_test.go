@@ -383,6 +383,18 @@ func TestDashboardRolesDecideWhatAPersonMayDo(t *testing.T) {
 	}
 	wantRedirect(t, "the owner makes the admin a viewer", role(ann, adaID, "viewer"), "/dashboard/team")
 	wantStatus(t, "the former admin invites", invite(ada, "late@example.com", "viewer"), 403)
+	// Removing oneself ends one's sessions: the answer is the login page.
+	e.person(e.acct, "own@example.com", "owner")
+	own := e.browser()
+	wantRedirect(t, "the second owner logs in", own.login("own@example.com", goodPassword), "/dashboard/")
+	ownID := ""
+	for _, m := range e.team(e.key) {
+		if m := m.(map[string]any); m["email"] == "own@example.com" {
+			ownID = m["id"].(string)
+		}
+	}
+	wantRedirect(t, "the second owner removes herself", own.post("/dashboard/team", "/dashboard/team/remove", url.Values{"member": {ownID}}), "/dashboard/login")
+	wantRedirect(t, "her session after that", own.get("/dashboard/"), "/dashboard/login")
 }
 
 func TestDashboardAccountPicker(t *testing.T) {

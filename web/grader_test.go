@@ -54,7 +54,7 @@ func goodSubmission() map[string]any {
 
 // doHost is e.do with the request's Host set (the Go client ignores a
 // "Host" header field).
-func (e *env) doHost(host, method, path, key string, body any) reply {
+func (e *env) doHost(host, method, path, key string, body any, headers ...string) reply {
 	e.t.Helper()
 	var raw []byte
 	if body != nil {
@@ -72,6 +72,9 @@ func (e *env) doHost(host, method, path, key string, body any) reply {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("X-API-Key", key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -344,6 +347,13 @@ func TestGraderAuthHostname(t *testing.T) {
 	e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 404, "NOT_FOUND")
 	e.do("GET", "/v1/grader/history", e.key, nil).want(t, 404, "NOT_FOUND")
 	e.doHost("api.example", "GET", "/v1/grader/history", e.key, nil).want(t, 404, "NOT_FOUND")
+	// Whatever the key holds: the host is checked before the scope, and a
+	// 404 for the wrong host is not stored under an Idempotency-Key.
+	reader := e.newKey(e.acct.ID, []string{app.ScopeMessagesRead}, false, nil)
+	e.do("GET", "/v1/grader/history", reader, nil).want(t, 404, "NOT_FOUND")
+	e.do("POST", "/v1/grader/submit", reader, "not JSON", "Idempotency-Key", "h1").want(t, 404, "NOT_FOUND")
+	e.do("POST", "/v1/grader/submit", e.key, goodSubmission(), "Idempotency-Key", "h2").want(t, 404, "NOT_FOUND")
+	e.doHost("grader.example", "POST", "/v1/grader/submit", e.key, goodSubmission(), "Idempotency-Key", "h2").want(t, 201)
 
 	r := e.doHost("grader.example", "POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 201)
 	id := r.json(t)["id"].(string)

@@ -192,9 +192,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	s.router.MethodNotAllowed.ServeHTTP(w, r)
 }
 
-// guard authenticates a route's caller (401 here; 403 comes from the use
-// case), then runs it, through the idempotency store when the request
-// carries an Idempotency-Key.
+// guard authenticates a route's caller (401), applies GRADER_AUTH_HOSTNAME
+// to the grader's routes (404) and the route's scope (403), all before the
+// body is read, then runs the route, through the idempotency store when
+// the request carries an Idempotency-Key.
 func (s *Server) guard(rt route) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		c := &call{params: ps}
@@ -216,6 +217,9 @@ func (s *Server) guard(rt route) httprouter.Handle {
 		}
 		c.Principal = id.principal
 		c.Principal.Source = clientIP(r)
+		if strings.HasPrefix(rt.Path, "/v1/grader/") && !s.authHostOK(w, r) {
+			return // GRADER_AUTH_HOSTNAME: another host is 404, whatever the key holds
+		}
 		if err := s.app.Authorize(c.Principal, rt.Scope); err != nil {
 			s.writeError(w, r, err)
 			return
