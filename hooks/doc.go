@@ -30,11 +30,18 @@
 // requests go out at once with nothing written first: the outbox entry is
 // the durable record that the event still has to be delivered. When its
 // last answer is back, one transaction saves a delivery per webhook, with
-// its one attempt, and removes the entry.
+// its one attempt, and removes the entry. Answers do not wait for a slow
+// sibling longer than splitHold (20 ms): then the answers back are saved
+// the same way and each request still out as a claimed delivery (an
+// Unanswered attempt, and a lease of Timeout plus 30 s from when it was
+// sent), in the transaction that removes the entry. The event is split:
+// the answers still to come replace those attempts, as on the queued path,
+// and each delivery's retry is scheduled from its own answer.
 //
 //   - A crash before that commit leaves the entry: the event is sent again
 //     after the restart, as a first attempt, and the lost requests leave no
-//     trace.
+//     trace. A crash after a split leaves the requests that were out as
+//     the queued path's crash does: interrupted once their lease is over.
 //   - A webhook deleted while its request was out gets no delivery.
 //   - An event with more matching webhooks than free workers (but no more
 //     than Workers) waits for requests to come back. Any other event goes
@@ -95,9 +102,9 @@
 // get ShutdownGrace (serve's --shutdown-grace) to be answered: those
 // answers are saved as attempts, so the next start does not send them
 // again. The requests still out when the grace is over are cut off and put
-// back, not counted as attempts: a claimed delivery loses its Unanswered
-// attempt and is due at once; a fresh event's cut-off request becomes a
-// pending delivery with no attempt. Every answer is saved in the same last
+// back, not counted as attempts: a claimed delivery (a split event's
+// request too) loses its Unanswered attempt and is due at once; a fresh
+// event's cut-off request becomes a pending delivery with no attempt. Every answer is saved in the same last
 // write. If that write fails, Run returns the error, and what it
 // held is handled as after a crash.
 //

@@ -7,6 +7,7 @@ package hooks
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -113,9 +114,9 @@ func TestRetryDueSoonAfterEmptyClaim(t *testing.T) {
 	}
 }
 
-// A fresh event's answers are saved when its last answer is back; the
-// backoff still counts from each attempt's own end: with one slow webhook
-// on the event, the other's 500 is retried 30 s after its own attempt.
+// A fresh event's backoff counts from each attempt's own end: with one
+// slow webhook on the event, the other's 500 is retried 30 s after its own
+// attempt, not after the slow one's.
 func TestFreshRetryDelayCountsFromTheAttempt(t *testing.T) {
 	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
 	release := make(chan struct{})
@@ -276,5 +277,160 @@ func TestFreshPathOutcomes(t *testing.T) {
 				t.Errorf("guard: %d requests, %q", rec.count(), d.Attempts[0].Error)
 			}
 		})
+	}
+}
+
+// refusedURL is a loopback address nothing listens on: connecting is
+// refused at once.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// An event to three webhooks, one of which never answers: the others'
+// answers (a 500, a refused connection) are saved as soon as they are
+// back, not when the slow one ends, so they are in the delivery log at
+// once and their retries go out after the base delay, while the slow
+// request is still out. The slow one is saved meanwhile as in flight, and
+// its answer, when it comes, replaces that attempt. The event leaves the
+// outbox once, and each webhook has one delivery.
+func TestSlowSiblingDoesNotHoldUpTheOthers(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	releaseAll := func() { once.Do(func() { close(release) }) }
+	defer releaseAll()
+	slow := newReceiver(t, hangUntil(release))
+	down := newReceiver(t, status(500))
+	db, err := storage.Open(t.TempDir(), storagetest.Options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := mustNew(t, db, testOptions(func(o *Options) { o.Timeout, o.BaseDelay = time.Minute, 300*time.Millisecond }))
+	h := &harness{t: t, db: db, d: d, clock: &fakeClock{t: time.Now()}}
+	wSlow, wDown, wRefused := h.webhook(slow.URL, "message.sent"), h.webhook(down.URL, "message.sent"), h.webhook(refusedURL(t), "message.sent")
+	ev := h.event("message.sent")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	defer func() { releaseAll(); cancel(); <-done }()
+
+	waitFor := func(what string, within time.Duration, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(within); !ok(); time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("not within %v (the slow receiver still holds its request): %s", within, what)
+			}
+		}
+	}
+	waitFor("the 500 and the refused connection saved", time.Second, func() bool {
+		return h.statusOf(wDown, ev) != "" && h.statusOf(wRefused, ev) != ""
+	})
+	for _, w := range []storage.Webhook{wDown, wRefused} {
+		del := h.delivery(w, ev)
+		if del.Status != storage.DeliveryPending || del.Retries != 1 || len(del.Attempts) < 1 || del.Attempts[0].Unanswered {
+			t.Errorf("%s: %+v", w.URL, del)
+		}
+	}
+	if del := h.delivery(wSlow, ev); del.Status != storage.DeliveryPending || !InFlight(del, time.Now()) || len(del.Attempts) != 1 {
+		t.Errorf("the slow request, still out: %+v, want pending and in flight", del)
+	}
+	if n := h.outboxLen(); n != 0 {
+		t.Errorf("the outbox holds %d entries after the first answers were saved", n)
+	}
+	// The retries follow the base delay, not the slow receiver.
+	waitFor("the 500 retried", 2*time.Second, func() bool { return down.count() >= 2 })
+	waitFor("the refused connection retried", 2*time.Second, func() bool { return len(h.delivery(wRefused, ev).Attempts) >= 2 })
+	if slow.count() != 1 {
+		t.Fatalf("the slow receiver got %d requests", slow.count())
+	}
+
+	releaseAll()
+	waitFor("the slow answer saved", 5*time.Second, func() bool { return h.statusOf(wSlow, ev) == storage.DeliveryDelivered })
+	if del := h.delivery(wSlow, ev); len(del.Attempts) != 1 || del.Attempts[0].StatusCode != 200 || del.Attempts[0].Unanswered || del.Retries != 0 {
+		t.Errorf("the slow delivery: %+v, want its one attempt answered 200", del)
+	}
+	h.db.View(func(tx *storage.Tx) error {
+		for _, w := range []storage.Webhook{wSlow, wDown, wRefused} {
+			if n := tx.DeliveryCount(w.AccountID, w.ID, ""); n != 1 {
+				t.Errorf("%s: %d deliveries, want 1", w.URL, n)
+			}
+		}
+		return nil
+	})
+}
+
+// A crash after a fresh event's first answers are saved, with a request
+// still out: the event is not sent again as new (it left the outbox); the
+// request still out was saved as claimed, so once its lease has passed it
+// counts as interrupted and is retried, as a retry cut off by a crash is.
+// The answered webhook gets nothing more.
+func TestCrashAfterSplitRetriesOnlyTheRequestOut(t *testing.T) {
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout = time.Minute }))
+	release := make(chan struct{})
+	slow := newReceiver(t, hangUntil(release))
+	defer close(release)
+	ok := newReceiver(t, status(204))
+	wSlow, wOK := h.webhook(slow.URL, "message.sent"), h.webhook(ok.URL, "message.sent")
+	ev := h.event("message.sent")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.d.Run(ctx) }()
+	for deadline := time.Now().Add(5 * time.Second); h.statusOf(wSlow, ev) == ""; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatal("the first answer was not saved while the slow request was out")
+		}
+	}
+	// Crash: the database goes first, so nothing more is saved.
+	h.db.Close()
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("Run saved its last answers on a closed database")
+	}
+	h.open()
+	if h.outboxLen() != 0 || h.statusOf(wOK, ev) != storage.DeliveryDelivered {
+		t.Fatalf("after the crash: %d in the outbox, the 204 delivery is %q", h.outboxLen(), h.statusOf(wOK, ev))
+	}
+	if d := h.delivery(wSlow, ev); !InFlight(d, h.clock.Now()) {
+		t.Fatalf("the request out at the crash: %+v, want in flight until its lease ends", d)
+	}
+	h.clock.Add(time.Minute + 30*time.Second) // the lease: the deadline plus 30 s
+	h.runUntil("the interrupted request retried", func() bool { return slow.count() == 2 && len(h.delivery(wSlow, ev).Attempts) == 2 })
+	d := h.delivery(wSlow, ev)
+	if d.Attempts[0].Error != interrupted || d.Attempts[0].Unanswered || d.Retries != 1 {
+		t.Errorf("after the lease: %+v, want the first attempt interrupted and one retry", d)
+	}
+	if ok.count() != 1 {
+		t.Errorf("the webhook that answered got the event %d times", ok.count())
+	}
+}
+
+// Cut off at shutdown after a split, a request still out is put back as a
+// fresh event's is: a pending delivery with no attempt, due at once.
+func TestShutdownAfterSplitPutsTheRequestOutBack(t *testing.T) {
+	h := newHarness(t, testOptions(func(o *Options) { o.Timeout, o.ShutdownGrace = time.Minute, 0 }))
+	release := make(chan struct{})
+	slow := newReceiver(t, hangUntil(release))
+	defer close(release)
+	down := newReceiver(t, status(503))
+	wSlow, wDown := h.webhook(slow.URL, "message.sent"), h.webhook(down.URL, "message.sent")
+	ev := h.event("message.sent")
+	h.runUntil("split", func() bool { return h.statusOf(wSlow, ev) != "" && h.statusOf(wDown, ev) != "" })
+	d := h.delivery(wSlow, ev)
+	if d.Status != storage.DeliveryPending || len(d.Attempts) != 0 || d.Retries != 0 || !d.NextAttemptAt.Equal(h.clock.Now()) {
+		t.Fatalf("after shutdown: %+v", d)
+	}
+	if d := h.delivery(wDown, ev); len(d.Attempts) != 1 || d.Attempts[0].StatusCode != 503 {
+		t.Fatalf("the 503: %+v", d)
 	}
 }

@@ -12,15 +12,56 @@ import (
 // claim written first.
 
 // freshEvent is an event taken from the outbox and sent at once, without a
-// claim written first: until every answer is back its deliveries exist only
-// in memory, and its outbox entry is the durable record that it still has
-// to be delivered. The answers are then saved as new deliveries in the
-// transaction that removes the entry, so a crash before that re-sends the
-// event (at least once), and never loses it.
+// claim written first: until its first answers are saved its deliveries
+// exist only in memory, and its outbox entry is the durable record that it
+// still has to be delivered. The answers are then saved as new deliveries
+// in the transaction that removes the entry, so a crash before that
+// re-sends the event (at least once), and never loses it.
+//
+// Its answers are not held for one another: once the oldest waiting one has
+// waited splitHold, they are saved with the requests still out, each as a
+// delivery claimed as the queue path claims one (an Unanswered attempt and
+// a lease), and the entry is removed. The event is then split: its later
+// answers replace those attempts, as a retry's answer does. So a slow
+// receiver holds up neither the log nor the retries of the others.
 type freshEvent struct {
 	seq     uint64
-	left    int // requests still out
+	jobs    []job     // its requests, one per webhook
+	left    int       // requests still out
+	results []result  // answers not handed to a write yet
+	since   time.Time // when the oldest of results came back (the process's clock)
+	ready   bool      // in loop.ready
+	saving  bool      // a write holding some of its answers runs
+	split   bool      // saved, with requests still out: their answers go the queue path's way
+}
+
+// freshSave is what one write saves of a fresh event: the answers back so
+// far and, when some requests are still out, those requests, saved as
+// claimed deliveries. The write reads these fields and ev.seq only.
+type freshSave struct {
+	ev      *freshEvent
 	results []result
+	out     []job
+}
+
+// save hands the event's answers to a write. Until an event is saved its
+// results hold every answer back, so the requests still out are the jobs
+// without one.
+func (ev *freshEvent) save() freshSave {
+	s := freshSave{ev: ev, results: ev.results}
+	ev.results, ev.ready, ev.saving = nil, false, true
+	if ev.left > 0 {
+		answered := make(map[string]bool, len(s.results))
+		for _, r := range s.results {
+			answered[r.job.deliveryID] = true
+		}
+		for _, j := range ev.jobs {
+			if !answered[j.deliveryID] {
+				s.out = append(s.out, j)
+			}
+		}
+	}
+	return s
 }
 
 // outboxShards is one Run's share of the outbox: the shards it leases
@@ -179,12 +220,15 @@ func (d *Dispatcher) take(shards storage.OutboxShardSet, cur *outboxCursor, free
 				last = e.Seq
 				continue
 			}
+			first := len(jobs)
 			for i, w := range matched {
 				jobs = append(jobs, job{fresh: true, seq: e.Seq, deliveryID: uuid.Must(uuid.NewV7()).String(),
 					webhookID: w.ID, accountID: w.AccountID, created: now, url: w.URL, host: hosts[i], keys: keysOf[w.ID],
 					body: body, eventID: ev.ID, eventType: ev.Type})
 			}
-			events = append(events, &freshEvent{seq: e.Seq, left: len(matched)})
+			// The event's jobs share take's array: a later append never
+			// writes to them (it grows past them or copies them).
+			events = append(events, &freshEvent{seq: e.Seq, jobs: jobs[first:len(jobs):len(jobs)], left: len(matched)})
 			last = e.Seq
 		}
 		last = through // every entry looked at was taken, and the keys between were other shards'
@@ -199,30 +243,36 @@ func (d *Dispatcher) take(shards storage.OutboxShardSet, cur *outboxCursor, free
 }
 
 // recordFreshTx saves the deliveries of events sent straight from the
-// outbox, each with its one attempt, and removes the events from the
-// outbox. A webhook deleted while its request was out gets no delivery, and
-// neither does an event another dispatcher has removed from the outbox (it
-// took the shard over after this one's lease ended, sent the event too and
-// saved its deliveries first).
-func (d *Dispatcher) recordFreshTx(tx *storage.Tx, events []*freshEvent) error {
-	if len(events) == 0 {
+// outbox, each answered one with its one attempt and each request still out
+// as claimed (an Unanswered attempt and the lease a claim gives, counted
+// from when it was sent), and removes the events from the outbox. A webhook
+// deleted while its request was out gets no delivery, and neither does an
+// event another dispatcher has removed from the outbox (it took the shard
+// over after this one's lease ended, sent the event too and saved its
+// deliveries first).
+func (d *Dispatcher) recordFreshTx(tx *storage.Tx, saves []freshSave) error {
+	if len(saves) == 0 {
 		return nil
 	}
 	now := d.now()
 	exists := map[string]bool{}
+	webhookExists := func(id string) bool {
+		ok, seen := exists[id]
+		if !seen {
+			ok = tx.WebhookExists(id)
+			exists[id] = ok
+		}
+		return ok
+	}
 	var dels []storage.Delivery
-	for _, ev := range events {
-		if !tx.InOutbox(ev.seq) {
+	for _, s := range saves {
+		seq := s.ev.seq
+		if !tx.InOutbox(seq) {
 			continue
 		}
-		for _, r := range ev.results {
+		for _, r := range s.results {
 			j := r.job
-			ok, seen := exists[j.webhookID]
-			if !seen {
-				ok = tx.WebhookExists(j.webhookID)
-				exists[j.webhookID] = ok
-			}
-			if !ok {
+			if !webhookExists(j.webhookID) {
 				continue
 			}
 			del := storage.Delivery{ID: j.deliveryID, WebhookID: j.webhookID, AccountID: j.accountID,
@@ -231,7 +281,17 @@ func (d *Dispatcher) recordFreshTx(tx *storage.Tx, events []*freshEvent) error {
 			d.apply(&del, r, now)
 			dels = append(dels, del)
 		}
-		if err := tx.DoneOutbox(ev.seq); err != nil {
+		for _, j := range s.out {
+			if !webhookExists(j.webhookID) {
+				continue
+			}
+			lease := j.created.Add(d.opts.Timeout + 30*time.Second)
+			dels = append(dels, storage.Delivery{ID: j.deliveryID, WebhookID: j.webhookID, AccountID: j.accountID,
+				EventID: j.eventID, EventType: j.eventType, Status: storage.DeliveryPending,
+				Attempts:      []storage.DeliveryAttempt{{At: j.created, Error: interrupted, Unanswered: true}},
+				NextAttemptAt: &lease, CreatedAt: j.created})
+		}
+		if err := tx.DoneOutbox(seq); err != nil {
 			return err
 		}
 	}

@@ -30,7 +30,7 @@ type loop struct {
 	outbox   outboxShards           // the outbox shards it sends from
 
 	batch   []result              // queued deliveries' answers to save
-	ready   []*freshEvent         // fresh events to save
+	ready   []*freshEvent         // fresh events with answers to save
 	toQueue []storage.OutboxEntry // outbox entries to queue or drop
 
 	writing    bool      // a write is running
@@ -56,13 +56,20 @@ func (h *hold) wait(limit time.Duration) (time.Duration, bool) {
 }
 
 // takeHold bounds how long free senders wait for others to be free before
-// a take (sendFresh), and writeHold how long answers wait for more to be
-// saved with them while requests are out (maybeWrite). Both are the
-// process's own clock, not Options.Now: they pace the loop, they are not
-// an attempt's time.
+// a take (sendFresh), writeHold how long answers wait for more to be
+// saved with them while requests are out (maybeWrite), and splitHold how
+// long a fresh event's answers wait for its other requests before they are
+// saved without them (freshDue). All are the process's own clock, not
+// Options.Now: they pace the loop, they are not an attempt's time.
+//
+// splitHold spares the usual event, whose receivers all answer within
+// milliseconds, the cost of a split (each request still out is written
+// twice: claimed, then answered), and keeps a slow receiver from holding
+// the others' answers back for longer than that.
 const (
 	takeHold  = time.Millisecond
 	writeHold = 5 * time.Millisecond
+	splitHold = 20 * time.Millisecond
 )
 
 func (d *Dispatcher) newLoop() *loop {
@@ -135,7 +142,8 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 	if now := l.d.now(); !now.After(l.writeAfter) {
 		return min(wait, l.writeAfter.Sub(now))
 	}
-	in := writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}
+	var in writeIn
+	fresh, wait := l.freshDue(wait)
 	var due time.Time
 	var queued bool
 	if err := l.d.db.View(func(tx *storage.Tx) error { due, queued = tx.NextDeliveryDue(); return nil }); err != nil {
@@ -154,7 +162,8 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 			in.claim, in.perHost = free, maps.Clone(l.perHost)
 		}
 	}
-	if n := len(in.results) + len(in.fresh) + len(in.queue); in.claim == 0 && len(in.queue) == 0 && n > 0 && n < 4*l.d.opts.Workers && l.inflight > 0 {
+	n := len(l.batch) + fresh + len(l.toQueue)
+	if in.claim == 0 && len(l.toQueue) == 0 && n > 0 && n < 4*l.d.opts.Workers && l.inflight > 0 {
 		// More answers are on their way: let them join this write, so a
 		// commit saves a few milliseconds of answers rather than the few
 		// that came during the last commit. Never longer than writeHold:
@@ -164,11 +173,47 @@ func (l *loop) maybeWrite(wait time.Duration) time.Duration {
 		}
 	}
 	l.writeHeld = hold{}
-	if in.claim > 0 || len(in.results)+len(in.fresh)+len(in.queue) > 0 {
-		l.batch, l.ready, l.toQueue = nil, nil, nil
+	if in.claim > 0 || n > 0 {
+		in.results, in.fresh, in.queue = l.batch, l.takeFresh(false), l.toQueue
+		l.batch, l.toQueue = nil, nil
 		l.startWrite(in)
 	}
 	return wait
+}
+
+// freshDue counts the fresh events in ready whose answers are to be saved
+// now: those with every answer back, and those whose oldest waiting answer
+// has waited splitHold. It returns wait, shortened to when the next of the
+// others has.
+func (l *loop) freshDue(wait time.Duration) (int, time.Duration) {
+	n := 0
+	for _, ev := range l.ready {
+		if ev.left == 0 {
+			n++
+		} else if left := splitHold - time.Since(ev.since); left > 0 {
+			wait = min(wait, left)
+		} else {
+			n++
+		}
+	}
+	return n, wait
+}
+
+// takeFresh hands the answers of the fresh events freshDue counts (all,
+// at shutdown) to a write, and keeps the others in ready.
+func (l *loop) takeFresh(all bool) []freshSave {
+	var saves []freshSave
+	keep := l.ready[:0]
+	for _, ev := range l.ready {
+		if !all && ev.left > 0 && time.Since(ev.since) < splitHold {
+			keep = append(keep, ev)
+			continue
+		}
+		saves = append(saves, ev.save())
+	}
+	clear(l.ready[len(keep):])
+	l.ready = keep
+	return saves
 }
 
 // sendFresh takes events from its outbox shards and sends them while
@@ -235,7 +280,7 @@ func (l *loop) shutdown() error {
 	if len(l.batch)+len(l.ready)+len(l.toQueue) == 0 {
 		return nil
 	}
-	if _, err := l.d.write(writeIn{results: l.batch, fresh: l.ready, queue: l.toQueue}); err != nil {
+	if _, err := l.d.write(writeIn{results: l.batch, fresh: l.takeFresh(true), queue: l.toQueue}); err != nil {
 		return fmt.Errorf("save the answers at shutdown: %w", err)
 	}
 	return nil
@@ -260,9 +305,20 @@ func (l *loop) settle(r result) {
 		return
 	}
 	ev := l.fresh[r.job.seq]
-	ev.results = append(ev.results, r)
 	if ev.left--; ev.left == 0 {
 		delete(l.fresh, ev.seq)
+	}
+	if ev.split {
+		// Its delivery is saved, claimed: the answer replaces that attempt.
+		l.batch = append(l.batch, r)
+		return
+	}
+	if len(ev.results) == 0 && ev.left > 0 {
+		ev.since = time.Now()
+	}
+	ev.results = append(ev.results, r)
+	if !ev.ready && !ev.saving {
+		ev.ready = true
 		l.ready = append(l.ready, ev)
 	}
 }
@@ -294,12 +350,26 @@ func (l *loop) finishWrite(w writeOut, launchJobs bool) {
 	if w.err != nil {
 		l.d.opts.Logger.Error("webhook delivery write", "err", w.err)
 		l.batch = append(w.in.results, l.batch...)
-		l.ready = append(w.in.fresh, l.ready...)
+		for _, s := range w.in.fresh {
+			ev := s.ev
+			ev.saving, ev.results = false, append(s.results, ev.results...)
+			if !ev.ready {
+				ev.ready = true
+				l.ready = append(l.ready, ev)
+			}
+		}
 		l.toQueue = append(w.in.queue, l.toQueue...)
 		l.writeAfter = l.d.now().Add(writeRetry)
 		return
 	}
-	for _, ev := range w.in.fresh {
+	for _, s := range w.in.fresh {
+		// Saved (or found saved by another dispatcher): the answers
+		// that came back meanwhile, and those to come, are for
+		// deliveries claimed in the queue, or for none.
+		ev := s.ev
+		ev.saving, ev.split = false, true
+		l.batch = append(l.batch, ev.results...)
+		ev.results = nil
 		l.outbox.saved(ev.seq)
 	}
 	for _, e := range w.in.queue {

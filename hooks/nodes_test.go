@@ -546,3 +546,53 @@ func shardRange(from, to int) storage.OutboxShardSet {
 	}
 	return s
 }
+
+// A node that dies after saving a fresh event's first answer, with its
+// request to a slower webhook still out, leaves no outbox entry behind: the
+// survivor does not send the event again to the webhook that answered; it
+// retries the request that was out, as an interrupted attempt, once that
+// delivery's lease (the deadline plus 30 s) has passed.
+func TestDeadNodesSplitEventIsRetriedNotResent(t *testing.T) {
+	c := newCluster(t, 2, true)
+	c.start(c.nodes...)
+	fast, fastGot := countingReceiver(t, status(200))
+	gated, gatedGot, open := gatedReceiver(t)
+	wFast, wGated := c.webhook(fast.URL, "message.sent"), c.webhook(gated.URL, "message.sent")
+	c.settle()
+	// The event goes to a shard of the second node, the one to die (the
+	// cluster reads leases through the first): events no webhook takes
+	// move the sequence on until the next lands there.
+	sender := c.nodes[1]
+	for _, seq := c.appendEvent(c.nodes[0], "message.opened"); !c.shardsOf(sender).Has(storage.OutboxShard(seq + 1)); {
+		_, seq = c.appendEvent(c.nodes[0], "message.opened")
+	}
+	ev, seq := c.appendEvent(c.nodes[0], "message.sent")
+	if !c.shardsOf(sender).Has(storage.OutboxShard(seq)) {
+		t.Fatalf("event %d is not in a shard of the second node (%016b)", seq, c.shardsOf(sender))
+	}
+	c.waitFor("the fast answer saved while the gated request is out", func() bool {
+		return c.delivered(wFast) == 1 && c.deliveries(wGated)[ev.ID] == 1 && gated.count() == 1
+	})
+	if n := c.outboxLen(); n != 0 {
+		t.Fatalf("the outbox holds %d entries once the first answer is saved", n)
+	}
+	c.kill(sender)
+	open()
+	for range 4 { // 62 s: past the gated delivery's lease
+		c.tick()
+	}
+	c.waitFor("the survivor retries the request that was out", func() bool { return c.delivered(wGated) == 1 })
+	if fastGot.of(ev.ID) != 1 || gatedGot.of(ev.ID) != 2 {
+		t.Errorf("the fast webhook got the event %d times (want 1), the gated one %d (want 2)", fastGot.of(ev.ID), gatedGot.of(ev.ID))
+	}
+	if c.deliveries(wFast)[ev.ID] != 1 || c.deliveries(wGated)[ev.ID] != 1 {
+		t.Errorf("deliveries saved: %v and %v, want one each", c.deliveries(wFast), c.deliveries(wGated))
+	}
+	c.live()[0].db.View(func(tx *storage.Tx) error {
+		d, err := tx.DeliveryByEvent(wGated.AccountID, wGated.ID, ev.ID)
+		if err != nil || len(d.Attempts) != 2 || d.Attempts[0].Error != interrupted || d.Attempts[1].StatusCode != 200 {
+			t.Errorf("the gated delivery: %+v %v, want an interrupted attempt, then 200", d, err)
+		}
+		return nil
+	})
+}

@@ -9,7 +9,7 @@ import (
 // writeIn is what one background transaction of the loop saves and claims.
 type writeIn struct {
 	results []result              // answers for deliveries claimed from the queue
-	fresh   []*freshEvent         // events whose every answer is back
+	fresh   []freshSave           // fresh events' answers (and requests still out)
 	queue   []storage.OutboxEntry // events to queue as pending deliveries (a host was busy) or drop
 	claim   int                   // due deliveries to claim from the queue
 	perHost map[string]int        // requests in flight per host, for the claim
@@ -86,7 +86,8 @@ func (d *Dispatcher) apply(del *storage.Delivery, r result, now time.Time) {
 	}
 	if !r.answered.IsZero() {
 		// Delays count from the attempt's end, not from when its answer
-		// is saved (a fresh event's answers wait for its slowest webhook).
+		// is saved (a write may wait for others, or fail and be tried
+		// again).
 		now = r.answered
 	}
 	*last = storage.DeliveryAttempt{At: r.at, StatusCode: r.status, Error: r.err,
