@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"time"
 
 	"mailbolt/storage"
@@ -112,15 +113,17 @@ func (a *App) AnalyticsSummary(p Principal, q SummaryQuery) (Summary, error) {
 		return Summary{}, Validation("from", "the window is at most 366 days")
 	}
 	dim := ""
-	given := 0
-	for _, v := range []string{q.CampaignID, q.Domain, q.Stream} {
-		if v != "" {
-			given++
+	var given []string
+	for _, p := range [...]struct{ name, value string }{{"campaign_id", q.CampaignID}, {"domain", q.Domain}, {"stream", q.Stream}} {
+		if p.value != "" {
+			given = append(given, p.name)
 		}
 	}
 	switch {
-	case given > 1:
-		return Summary{}, Validation("domain", "give at most one of campaign_id, domain and stream")
+	case len(given) > 1:
+		// Named after the second one given: a parameter of the request,
+		// whichever two (or three) it holds.
+		return Summary{}, Validation(given[1], "give at most one of campaign_id, domain and stream, not "+strings.Join(given, " and "))
 	case q.Stream != "":
 		if q.Stream != storage.StreamTransactional && q.Stream != storage.StreamBroadcast {
 			return Summary{}, Validation("stream", "must be transactional or broadcast")

@@ -313,6 +313,15 @@ func TestEngagementRoutesAgainstOpenAPI(t *testing.T) {
 		"to=22.11.2026", "from=2025-01-01&to=2026-11-22", "domain=not%20a%20domain"} {
 		e.do("GET", "/v1/analytics/summary?"+q, e.key, nil).want(t, 400, "VALIDATION_ERROR")
 	}
+	// Two dimensions: details.field names one that was given (the second,
+	// in the order campaign_id, domain, stream).
+	for q, field := range map[string]string{"campaign_id=a&stream=broadcast": "stream", "campaign_id=a&domain=acme.test": "domain",
+		"domain=acme.test&stream=broadcast": "stream", "stream=broadcast&domain=acme.test&campaign_id=a": "domain"} {
+		r := e.do("GET", "/v1/analytics/summary?"+q, e.key, nil).want(t, 400, "VALIDATION_ERROR")
+		if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["field"] != field {
+			t.Errorf("%s: details %v, want field %s", q, d, field)
+		}
+	}
 	e.do("GET", "/v1/analytics/summary", "", nil).want(t, 401, "UNAUTHORIZED")
 	e.do("GET", "/v1/analytics/summary", e.newKey(e.acct.ID, []string{"messages:read"}, false, nil), nil).want(t, 403, "INSUFFICIENT_SCOPES")
 	e.do("POST", "/v1/analytics/summary", e.key, nil).want(t, 405, "METHOD_NOT_ALLOWED")
