@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -21,6 +22,19 @@ type WebhookInput struct {
 
 // MaxWebhooks is how many webhooks one account may have.
 const MaxWebhooks = 100
+
+// MaxWebhookDescription is the longest webhook description, in bytes of
+// UTF-8 (not characters: "é" is two).
+const MaxWebhookDescription = 500
+
+// checkWebhookDescription refuses a description over MaxWebhookDescription,
+// saying that the limit counts bytes and how many were given.
+func checkWebhookDescription(d string) error {
+	if len(d) > MaxWebhookDescription {
+		return Validation("description", fmt.Sprintf("must be at most %d bytes of UTF-8, not %d", MaxWebhookDescription, len(d)))
+	}
+	return nil
+}
 
 // CreatedWebhook is a new webhook with its secret, shown only once.
 type CreatedWebhook struct {
@@ -49,8 +63,8 @@ func (a *App) CreateWebhook(ctx context.Context, p Principal, in WebhookInput) (
 	if e != nil {
 		return CreatedWebhook{}, e
 	}
-	if len(in.Description) > 500 {
-		return CreatedWebhook{}, Validation("description", "must be at most 500 characters")
+	if e := checkWebhookDescription(in.Description); e != nil {
+		return CreatedWebhook{}, e
 	}
 	secret := newWebhookSecret()
 	w := storage.Webhook{ID: NewID(), AccountID: p.Account.ID, URL: in.URL, Events: events,

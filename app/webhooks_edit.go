@@ -43,8 +43,10 @@ func (a *App) UpdateWebhook(ctx context.Context, p Principal, id string, in Webh
 			return storage.Webhook{}, e
 		}
 	}
-	if in.Description != nil && len(*in.Description) > 500 {
-		return storage.Webhook{}, Validation("description", "must be at most 500 characters")
+	if in.Description != nil {
+		if e := checkWebhookDescription(*in.Description); e != nil {
+			return storage.Webhook{}, e
+		}
 	}
 	var w storage.Webhook
 	err := update(a, p, action{"webhook.update", id}, &w, func(tx *storage.Tx) error {

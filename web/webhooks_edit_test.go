@@ -87,6 +87,32 @@ func TestPatchWebhookKeepsTheSecret(t *testing.T) {
 	}
 }
 
+// A description's limit is 500 bytes of UTF-8, not characters, and the
+// refusal says bytes: 250 × "é" (500 bytes) is taken, 251 (502 bytes) is
+// refused, on create and on PATCH alike.
+func TestWebhookDescriptionLimitIsBytes(t *testing.T) {
+	e := newEnvWith(t, DefaultConfig(), func(o *app.Options) { o.Webhooks.Dispatch.Guard = hooks.Guard{} })
+	fits, over := strings.Repeat("é", 250), strings.Repeat("é", 251)
+	created := e.do("POST", "/v1/webhooks", e.key, map[string]any{"url": "https://93.184.216.34/hook", "events": []string{"message.sent"},
+		"description": fits}).want(t, 201).json(t)
+	id := created["id"].(string)
+	refused := []reply{
+		e.do("POST", "/v1/webhooks", e.key, map[string]any{"url": "https://93.184.216.34/hook", "events": []string{"message.sent"}, "description": over}),
+		e.do("PATCH", "/v1/webhooks/"+id, e.key, map[string]any{"description": over}),
+	}
+	for _, r := range refused {
+		r.want(t, 400, "VALIDATION_ERROR")
+		env := r.json(t)["error"].(map[string]any)
+		if d, _ := env["details"].(map[string]any); d["field"] != "description" {
+			t.Errorf("details %v, want field description", env["details"])
+		}
+		if msg, _ := env["message"].(string); !strings.Contains(msg, "500 bytes") || strings.Contains(msg, "characters") {
+			t.Errorf("message %q: the limit is in bytes", msg)
+		}
+	}
+	e.do("PATCH", "/v1/webhooks/"+id, e.key, map[string]any{"description": fits}).want(t, 200)
+}
+
 // PATCH validates as create does, and only the owner (with its key's mode
 // and webhooks:write) may change a webhook.
 func TestPatchWebhookValidation(t *testing.T) {
