@@ -190,16 +190,52 @@ func TestGraderInvalidInput(t *testing.T) {
 	}
 }
 
+// GRADER_MAX_BODY_SIZE caps the email's combined body (body_text and raw,
+// in bytes of UTF-8), not the JSON request: the request itself is read
+// under the general cap, as on every route. A check has no email body.
 func TestGraderBodyTooLarge(t *testing.T) {
-	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderMaxBody = 100 }), nil)
-	big := map[string]any{"domain": "good.test", "selectors": []string{strings.Repeat("s", 120)}}
-	r := e.do("POST", "/v1/grader/check", "", big).want(t, 413, "BODY_TOO_LARGE")
-	if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["limit"] != 100.0 {
-		t.Errorf("details = %v, want limit 100", d)
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderMaxBody, c.GraderRateLimit = 100, 100 }), nil)
+	// A check whose JSON is over 100 bytes is read whole.
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test",
+		"selectors": []string{"default", "google", "dkim", "selector1", "s2026", "mailbolt", "k1", "k2"}}).want(t, 200)
+	r := e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 413, "BODY_TOO_LARGE")
+	if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["limit"] != 100.0 || d["size"] != 420.0 {
+		t.Errorf("details = %v, want limit 100, size 420", d)
 	}
-	e.do("POST", "/v1/grader/submit", e.key, goodSubmission()).want(t, 413, "BODY_TOO_LARGE")
-	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
-	e.do("POST", "/v1/grader/submit", e.key, map[string]any{"from": "a@good.test", "subject": "hi"}).want(t, 201)
+	for _, sub := range []map[string]any{
+		{"from": "a@good.test", "subject": "hi", "body_text": strings.Repeat("b", 60), "raw": "Subject: hi\r\n\r\n" + strings.Repeat("r", 30)},
+		{"raw": "From: a@good.test\r\nSubject: hi\r\n\r\n" + strings.Repeat("r", 80)},
+	} {
+		e.do("POST", "/v1/grader/submit", e.key, sub).want(t, 413, "BODY_TOO_LARGE")
+	}
+	e.do("POST", "/v1/grader/submit", e.key, map[string]any{"from": "a@good.test", "subject": strings.Repeat("s", 120),
+		"body_text": strings.Repeat("b", 100)}).want(t, 201)
+
+	// The defaults: 256 KB of body, whatever its JSON takes.
+	e = newGraderEnv(t, DefaultConfig(), nil)
+	submit := func(bodyJSON string) reply {
+		return e.do("POST", "/v1/grader/submit", e.key, `{"from":"a@good.test","subject":"hi","body_text":"`+bodyJSON+`"}`)
+	}
+	submit(strings.Repeat("a", 262134)).want(t, 201)
+	submit(strings.Repeat("a", 262144)).want(t, 201)
+	submit(strings.Repeat(`\u00e9`, 50000)).want(t, 201) // 100 KB of body, 300 KB of JSON
+	r = submit(strings.Repeat("a", 262145)).want(t, 413, "BODY_TOO_LARGE")
+	if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["limit"] != 262144.0 {
+		t.Errorf("details = %v, want limit 262144", d)
+	}
+	submit(strings.Repeat(`\u00e9`, 131073)).want(t, 413, "BODY_TOO_LARGE") // 262,146 bytes once decoded
+
+	// Over the general cap, the request is not read, grader route or not.
+	e = newGraderEnv(t, configWith(func(c *Config) { c.MaxBodyBytes, c.GraderRateLimit = 1000, 100 }), nil)
+	for _, r := range []reply{
+		e.do("POST", "/v1/grader/submit", e.key, map[string]any{"from": "a@good.test", "subject": strings.Repeat("s", 1000)}),
+		e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test", "selectors": []string{strings.Repeat("s", 1000)}}),
+	} {
+		r.want(t, 413, "BODY_TOO_LARGE")
+		if d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["max_bytes"] != 1000.0 {
+			t.Errorf("details = %v, want max_bytes 1000", d)
+		}
+	}
 }
 
 func TestGraderSubmitAndRead(t *testing.T) {

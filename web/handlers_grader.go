@@ -2,8 +2,6 @@ package web
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,19 +12,19 @@ import (
 	"mailbolt/storage"
 )
 
-// graderBody reads a grader request body within GRADER_MAX_BODY_SIZE and
-// decodes it strictly; problems are the grader's 400 INVALID_INPUT.
+// graderBody reads a grader request body within the general cap
+// (--max-body-size, 413 as on every route) and decodes it strictly;
+// problems are the grader's 400 INVALID_INPUT. GRADER_MAX_BODY_SIZE is not
+// applied here: it caps the email's body (submitBodySize), not the JSON
+// that carries it, which escaping can make several times larger.
 func (s *Server) graderBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.GraderMaxBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		s.writeError(w, r, &app.Error{Code: app.CodeBodyTooLarge,
-			Message: "the request body is over the grader's limit of " + strconv.FormatInt(s.cfg.GraderMaxBody, 10) + " bytes",
-			Details: map[string]any{"limit": s.cfg.GraderMaxBody}})
-		return false
-	}
+	data, err := readBody(r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		s.writeError(w, r, app.InvalidInput("body", "could not be read"))
+		if e := app.AsError(err); e.Code == app.CodeBodyTooLarge {
+			s.writeError(w, r, e)
+		} else {
+			s.writeError(w, r, app.InvalidInput("body", "could not be read"))
+		}
 		return false
 	}
 	if err := decodeStrict(data, v); err != nil {
@@ -98,6 +96,15 @@ type submitRequest struct {
 	Raw          string            `json:"raw"`
 }
 
+// submitBodySize is the combined body that GRADER_MAX_BODY_SIZE caps (spec
+// §4 and §8): the bytes of the email a submission hands in to be read,
+// body_text and raw together, as UTF-8 once decoded from the JSON (so
+// "\u00e9" counts 2, not 6). The other fields are addresses, names and
+// header lines, bounded by their own checks and by the general body cap.
+func submitBodySize(req submitRequest) int64 {
+	return int64(len(req.BodyText)) + int64(len(req.Raw))
+}
+
 // storedView is a stored result: id, created_at and the check-result
 // fields.
 func storedView(id string, created time.Time, result json.RawMessage) json.RawMessage {
@@ -122,6 +129,13 @@ func (s *Server) graderSubmit(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	var req submitRequest
 	if !s.graderBody(w, r, &req) {
+		return
+	}
+	if n := submitBodySize(req); n > s.cfg.GraderMaxBody {
+		s.writeError(w, r, &app.Error{Code: app.CodeBodyTooLarge,
+			Message: "the email's body (body_text and raw together) is " + strconv.FormatInt(n, 10) +
+				" bytes, over the grader's limit of " + strconv.FormatInt(s.cfg.GraderMaxBody, 10) + " bytes",
+			Details: map[string]any{"limit": s.cfg.GraderMaxBody, "size": n}})
 		return
 	}
 	if strings.ContainsAny(req.Subject, "\r\n") {
