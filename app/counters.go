@@ -15,6 +15,9 @@ type Quota struct {
 	Remaining int
 	Reset     int64 // Unix seconds when the window ends
 	Allowed   bool
+	// Wait, when not allowed, is how long until a request would be
+	// (SlidingLimiter only; 0 elsewhere: wait until Reset).
+	Wait time.Duration
 }
 
 // windowOf is the number of the fixed window of span that holds now, and

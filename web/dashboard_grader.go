@@ -76,11 +76,11 @@ type graderData struct {
 // (GRADER_RATE_LIMIT per GRADER_RATE_WINDOW per source address), the one
 // POST /v1/grader/check uses: a check from a page counts as one from the API.
 func (s *Server) graderQuota(w http.ResponseWriter, r *http.Request) error {
-	q := s.graderIPs.takeIn(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
+	q := s.graderIPs.take(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
 	if q.allowed {
 		return nil
 	}
-	w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
+	w.Header().Set("Retry-After", retryAfter(q, s.app.Now()))
 	return app.NewError(app.CodeRateLimited,
 		"Too many checks from your address: "+strconv.Itoa(q.limit)+" per "+s.cfg.GraderRateWindow.String()+". Try again later.")
 }

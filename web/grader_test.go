@@ -125,18 +125,45 @@ func TestGraderCheckPublic(t *testing.T) {
 
 func TestGraderCheckRateLimited(t *testing.T) {
 	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit = 2 }), nil)
+	e.clock.Add(47*time.Minute + 38*time.Second) // not on the hour
 	for i := 0; i < 2; i++ {
 		e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
 	}
 	r := e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 429, "RATE_LIMITED")
-	if ra := r.Header.Get("Retry-After"); ra == "" || ra == "0" {
-		t.Errorf("Retry-After = %q", ra)
+	// An hour after the first check, not until the clock's hour ends (742 s).
+	if ra := r.Header.Get("Retry-After"); ra != "3600" {
+		t.Errorf("Retry-After = %q, want 3600", ra)
 	}
 	// Authenticated routes are not limited by the public check's budget.
 	e.do("GET", "/v1/grader/history", e.key, nil).want(t, 200)
 	// The window passes.
-	e.clock.Add(time.Hour + time.Second)
+	e.clock.Add(time.Hour)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}).want(t, 200)
+}
+
+// The public check's limit is a sliding window: GRADER_RATE_LIMIT checks
+// in any GRADER_RATE_WINDOW, across the clock's windows too, and
+// Retry-After is the time until the oldest counted check leaves it.
+func TestGraderCheckRateLimitSlides(t *testing.T) {
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit, c.GraderRateWindow = 3, 10*time.Second }), nil)
+	check := func() reply { return e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}) }
+	e.clock.Add(9*time.Second + 500*time.Millisecond) // half a second before the clock's 10 s window ends
+	for range 3 {
+		check().want(t, 200)
+	}
+	e.clock.Add(600 * time.Millisecond) // the clock's next window
+	if ra := check().want(t, 429, "RATE_LIMITED").Header.Get("Retry-After"); ra != "10" {
+		t.Errorf("Retry-After = %q, want 10 (9.4 s rounded up)", ra)
+	}
+	e.clock.Add(9300 * time.Millisecond)
+	if ra := check().want(t, 429, "RATE_LIMITED").Header.Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After = %q, want 1 (0.1 s rounded up)", ra)
+	}
+	e.clock.Add(100 * time.Millisecond) // 10 s after the first three
+	for range 3 {
+		check().want(t, 200)
+	}
+	check().want(t, 429, "RATE_LIMITED")
 }
 
 func TestGraderForwardedFor(t *testing.T) {

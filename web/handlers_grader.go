@@ -48,9 +48,9 @@ func (s *Server) graderCheck(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.ErrGraderDisabled)
 		return
 	}
-	q := s.graderIPs.takeIn(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
+	q := s.graderIPs.take(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
 	if !q.allowed {
-		w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
+		w.Header().Set("Retry-After", retryAfter(q, s.app.Now()))
 		s.writeError(w, r, &app.Error{Code: app.CodeRateLimited,
 			Message: "grader check rate limit exceeded: " + strconv.Itoa(q.limit) + " per " + s.cfg.GraderRateWindow.String()})
 		return

@@ -81,9 +81,9 @@ type Server struct {
 	statics   map[string]map[string]httprouter.Handle // exact paths httprouter cannot hold
 	keys      *limiter
 	ips       *limiter
-	graderIPs *limiter       // public grader checks per source IP
-	dash      *http.ServeMux // the dashboard's pages
-	proxies   []netip.Prefix // peers whose forwarding headers count
+	graderIPs *slidingLimiter // public grader checks per source IP
+	dash      *http.ServeMux  // the dashboard's pages
+	proxies   []netip.Prefix  // peers whose forwarding headers count
 }
 
 // DefaultConfig is the documented configuration (docs/configuration.md,
@@ -125,7 +125,7 @@ func New(a *app.App, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{app: a, cfg: cfg, log: cfg.Logger, keys: newLimiter(a, "api-key"), ips: newLimiter(a, "api-ip"),
-		graderIPs: newLimiter(a, "grader-ip"), proxies: cfg.trustedProxies()}
+		graderIPs: newSlidingLimiter(a, "grader-ip"), proxies: cfg.trustedProxies()}
 	s.router = s.buildRouter()
 	s.dash = s.dashboardMux()
 	return s, nil
