@@ -80,6 +80,7 @@ const (
 	CodeIdempotencyConflict  = "IDEMPOTENCY_CONFLICT"
 	CodeGone                 = "GONE"
 	CodeVersionSunset        = "VERSION_SUNSET"
+	CodeRequestTimeout       = "REQUEST_TIMEOUT"
 	CodeBodyTooLarge         = "BODY_TOO_LARGE"
 	CodeDomainNotVerified    = "DOMAIN_NOT_VERIFIED"
 	CodeTemplateRenderFailed = "TEMPLATE_RENDER_FAILED"
@@ -122,6 +123,7 @@ var ErrorCodes = []ErrorCode{
 	{CodeIdempotencyConflict, http.StatusConflict, "an Idempotency-Key reused with another request"},
 	{CodeGone, http.StatusGone, "the message was cancelled"},
 	{CodeVersionSunset, http.StatusGone, "the API version is past its sunset date"},
+	{CodeRequestTimeout, http.StatusRequestTimeout, "the request body did not arrive within the server's read deadline"},
 	{CodeBodyTooLarge, http.StatusRequestEntityTooLarge, "the body is over the size limit"},
 	{CodeDomainNotVerified, http.StatusUnprocessableEntity, "the sending domain is not verified"},
 	{CodeTemplateRenderFailed, http.StatusUnprocessableEntity, "a template failed to render"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -30,8 +31,15 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if errors.As(err, &tooLarge) {
 		return nil, errBodyTooLarge(limit)
 	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		// The client is too slow (or stalled): 408, which says retry,
+		// not 400, which says the request is wrong; and no socket
+		// addresses in the message.
+		return nil, app.NewError(app.CodeRequestTimeout, "the request body did not arrive within the server's read deadline; retry")
+	}
 	if err != nil {
-		return nil, app.Validation("body", "could not be read: "+err.Error())
+		return nil, app.Validation("body", "could not be read: the connection broke off before the body was whole")
 	}
 	return data, nil
 }

@@ -2,9 +2,14 @@ package web
 
 import (
 	"bytes"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"mailbolt/app"
 )
@@ -93,5 +98,26 @@ func BenchmarkDecodeStrict(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// timeoutReader fails as a read past the connection's read deadline does.
+type timeoutReader struct{}
+
+func (timeoutReader) Read([]byte) (int, error) { return 0, os.ErrDeadlineExceeded }
+
+// A body that does not arrive in time is 408 REQUEST_TIMEOUT (retry), not
+// 400 (fix the request), and no error text of the connection reaches the
+// client.
+func TestReadBodyTimeoutIs408(t *testing.T) {
+	r := httptest.NewRequest("POST", "/v1/messages", io.MultiReader(strings.NewReader(`{"from":`), timeoutReader{}))
+	_, err := readBody(r, 1<<20)
+	if e := app.AsError(err); e == nil || e.Code != app.CodeRequestTimeout || e.Status() != 408 {
+		t.Fatalf("a body past the read deadline: %v, want 408 REQUEST_TIMEOUT", err)
+	}
+	r = httptest.NewRequest("POST", "/v1/messages", io.MultiReader(strings.NewReader(`{"from":`), iotest.ErrReader(errors.New("read tcp 127.0.0.1:8080->127.0.0.1:5555: connection reset"))))
+	_, err = readBody(r, 1<<20)
+	if e := app.AsError(err); e == nil || e.Code != app.CodeValidation || strings.Contains(e.Message, "127.0.0.1") {
+		t.Fatalf("a body broken off: %v, want 400 without the connection's addresses", err)
 	}
 }
