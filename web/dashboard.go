@@ -347,17 +347,6 @@ func (s *Server) plainRefused(r *http.Request) error {
 	return app.NewError(app.CodeHTTPSRequired, "Passwords are accepted only over HTTPS: open this page at its https:// address.")
 }
 
-// sourceNet is what login attempts are counted by: the IPv4 address, or
-// the IPv6 /64 (one host commonly holds a whole /64).
-func sourceNet(ip string) string {
-	a, err := netip.ParseAddr(ip)
-	if err != nil || a.Unmap().Is4() {
-		return ip
-	}
-	p, _ := a.Prefix(64)
-	return p.String()
-}
-
 // loginQuota counts one login attempt against r's source address and, once
 // known, the email; ok is false when either is over its limit. The
 // attempts are counted in the database (app.Attempt), so several nodes

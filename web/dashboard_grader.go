@@ -76,7 +76,7 @@ type graderData struct {
 // (GRADER_RATE_LIMIT per GRADER_RATE_WINDOW per source address), the one
 // POST /v1/grader/check uses: a check from a page counts as one from the API.
 func (s *Server) graderQuota(w http.ResponseWriter, r *http.Request) error {
-	q := s.graderIPs.take(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
+	q := s.graderIPs.take(sourceNet(clientIP(r)), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
 	if q.allowed {
 		return nil
 	}

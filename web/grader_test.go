@@ -176,6 +176,11 @@ func TestGraderForwardedFor(t *testing.T) {
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 200)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.2, 10.0.0.1").want(t, 200)
 	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "192.0.2.1").want(t, 429, "RATE_LIMITED")
+	// IPv6 is counted by /64: another address of the same /64 buys no
+	// fresh budget, one of another /64 has its own.
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "2001:db8:1:2::1").want(t, 200)
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "2001:db8:1:2:ffff::9").want(t, 429, "RATE_LIMITED")
+	e.do("POST", "/v1/grader/check", "", map[string]any{"domain": "good.test"}, "X-Forwarded-For", "2001:db8:1:3::1").want(t, 200)
 }
 
 func TestGraderInvalidInput(t *testing.T) {

@@ -48,7 +48,7 @@ func (s *Server) graderCheck(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.ErrGraderDisabled)
 		return
 	}
-	q := s.graderIPs.take(clientIP(r), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
+	q := s.graderIPs.take(sourceNet(clientIP(r)), s.cfg.GraderRateLimit, s.cfg.GraderRateWindow, s.app.Now())
 	if !q.allowed {
 		w.Header().Set("Retry-After", retryAfter(q, s.app.Now()))
 		s.writeError(w, r, &app.Error{Code: app.CodeRateLimited,

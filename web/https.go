@@ -61,7 +61,7 @@ func (s *Server) plainHTTP(w http.ResponseWriter, r *http.Request) bool {
 	}
 	// Counted against the source address, like any request without a
 	// valid key: a key sent in clear is not looked at.
-	q := s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
+	q := s.ips.take(sourceNet(clientIP(r)), s.cfg.IPRateLimit, s.app.Now())
 	rateHeaders(w.Header(), q)
 	if !q.allowed {
 		s.overLimit(w, r, q)

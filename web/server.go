@@ -201,7 +201,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id.err == nil {
 		q = s.keys.take(id.principal.KeyID, app.Limits(id.principal.Account).RateLimit, s.app.Now())
 	} else {
-		q = s.ips.take(clientIP(r), s.cfg.IPRateLimit, s.app.Now())
+		q = s.ips.take(sourceNet(clientIP(r)), s.cfg.IPRateLimit, s.app.Now())
 	}
 	h := rw.Header()
 	rateHeaders(h, q)
