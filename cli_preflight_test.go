@@ -52,6 +52,9 @@ func refusedSettings() []struct {
 		{args: []string{"--tls-cert", "/nx", "--tls-key", "/nx"}, want: "--tls-cert"},
 		{env: map[string]string{"GRADER_RATE_LIMIT": "abc"}, want: "GRADER_RATE_LIMIT"},
 		{env: map[string]string{"GRADER_DISABLED": "maybe"}, want: "GRADER_DISABLED"},
+		// hooks refuses a base delay above its longest wait (1h), which it
+		// learns only once the database is open.
+		{args: []string{"--webhook-base-delay", "2h"}, want: "--webhook-base-delay"},
 	}
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {

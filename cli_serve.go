@@ -341,6 +341,9 @@ func (cfg serveConfig) validate() error {
 			return fmt.Errorf("%s must be positive", name)
 		}
 	}
+	if max := hooks.DefaultOptions().MaxDelay; cfg.webhookBaseDelay > max {
+		return fmt.Errorf("--webhook-base-delay must be at most %s (the longest wait between webhook retries), not %s", max, cfg.webhookBaseDelay)
+	}
 	if cfg.smtpRetryMax < cfg.smtpRetryBase {
 		return errors.New("--smtp-retry-max must not be below --smtp-retry-base")
 	}
