@@ -82,16 +82,22 @@ func FuzzDecodeStrictOnePass(f *testing.F) {
 func BenchmarkDecodeStrict(b *testing.B) {
 	body := []byte(`{"from":"bench@bench.test","to":["rcpt@d3.sink.test"],"subject":"bench message 123","text":"` +
 		strings.Repeat("the quick brown fox jumps over the lazy dog\\n", 45) + `","tags":["bench"],"metadata":{"run":"1"}}`)
-	for _, path := range []string{"one-pass", "careful"} {
+	headers := []byte(`{"from":"bench@bench.test","to":["rcpt@d3.sink.test"],"subject":"bench message 123","text":"hello",` +
+		`"headers":{"X-Campaign":"november","X-Entity-Ref-ID":"a1b2c3","X-Priority":"3","In-Reply-To":"<x@bench.test>"}}`)
+	for _, path := range []string{"one-pass", "careful", "headers"} {
 		b.Run(path, func(b *testing.B) {
+			body := body
+			if path == "headers" {
+				body = headers
+			}
 			b.ReportAllocs()
 			for range b.N {
 				var m messageRequest
 				var err error
-				if path == "one-pass" {
-					err = decodeStrict(body, &m)
-				} else {
+				if path == "careful" {
 					err = decodeCareful(body, &m)
+				} else {
+					err = decodeStrict(body, &m)
 				}
 				if err != nil {
 					b.Fatal(err)

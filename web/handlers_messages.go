@@ -43,8 +43,9 @@ func (l *addressList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// headerFields is the headers object: name to value, each name once (a
-// repeat would silently lose a value), each value a string.
+// headerFields is the headers object: name to value, each name once in
+// any case (header names are case-insensitive: a repeat would silently
+// lose a value, or send the field twice), each value a string.
 type headerFields map[string]string
 
 func (h *headerFields) UnmarshalJSON(b []byte) error {
@@ -56,11 +57,19 @@ func (h *headerFields) UnmarshalJSON(b []byte) error {
 	default:
 		return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[map[string]string]()}
 	}
+	// The usual object (string values, each name once) decodes in one
+	// pass; anything else is taken apart below to say what is wrong.
+	var fast map[string]string
+	if n, strs := flatNames(b); strs && json.Unmarshal(b, &fast) == nil && len(fast) == n && !repeatedFold(fast) {
+		*h = fast
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if _, err := dec.Token(); err != nil {
 		return err
 	}
 	out := headerFields{}
+	seen := map[string]bool{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -74,6 +83,11 @@ func (h *headerFields) UnmarshalJSON(b []byte) error {
 		if _, repeated := out[name]; repeated {
 			return app.Validation(name, "appears more than once")
 		}
+		if folded := strings.ToLower(name); seen[folded] {
+			return app.Validation(name, "appears more than once (header names are case-insensitive)")
+		} else {
+			seen[folded] = true
+		}
 		var value string
 		if string(raw) == "null" {
 			return app.Validation(name, "must not be null")
@@ -85,6 +99,47 @@ func (h *headerFields) UnmarshalJSON(b []byte) error {
 	}
 	*h = out
 	return nil
+}
+
+// flatNames counts the names of a JSON object whose values are strings:
+// its colons outside strings (a repeated name is one count more than the
+// decoded map's length). strs is false when something other than strings
+// and punctuation stands outside them: a null (which would decode as ""),
+// a number, a nested value.
+func flatNames(b []byte) (n int, strs bool) {
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == ':':
+			n++
+		case c == '{' && i == 0, c == '}', c == ',', c == ' ', c == '\t', c == '\n', c == '\r':
+		default:
+			return n, false
+		}
+	}
+	return n, true
+}
+
+// repeatedFold reports whether two names of m differ in case alone. A
+// message has at most a few dozen headers: comparing each pair costs less
+// than building a set of lower-cased names.
+func repeatedFold(m map[string]string) bool {
+	var buf [64]string
+	names := buf[:0]
+	for k := range m {
+		for _, o := range names {
+			if strings.EqualFold(k, o) {
+				return true
+			}
+		}
+		names = append(names, k)
+	}
+	return false
 }
 
 type attachmentRequest struct {

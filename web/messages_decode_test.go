@@ -105,6 +105,9 @@ func TestMessageRepeatedNames(t *testing.T) {
 	checkDecode(t, []decodeCase{
 		{`"headers":{"X-A":"1","X-A":"2"}`, 400, "headers.X-A", "appears more than once"},
 		{`"headers":{"X-A":"1","X-B":"2"}`, 202, "", ""},
+		{`"headers":{"X-Tag":"a","x-tag":"b"}`, 400, "headers.x-tag", "appears more than once (header names are case-insensitive)"},
+		{`"headers":{"X-A":"a:b\\\":\"c","X-B":"2"}`, 202, "", ""},
+		{`"headers":{"X-A":"1","X-A":"1"}`, 400, "headers.X-A", "appears more than once"},
 		{`"headers":{"X-A":null}`, 400, "headers.X-A", "must not be null"},
 		{`"metadata":{"a":1,"a":2}`, 400, "metadata.a", "appears more than once"},
 		{`"metadata":{"a":{"b":1,"b":1}}`, 400, "metadata.a.b", "appears more than once"},
