@@ -500,6 +500,24 @@ func (a *App) SendBatch(p Principal, ins []MessageInput, batch bool) ([]storage.
 	return out, nil
 }
 
+// CheckBatchSize refuses a batch of n messages that p's plan does not
+// take: none, or more than the plan's batch size. details.limit is the
+// plan's batch size, for an empty batch too: the range a client must keep
+// to. The web layer asks before it decodes the messages, so an oversized
+// batch is not decoded whole first.
+func CheckBatchSize(p Principal, n int) error {
+	limit := Limits(p.Account).BatchSize
+	if n == 0 {
+		return Validation("messages",
+			fmt.Sprintf("must hold at least one message (and at most %d on the %s plan)", limit, p.Account.Plan)).With("limit", limit)
+	}
+	if n > limit {
+		return Validation("messages",
+			fmt.Sprintf("must hold at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, n)).With("limit", limit)
+	}
+	return nil
+}
+
 // prepareBatch authorizes p, validates and builds every message and
 // accepts it for the queue (its message.sent event): all the work of a
 // send that needs no transaction.
@@ -508,16 +526,8 @@ func (a *App) prepareBatch(p Principal, ins []MessageInput, batch bool) ([]prepa
 		return nil, nil, err
 	}
 	if batch {
-		// details.limit is the plan's batch size, for an empty batch too:
-		// the range a client must keep to.
-		limit := Limits(p.Account).BatchSize
-		if len(ins) == 0 {
-			return nil, nil, Validation("messages",
-				fmt.Sprintf("must hold at least one message (and at most %d on the %s plan)", limit, p.Account.Plan)).With("limit", limit)
-		}
-		if len(ins) > limit {
-			return nil, nil, Validation("messages",
-				fmt.Sprintf("must hold at most %d messages on the %s plan (got %d)", limit, p.Account.Plan, len(ins))).With("limit", limit)
+		if err := CheckBatchSize(p, len(ins)); err != nil {
+			return nil, nil, err
 		}
 	}
 	now := a.Now()

@@ -31,7 +31,9 @@
 // the durable record that the event still has to be delivered. When its
 // last answer is back, one transaction saves a delivery per webhook, with
 // its one attempt, and removes the entry. Answers do not wait for a slow
-// sibling longer than splitHold (20 ms): then the answers back are saved
+// sibling much longer than splitHold (20 ms; the write then goes out with
+// the loop's next write, which may hold up to 5 ms more for company): then
+// the answers back are saved
 // the same way and each request still out as a claimed delivery (an
 // Unanswered attempt, and a lease of Timeout plus 30 s from when it was
 // sent), in the transaction that removes the entry. The event is split:

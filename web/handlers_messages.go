@@ -267,8 +267,17 @@ func (s *Server) sendBatch(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, app.Validation("messages", "is required: an array of messages"))
 		return
 	}
+	if err := app.CheckBatchSize(c.Principal, len(req.Messages)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	ins := make([]app.MessageInput, len(req.Messages))
 	for i, raw := range req.Messages {
+		at := fmt.Sprintf("messages[%d]", i)
+		if kind := jsonKind(raw); kind != "object" {
+			s.writeError(w, r, app.Validation(at, "must be of type object, not "+kind).With("index", i))
+			return
+		}
 		var m messageRequest
 		if err := decodeStrict(raw, &m); err != nil {
 			s.writeError(w, r, app.AsError(err).Within(fmt.Sprintf("messages[%d].", i)).With("index", i))

@@ -169,12 +169,22 @@ func TestBatchSizeErrors(t *testing.T) {
 	for _, c := range []struct{ body, reason string }{
 		{`{"messages":[]}`, "must hold at least one message (and at most 100 on the free plan)"},
 		{`{"messages":[` + big + `]}`, "must hold at most 100 messages on the free plan (got 101)"},
+		// The size is checked before the messages are read: a bad one past
+		// the limit does not hide it.
+		{`{"messages":[` + big + `,{"bogus":1}]}`, "must hold at most 100 messages on the free plan (got 102)"},
 	} {
 		r := e.do("POST", "/v1/messages/batch", key, c.body).want(t, 400, "VALIDATION_ERROR")
 		got := r.json(t)["error"].(map[string]any)
 		d := got["details"].(map[string]any)
 		if d["field"] != "messages" || d["reason"] != c.reason || d["limit"] != 100.0 || got["message"] != "messages: "+c.reason {
 			t.Errorf("%.40s…: %s", c.body, r.body)
+		}
+	}
+	// An item that is not an object is named as the item.
+	for _, item := range []string{"1", "null", `"x"`, "[]"} {
+		r := e.do("POST", "/v1/messages/batch", key, `{"messages":[{`+decodeBase+`},`+item+`]}`).want(t, 400, "VALIDATION_ERROR")
+		if d := r.json(t)["error"].(map[string]any)["details"].(map[string]any); d["field"] != "messages[1]" || d["index"] != 1.0 {
+			t.Errorf("batch item %s: %s", item, r.body)
 		}
 	}
 }

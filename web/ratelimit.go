@@ -70,8 +70,11 @@ func retryAfter(q quota, now time.Time) string {
 // within it buys no fresh budget.
 func sourceNet(ip string) string {
 	a, err := netip.ParseAddr(ip)
-	if err != nil || a.Unmap().Is4() {
+	if err != nil {
 		return ip
+	}
+	if a = a.Unmap(); a.Is4() {
+		return a.String() // ::ffff:a.b.c.d counts as a.b.c.d
 	}
 	p, _ := a.Prefix(64)
 	return p.String()
