@@ -702,7 +702,7 @@ func TestDashboardSecondFactor(t *testing.T) {
 // commonly holds a whole /64.
 func TestLoginAttemptsCountedPerSourceNetwork(t *testing.T) {
 	for ip, want := range map[string]string{"203.0.113.9": "203.0.113.9", "2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
-		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64", "::ffff:203.0.113.9": "::ffff:203.0.113.9", "junk": "junk"} {
+		"2001:db8:1:2:ffff::1": "2001:db8:1:2::/64", "::ffff:203.0.113.9": "203.0.113.9", "junk": "junk"} {
 		if got := sourceNet(ip); got != want {
 			t.Errorf("sourceNet(%q) = %q, want %q", ip, got, want)
 		}
