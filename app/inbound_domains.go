@@ -55,7 +55,9 @@ func (a *App) InboundRecords(d storage.InboundDomain) []InboundRecord {
 	mx := InboundRecord{Type: "MX", Name: d.Name, Value: host, Priority: 10, Purpose: PurposeInboundMX, Status: RecordPending, Found: d.MXFound}
 	txt := InboundRecord{Type: "TXT", Name: InboundTokenLabel + "." + d.Name, Value: InboundTokenPrefix + d.Token,
 		Purpose: PurposeInboundToken, Status: RecordPending}
-	if d.LastCheckedAt != nil && d.CheckError == "" {
+	// A failed check changes nothing: the statuses are what the last check
+	// that completed its lookups found.
+	if d.FoundAt != nil || d.LastCheckedAt != nil && d.CheckError == "" {
 		mx.Status, txt.Status = RecordMissing, RecordMissing
 		if mxPointsHere(d.MXFound, host) {
 			mx.Status = RecordVerified
@@ -219,6 +221,7 @@ func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (
 		}
 		d.LastCheckedAt, d.CheckError = &now, checkErr
 		if checkErr == "" {
+			d.FoundAt = &now
 			d.MXFound = nil
 			for _, mx := range mxs {
 				d.MXFound = append(d.MXFound, strings.ToLower(strings.TrimSuffix(mx.Host, ".")))
@@ -248,7 +251,7 @@ func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (
 				return Conflict("the domain " + d.Name + " is already a verified inbound domain of another account")
 			}
 			holder.Status, holder.TXTFound, holder.CheckError = storage.InboundFailed, false, ""
-			holder.MXFound, holder.LastCheckedAt = d.MXFound, &now
+			holder.MXFound, holder.LastCheckedAt, holder.FoundAt = d.MXFound, &now, &now
 			if err := tx.UpdateInboundDomain(holder); err != nil {
 				return err
 			}

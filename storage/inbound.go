@@ -25,6 +25,11 @@ type InboundDomain struct {
 	CreatedAt     time.Time  `json:"created_at"`
 	VerifiedAt    *time.Time `json:"verified_at,omitempty"`
 	LastCheckedAt *time.Time `json:"last_checked_at,omitempty"`
+	// FoundAt is when a check last completed its lookups (MXFound and
+	// TXTFound are what it found): a check that failed (a timeout,
+	// SERVFAIL) leaves them, and this, as they were. Nil for records
+	// written before it was kept: their last check, when it succeeded.
+	FoundAt *time.Time `json:"found_at,omitempty"`
 }
 
 // InboundRoute sends mail for Pattern (a local part, or "*") at one of an

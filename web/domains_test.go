@@ -67,6 +67,10 @@ func TestDomainLifecycleOverHTTP(t *testing.T) {
 	if next == nil || next["active"] != false || !strings.Contains(next["value"].(string), "k=ed25519") {
 		t.Fatalf("rotation records: %v", rot["records"])
 	}
+	// dkim_algorithm is the newest key's while the old one still signs.
+	if rot["dkim_algorithm"] != "ed25519" || rot["dkim_selector"] != key["selector"] {
+		t.Errorf("during the rotation: dkim_algorithm %v, dkim_selector %v (signing %v)", rot["dkim_algorithm"], rot["dkim_selector"], key["selector"])
+	}
 	e.do("POST", "/v1/domains/"+id+"/dkim/rotate", e.key, nil).want(t, 409, "CONFLICT")
 	e.zone.TXT(next["name"].(string), next["value"].(string))
 	v = e.do("POST", "/v1/domains/"+id+"/verify", e.key, nil).want(t, 200).json(t)

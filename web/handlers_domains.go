@@ -49,9 +49,8 @@ func (s *Server) viewDomain(d storage.Domain) domainView {
 		DKIMAlgorithm: d.DKIMKeys[len(d.DKIMKeys)-1].Algorithm, CreatedAt: d.CreatedAt.UTC(),
 		VerifiedAt: utc(d.VerifiedAt), LastCheckedAt: utc(d.LastCheckedAt), CheckError: optional(d.CheckError),
 		NextCheckAt: utc(d.NextCheckAt), Records: []dnsRecordView{}}
-	if sel, key, ok := app.SigningKey(d); ok {
-		v.DKIMSelector = &sel
-		v.DKIMAlgorithm = key.Algorithm
+	if sel, _, ok := app.SigningKey(d); ok {
+		v.DKIMSelector = &sel // dkim_algorithm stays the newest key's, as documented
 	}
 	for _, r := range s.app.Records(d) {
 		rv := dnsRecordView{Type: r.Type, Name: r.Name, Value: r.Value, Purpose: r.Purpose, Required: r.Required,

@@ -196,6 +196,15 @@ func TestInboundMailReachesTheRoutesWebhook(t *testing.T) {
 		v["records"].([]any)[1].(map[string]any)["status"] != "missing" {
 		t.Fatalf("verified on the MX alone: %v", v)
 	}
+	// A lookup that fails changes nothing but check_error: the records
+	// keep what the last completed check found.
+	e.zone.ServFail("_mailbolt.in.acme.test", true)
+	v = e.do("POST", "/v1/inbound/domains/"+id+"/verify", e.key, nil).want(t, 200).json(t)
+	if v["check_error"] == nil || v["status"] != "pending" || v["records"].([]any)[0].(map[string]any)["status"] != "verified" ||
+		v["records"].([]any)[1].(map[string]any)["status"] != "missing" {
+		t.Fatalf("after a SERVFAIL: %v", v)
+	}
+	e.zone.ServFail("_mailbolt.in.acme.test", false)
 	e.zone.TXT("_mailbolt.in.acme.test", txt["value"].(string))
 	if v := e.do("POST", "/v1/inbound/domains/"+id+"/verify", e.key, nil).want(t, 200).json(t); v["status"] != "verified" {
 		t.Fatalf("MX and token published: %v", v)
