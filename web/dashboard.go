@@ -136,7 +136,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) bool {
 func (s *Server) dashboardMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	assets, _ := fs.Sub(dashboardFiles, "dashboard/assets")
-	files := http.StripPrefix("/dashboard/assets/", http.FileServerFS(assets))
+	files := http.StripPrefix(dashboardAssets, http.FileServerFS(assets))
 	mux.HandleFunc("GET /dashboard/assets/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		files.ServeHTTP(w, r)
@@ -188,6 +188,9 @@ func (s *Server) dashboardMux() *http.ServeMux {
 }
 
 // render writes a page with status.
+// dashboardAssets is where the dashboard's embedded files are served.
+const dashboardAssets = "/dashboard/assets/"
+
 func (s *Server) render(w http.ResponseWriter, status int, name string, p page) {
 	noCache(w.Header())
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

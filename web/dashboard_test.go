@@ -556,6 +556,12 @@ func TestInvitationAcceptSetsThePassword(t *testing.T) {
 	b = e.browser()
 	wantStatus(t, "accepting with a password", b.do("POST", "/v1/team/accept/"+token, url.Values{"password": {goodPassword}}), 200)
 	wantRedirect(t, "the new member logs in", b.login("new@example.com", goodPassword), "/dashboard/")
+	// The link posted again answers a page too: 409, saying why, no form.
+	again := e.browser().do("POST", "/v1/team/accept/"+token, url.Values{"password": {"another long password"}})
+	if again.StatusCode != 409 || !strings.HasPrefix(again.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(again.body, "accepted already") || strings.Contains(again.body, "<form") {
+		t.Errorf("the accept link posted again: %d %s\n%s", again.StatusCode, again.Header.Get("Content-Type"), again.body)
+	}
 	home := b.get("/dashboard/")
 	if !strings.Contains(home.body, "as developer") {
 		t.Errorf("the new member's overview: %s", home.body)
@@ -743,4 +749,24 @@ func TestInvitationAcceptPageOfAnExpiredInvitation(t *testing.T) {
 	if page := b.get("/v1/team/accept/" + again["accept_token"].(string)); page.StatusCode != 200 {
 		t.Errorf("the new invitation's page: %d %s", page.StatusCode, page.body)
 	}
+}
+
+// Over the per-IP limit, a dashboard page answers a page (429, with
+// Retry-After), not the API's JSON; the dashboard's own files are not
+// counted, so the style sheet and scripts a page loads do not use it up.
+func TestDashboardOverTheIPLimit(t *testing.T) {
+	e := newEnv(t, dashConfig(func(c *Config) { c.IPRateLimit = 2 }))
+	b := e.browser()
+	for range 10 {
+		wantStatus(t, "the style sheet", b.get("/dashboard/assets/style.css"), 200)
+	}
+	wantStatus(t, "a page", b.get("/dashboard/login"), 200)
+	wantStatus(t, "a second page", b.get("/dashboard/login"), 200)
+	p := b.get("/dashboard/login")
+	if p.StatusCode != 429 || !strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") || p.Header.Get("Retry-After") == "" ||
+		!strings.Contains(p.body, "Too many requests from your address") {
+		t.Errorf("a third page in the second: %d %s %q\n%s", p.StatusCode, p.Header.Get("Content-Type"), p.Header.Get("Retry-After"), p.body)
+	}
+	// The API keeps its JSON answer.
+	e.do("GET", "/v1/openapi.json", "", nil).want(t, 429, "RATE_LIMIT_EXCEEDED")
 }

@@ -108,11 +108,13 @@ func (s *Server) acceptForm(w http.ResponseWriter, r *http.Request, c *call) {
 }
 
 // acceptFailed answers an invitation that cannot be accepted: an expired
-// one with the page saying so (410), anything else in the error envelope.
+// one (410) or one that cannot take what was sent (409: accepted already,
+// or a password for a person who has one) with a page saying so, anything
+// else in the error envelope.
 func (s *Server) acceptFailed(w http.ResponseWriter, r *http.Request, err error) {
 	var ae *app.Error
-	if errors.As(err, &ae) && ae.Code == app.CodeGone {
-		s.acceptPage(w, http.StatusGone, acceptData{Error: ae.Message, Closed: true})
+	if errors.As(err, &ae) && (ae.Code == app.CodeGone || ae.Code == app.CodeConflict) {
+		s.acceptPage(w, ae.Status(), acceptData{Error: ae.Message, Closed: true})
 		return
 	}
 	s.writeError(w, r, err)

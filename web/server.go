@@ -195,6 +195,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.plainHTTP(rw, r) {
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, dashboardAssets) && s.dashboard(rw, r) {
+		// The dashboard's style sheet, scripts and icon: embedded files,
+		// cheap to serve, loaded by every page. Counting them against the
+		// per-IP limit made a few page views a second hit it.
+		return
+	}
 
 	id.principal, id.err = s.app.Authenticate(r.Header.Get("X-API-Key"))
 	var q quota
@@ -241,6 +247,12 @@ func rateHeaders(h http.Header, q quota) {
 // overLimit answers 429 RATE_LIMIT_EXCEEDED for quota q.
 func (s *Server) overLimit(w http.ResponseWriter, r *http.Request, q quota) {
 	w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
+	if strings.HasPrefix(r.URL.Path, "/dashboard/") {
+		// A person's browser: a page, not the API's JSON.
+		s.render(w, http.StatusTooManyRequests, "error", page{Title: "Too many requests",
+			Error: fmt.Sprintf("Too many requests from your address (more than %d a second): wait a moment and reload.", q.limit)})
+		return
+	}
 	s.writeError(w, r, app.NewError(app.CodeRateLimitExceeded,
 		fmt.Sprintf("rate limit of %d requests per second exceeded", q.limit)))
 }
