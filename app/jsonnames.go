@@ -6,13 +6,13 @@ import (
 	"fmt"
 )
 
-// repeatedName finds a name that appears twice in one object of the JSON
+// RepeatedName finds a name that appears twice in one object of the JSON
 // value data, at any depth, and returns where: "a", "a.b", "list[2].c".
 // Request bodies refuse a repeated name (docs/errors.md, "Strict JSON");
 // this holds a free-form object such as metadata to the same rule. data
 // is valid JSON (the caller has decoded it): for anything else the answer
 // means nothing.
-func repeatedName(data []byte) (path string, found bool) {
+func RepeatedName(data []byte) (path string, found bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	path, found, err := walkNames(dec, "")
 	return path, found && err == nil

@@ -15,7 +15,7 @@ func TestRepeatedName(t *testing.T) {
 		{`{"a":"{\"b\":1,\"b\":2}"}`, ""}, // inside a string
 		{`{"a":1,"b"`, ""},                // not JSON
 	} {
-		path, found := repeatedName([]byte(c.data))
+		path, found := RepeatedName([]byte(c.data))
 		if path != c.path || found != (c.path != "") {
 			t.Errorf("%s: %q %v, want %q", c.data, path, found, c.path)
 		}

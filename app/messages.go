@@ -341,7 +341,7 @@ func checkLabels(in MessageInput) error {
 		if err := json.Unmarshal(in.Metadata, &obj); err != nil || obj == nil {
 			return Validation("metadata", "must be a JSON object")
 		}
-		if path, found := repeatedName(in.Metadata); found {
+		if path, found := RepeatedName(in.Metadata); found {
 			// encoding/json keeps the last value: the first would be lost.
 			return Validation("metadata."+path, "appears more than once")
 		}

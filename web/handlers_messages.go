@@ -43,6 +43,27 @@ func (l *addressList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// templateDataField is the template_data object: free-form, but each name
+// once in each of its objects, as everywhere in a request (encoding/json
+// would keep the last value of a repeat and lose the first).
+type templateDataField map[string]any
+
+func (t *templateDataField) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*t = nil
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	if path, found := app.RepeatedName(b); found {
+		return app.Validation(path, "appears more than once")
+	}
+	*t = m
+	return nil
+}
+
 // headerFields is the headers object: name to value, each name once in
 // any case (header names are case-insensitive: a repeat would silently
 // lose a value, or send the field twice), each value a string.
@@ -194,7 +215,7 @@ type messageRequest struct {
 	Attachments     []attachmentRequest `json:"attachments"`
 	TemplateID      string              `json:"template_id"`
 	TemplateVersion int                 `json:"template_version"`
-	TemplateData    map[string]any      `json:"template_data"`
+	TemplateData    templateDataField   `json:"template_data"`
 	SendAt          *time.Time          `json:"send_at"`
 	CampaignID      string              `json:"campaign_id"`
 	Metadata        json.RawMessage     `json:"metadata"`

@@ -151,8 +151,8 @@ func (s *Server) listTemplateVersions(w http.ResponseWriter, r *http.Request, c 
 }
 
 type renderRequest struct {
-	Data    map[string]any `json:"data"`
-	Version int            `json:"version"`
+	Data    templateDataField `json:"data"`
+	Version int               `json:"version"`
 }
 
 type renderedView struct {

@@ -114,6 +114,8 @@ func TestMessageRepeatedNames(t *testing.T) {
 		{`"metadata":{"a":[{"b":1},{"b":1,"c":{"d":1,"d":1}}]}`, 400, "metadata.a[1].c.d", "appears more than once"},
 		{`"metadata":{"a":{"b":1},"b":{"a":1}}`, 202, "", ""},
 		{`"tracking":{"opens":true,"opens":false}`, 400, "tracking.opens", "appears more than once"},
+		{`"template_data":{"name":"a","name":"b"}`, 400, "template_data.name", "appears more than once"},
+		{`"template_data":{"a":{"b":1},"c":[{"d":1,"d":2}]}`, 400, "template_data.c[0].d", "appears more than once"},
 	})
 }
 

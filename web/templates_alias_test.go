@@ -28,6 +28,11 @@ func TestTemplateAliasesOverHTTP(t *testing.T) {
 	if r := e.do("POST", "/v1/templates/welcome/render", e.key, `{"data":{"name":"Ann"}}`).want(t, 200).json(t); r["subject"] != "Hi Ann" {
 		t.Errorf("render by alias %v", r)
 	}
+	// A name repeated in the data is refused, not rendered with the last.
+	r := e.do("POST", "/v1/templates/welcome/render", e.key, `{"data":{"name":"Ann","name":"Bob"}}`).want(t, 400, "VALIDATION_ERROR")
+	if f := r.json(t)["error"].(map[string]any)["details"].(map[string]any)["field"]; f != "data.name" {
+		t.Errorf("a repeated name in the render's data: field %v", f)
+	}
 	e.do("GET", "/v1/templates/welcome/versions", e.key, nil).want(t, 200)
 
 	sentWith := func(ref string) string {
