@@ -219,6 +219,9 @@ func (a *App) VerifyInboundDomain(ctx context.Context, p Principal, id string) (
 		if d, err = tx.InboundDomain(p.Account.ID, id); err != nil {
 			return err
 		}
+		if d.FoundAt == nil && d.LastCheckedAt != nil && d.CheckError == "" {
+			d.FoundAt = d.LastCheckedAt // a record from before found_at: its last check completed
+		}
 		d.LastCheckedAt, d.CheckError = &now, checkErr
 		if checkErr == "" {
 			d.FoundAt = &now

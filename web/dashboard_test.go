@@ -767,6 +767,28 @@ func TestDashboardOverTheIPLimit(t *testing.T) {
 		!strings.Contains(p.body, "Too many requests from your address") {
 		t.Errorf("a third page in the second: %d %s %q\n%s", p.StatusCode, p.Header.Get("Content-Type"), p.Header.Get("Retry-After"), p.body)
 	}
+	// With the headers of every dashboard page.
+	if p.Header.Get("Content-Security-Policy") == "" || p.Header.Get("Referrer-Policy") == "" || p.Header.Get("X-Frame-Options") == "" {
+		t.Errorf("the 429 page lacks the dashboard's headers: %v", p.Header)
+	}
 	// The API keeps its JSON answer.
 	e.do("GET", "/v1/openapi.json", "", nil).want(t, 429, "RATE_LIMIT_EXCEEDED")
+}
+
+// A password sent with an invitation for a person who has one already is
+// a 409 page that offers the accept button again, without the password
+// field: accepting as they are works from there.
+func TestInvitationOfAPersonWithAPassword(t *testing.T) {
+	e := newEnv(t, dashConfig(nil))
+	e.person(e.acct, "has@example.com", "viewer")
+	_, otherKey := e.account("other", "enterprise", 1000)
+	token := e.do("POST", "/v1/team/invite", otherKey, map[string]string{"email": "has@example.com", "role": "developer"}).
+		want(t, 201).json(t)["accept_token"].(string)
+	b := e.browser()
+	p := b.do("POST", "/v1/team/accept/"+token, url.Values{"password": {"a different long password"}})
+	if p.StatusCode != 409 || !strings.Contains(p.body, "password already") || !strings.Contains(p.body, "<form") ||
+		strings.Contains(p.body, `name="password"`) {
+		t.Errorf("a password for a person who has one: %d\n%s", p.StatusCode, p.body)
+	}
+	wantStatus(t, "accepting without one", b.do("POST", "/v1/team/accept/"+token, url.Values{}), 200)
 }

@@ -81,7 +81,9 @@ func (h *headerFields) UnmarshalJSON(b []byte) error {
 	// The usual object (string values, each name once) decodes in one
 	// pass; anything else is taken apart below to say what is wrong.
 	var fast map[string]string
-	if n, strs := flatNames(b); strs && json.Unmarshal(b, &fast) == nil && len(fast) == n && !repeatedFold(fast) {
+	// repeatedFold compares pairs: only for as many names as a message may
+	// have; more go the linear way below (and are refused by the count).
+	if n, strs := flatNames(b); strs && n <= app.MaxHeaders && json.Unmarshal(b, &fast) == nil && len(fast) == n && !repeatedFold(fast) {
 		*h = fast
 		return nil
 	}
@@ -146,9 +148,9 @@ func flatNames(b []byte) (n int, strs bool) {
 	return n, true
 }
 
-// repeatedFold reports whether two names of m differ in case alone. A
-// message has at most a few dozen headers: comparing each pair costs less
-// than building a set of lower-cased names.
+// repeatedFold reports whether two names of m differ in case alone. m has
+// at most app.MaxHeaders names (the caller sees to it): comparing each
+// pair costs less than building a set of lower-cased names.
 func repeatedFold(m map[string]string) bool {
 	var buf [64]string
 	names := buf[:0]

@@ -146,6 +146,12 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request, c *cal
 			s.acceptPage(w, http.StatusBadRequest, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message})
 			return
 		}
+		if m, err := s.app.Invitee(token); err == nil && m.Status != "active" && errors.As(e, &ae) && ae.Code == app.CodeConflict {
+			// A password sent for a person who has one: the form again,
+			// without the field, so they can accept as they are.
+			s.acceptPage(w, http.StatusConflict, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message, HasPassword: true})
+			return
+		}
 		s.acceptFailed(w, r, e)
 		return
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -108,6 +109,10 @@ func TestMessageRepeatedNames(t *testing.T) {
 		{`"headers":{"X-Tag":"a","x-tag":"b"}`, 400, "headers.x-tag", "appears more than once (header names are case-insensitive)"},
 		{`"headers":{"X-A":"a:b\\\":\"c","X-B":"2"}`, 202, "", ""},
 		{`"headers":{"X-A":"1","X-A":"1"}`, 400, "headers.X-A", "appears more than once"},
+		// More names than a message may have go the linear way: a repeat
+		// is still found, and otherwise the count refuses them.
+		{`"headers":{` + manyHeaders(60) + `,"x-h0":"again"}`, 400, "headers.x-h0", "appears more than once (header names are case-insensitive)"},
+		{`"headers":{` + manyHeaders(60) + `}`, 400, "headers", "at most 50 headers"},
 		{`"headers":{"X-A":null}`, 400, "headers.X-A", "must not be null"},
 		{`"metadata":{"a":1,"a":2}`, 400, "metadata.a", "appears more than once"},
 		{`"metadata":{"a":{"b":1,"b":1}}`, 400, "metadata.a.b", "appears more than once"},
@@ -189,4 +194,17 @@ func TestBatchSizeErrors(t *testing.T) {
 			t.Errorf("batch item %s: %s", item, r.body)
 		}
 	}
+}
+
+// manyHeaders is n distinct header fields, X-H0 to X-H<n-1>, without the
+// braces.
+func manyHeaders(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"X-H%d":"v"`, i)
+	}
+	return b.String()
 }

@@ -248,7 +248,9 @@ func rateHeaders(h http.Header, q quota) {
 func (s *Server) overLimit(w http.ResponseWriter, r *http.Request, q quota) {
 	w.Header().Set("Retry-After", strconv.FormatInt(max(1, q.reset-s.app.Now().Unix()), 10))
 	if strings.HasPrefix(r.URL.Path, "/dashboard/") {
-		// A person's browser: a page, not the API's JSON.
+		// A person's browser: a page, not the API's JSON, with the
+		// dashboard's headers (CSP, Referrer-Policy, …) as every page.
+		dashboardHeaders(w.Header())
 		s.render(w, http.StatusTooManyRequests, "error", page{Title: "Too many requests",
 			Error: fmt.Sprintf("Too many requests from your address (more than %d a second): wait a moment and reload.", q.limit)})
 		return
