@@ -35,6 +35,9 @@ func (l *addressList) UnmarshalJSON(b []byte) error {
 	}
 	many := make([]string, len(items))
 	for i, item := range items {
+		if string(item) == "null" { // encoding/json would make it ""
+			return app.Validation(fmt.Sprintf("[%d]", i), "must not be null")
+		}
 		if err := json.Unmarshal(item, &many[i]); err != nil {
 			return app.Validation(fmt.Sprintf("[%d]", i), "must be of type string, not "+jsonKind(item))
 		}

@@ -114,6 +114,7 @@ func TestMessageRepeatedNames(t *testing.T) {
 		{`"headers":{` + manyHeaders(60) + `,"x-h0":"again"}`, 400, "headers.x-h0", "appears more than once (header names are case-insensitive)"},
 		{`"headers":{` + manyHeaders(60) + `}`, 400, "headers", "at most 50 headers"},
 		{`"headers":{"X-A":null}`, 400, "headers.X-A", "must not be null"},
+		{`"cc":["ann@example.com",null]`, 400, "cc[1]", "must not be null"},
 		{`"metadata":{"a":1,"a":2}`, 400, "metadata.a", "appears more than once"},
 		{`"metadata":{"a":{"b":1,"b":1}}`, 400, "metadata.a.b", "appears more than once"},
 		{`"metadata":{"a":[{"b":1},{"b":1,"c":{"d":1,"d":1}}]}`, 400, "metadata.a[1].c.d", "appears more than once"},
