@@ -142,15 +142,17 @@ func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request, c *cal
 	m, e := s.app.AcceptInvitation(token, password, clientIP(r))
 	if e != nil {
 		var ae *app.Error
-		if m, err := s.app.Invitee(token); err == nil && errors.As(e, &ae) && ae.Code == app.CodeValidation {
-			s.acceptPage(w, http.StatusBadRequest, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message})
-			return
-		}
-		if m, err := s.app.Invitee(token); err == nil && m.Status != "active" && errors.As(e, &ae) && ae.Code == app.CodeConflict {
-			// A password sent for a person who has one: the form again,
-			// without the field, so they can accept as they are.
-			s.acceptPage(w, http.StatusConflict, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message, HasPassword: true})
-			return
+		if m, err := s.app.Invitee(token); err == nil && errors.As(e, &ae) {
+			switch {
+			case ae.Code == app.CodeValidation:
+				s.acceptPage(w, http.StatusBadRequest, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message})
+				return
+			case ae.Code == app.CodeConflict && m.Status != "active":
+				// A password sent for a person who has one: the form
+				// again, without the field, so they can accept as they are.
+				s.acceptPage(w, http.StatusConflict, acceptData{Email: m.Email, Role: m.Role, Error: ae.Message, HasPassword: true})
+				return
+			}
 		}
 		s.acceptFailed(w, r, e)
 		return
