@@ -222,6 +222,37 @@ func TestGraderInvalidInput(t *testing.T) {
 	}
 }
 
+// TestGraderRepeatedHeader: a header name given twice in a submission's
+// headers, in any letter case, is refused naming it, with the reasons of
+// POST /v1/messages (the same decoding) under the grader's code, not kept
+// with one of its values lost. A check has no headers field at all.
+func TestGraderRepeatedHeader(t *testing.T) {
+	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit = 100 }), nil)
+	for _, c := range []struct{ headers, field, reason string }{
+		{`{"Subject":"a","subject":"b"}`, "headers.subject", "appears more than once (header names are case-insensitive)"},
+		{`{"X-A":"1","X-A":"2"}`, "headers.X-A", "appears more than once"},
+		{`{"List-Unsubscribe":"<https://good.test/u/1>","LIST-UNSUBSCRIBE":"<https://good.test/u/2>"}`,
+			"headers.LIST-UNSUBSCRIBE", "appears more than once (header names are case-insensitive)"},
+		{`{"X-A":null}`, "headers.X-A", "must not be null"},
+	} {
+		body := `{"from":"news@good.test","to":"someone@example.test","subject":"hi","body_text":"hello","headers":` + c.headers + `}`
+		r := e.do("POST", "/v1/grader/submit", e.key, body).want(t, 400, "INVALID_INPUT")
+		if d := errDetails(t, r); d["field"] != c.field || d["reason"] != c.reason {
+			t.Errorf("%s: field %q reason %q, want %q %q", c.headers, d["field"], d["reason"], c.field, c.reason)
+		}
+	}
+	e.do("POST", "/v1/grader/submit", e.key, `{"from":"news@good.test","subject":"hi","body_text":"hello",`+
+		`"headers":{"X-A":"1","X-B":"2"}}`).want(t, 201)
+	r := e.do("POST", "/v1/grader/check", "", `{"domain":"good.test","headers":{"Subject":"a","subject":"b"}}`).want(t, 400, "INVALID_INPUT")
+	if d := errDetails(t, r); d["field"] != "headers" || d["reason"] != "unknown field" {
+		t.Errorf("check with headers: details %v, want field headers, unknown field", d)
+	}
+	// Nothing was stored by the refused submissions.
+	if h := e.do("GET", "/v1/grader/history", e.key, nil).want(t, 200).json(t); h["total"] != 1.0 {
+		t.Errorf("total = %v, want 1 (the one accepted submission)", h["total"])
+	}
+}
+
 // GRADER_MAX_BODY_SIZE caps the email's combined body (body_text and raw,
 // in bytes of UTF-8), not the JSON request: the request itself is read
 // under the general cap, as on every route. A check has no email body.

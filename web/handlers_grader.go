@@ -85,16 +85,16 @@ func (s *Server) authHostOK(w http.ResponseWriter, r *http.Request) bool {
 }
 
 type submitRequest struct {
-	From         string            `json:"from"`
-	To           addressList       `json:"to"` // one address or an array, as in the messages API
-	Subject      string            `json:"subject"`
-	BodyText     string            `json:"body_text"`
-	Headers      map[string]string `json:"headers"`
-	Selectors    []string          `json:"selectors"`
-	SenderIP     string            `json:"sender_ip"`
-	HELOHostname string            `json:"helo_hostname"`
-	MailFrom     string            `json:"mail_from"`
-	Raw          string            `json:"raw"`
+	From         string       `json:"from"`
+	To           addressList  `json:"to"` // one address or an array, as in the messages API
+	Subject      string       `json:"subject"`
+	BodyText     string       `json:"body_text"`
+	Headers      headerFields `json:"headers"` // as in the messages API: each name once, in any case
+	Selectors    []string     `json:"selectors"`
+	SenderIP     string       `json:"sender_ip"`
+	HELOHostname string       `json:"helo_hostname"`
+	MailFrom     string       `json:"mail_from"`
+	Raw          string       `json:"raw"`
 }
 
 // submitBodySize is the combined body that GRADER_MAX_BODY_SIZE caps (spec

@@ -67,9 +67,10 @@ func (t *templateDataField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// headerFields is the headers object: name to value, each name once in
-// any case (header names are case-insensitive: a repeat would silently
-// lose a value, or send the field twice), each value a string.
+// headerFields is the headers object of a message and of a grader
+// submission: name to value, each name once in any case (header names are
+// case-insensitive: a repeat would silently lose a value, or send the
+// field twice), each value a string.
 type headerFields map[string]string
 
 func (h *headerFields) UnmarshalJSON(b []byte) error {
