@@ -29,21 +29,56 @@ func (l *addressList) UnmarshalJSON(b []byte) error {
 		*l = addressList{one}
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(b, &items); err != nil {
+	if jsonKind(b) != "array" {
 		return app.Validation("", "must be an address or an array of addresses")
 	}
-	many := make([]string, len(items))
-	for i, item := range items {
-		if string(item) == "null" { // encoding/json would make it ""
-			return app.Validation(fmt.Sprintf("[%d]", i), "must not be null")
-		}
-		if err := json.Unmarshal(item, &many[i]); err != nil {
-			return app.Validation(fmt.Sprintf("[%d]", i), "must be of type string, not "+jsonKind(item))
-		}
+	many, err := stringItems(b)
+	if err != nil {
+		return err
 	}
 	*l = many
 	return nil
+}
+
+// tagList is the tags array, whose items are refused as null rather than
+// taken as the "" encoding/json makes of null and refused by the tag rule.
+type tagList []string
+
+func (l *tagList) UnmarshalJSON(b []byte) error {
+	switch kind := jsonKind(b); kind {
+	case "null":
+		*l = nil // none
+		return nil
+	case "array":
+	default:
+		return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[[]string]()}
+	}
+	items, err := stringItems(b)
+	if err != nil {
+		return err
+	}
+	*l = items
+	return nil
+}
+
+// stringItems decodes b, a JSON array, as strings; an item that is null
+// (encoding/json would make it "") or not a string is an error naming it
+// by its index ("[1]"), which fieldError puts the field's name in front of.
+func stringItems(b []byte) ([]string, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil {
+		return nil, err
+	}
+	many := make([]string, len(items))
+	for i, item := range items {
+		if string(item) == "null" {
+			return nil, app.Validation(fmt.Sprintf("[%d]", i), "must not be null")
+		}
+		if err := json.Unmarshal(item, &many[i]); err != nil {
+			return nil, app.Validation(fmt.Sprintf("[%d]", i), "must be of type string, not "+jsonKind(item))
+		}
+	}
+	return many, nil
 }
 
 // templateDataField is the template_data object: free-form, but each name
@@ -225,7 +260,7 @@ type messageRequest struct {
 	SendAt          *time.Time          `json:"send_at"`
 	CampaignID      string              `json:"campaign_id"`
 	Metadata        json.RawMessage     `json:"metadata"`
-	Tags            []string            `json:"tags"`
+	Tags            tagList             `json:"tags"`
 	Tracking        *trackingRequest    `json:"tracking"`
 	IPPool          string              `json:"ip_pool"`
 	Unsubscribe     *bool               `json:"unsubscribe" null:"refuse"` // nil: the stream decides

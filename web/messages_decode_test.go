@@ -58,7 +58,7 @@ func errDetails(t *testing.T, r reply) map[string]any {
 
 // TestMessageNulls holds POST /v1/messages to docs/errors.md's rule: null
 // leaves out a list, an object or a time (and the fields sending.md
-// lists), and is refused anywhere else, booleans included.
+// lists), and is refused anywhere else, booleans and list items included.
 func TestMessageNulls(t *testing.T) {
 	left := []string{"cc", "bcc", "reply_to", "html", "headers", "attachments", "template_data", "send_at", "metadata", "tags", "tracking"}
 	var cases []decodeCase
@@ -69,6 +69,12 @@ func TestMessageNulls(t *testing.T) {
 	for _, f := range []string{"unsubscribe", "require_tls", "stream", "campaign_id", "ip_pool", "template_id", "template_version"} {
 		cases = append(cases, decodeCase{extra: `"` + f + `":null`, status: 400, field: f, reason: "must not be null"})
 	}
+	// A null item of a list of strings is refused as null, not taken as
+	// the "" encoding/json would make of it and refused by the item's rule.
+	cases = append(cases,
+		decodeCase{`"cc":["ann@example.com",null]`, 400, "cc[1]", "must not be null"},
+		decodeCase{`"tags":[null]`, 400, "tags[0]", "must not be null"},
+		decodeCase{`"tags":["a",null]`, 400, "tags[1]", "must not be null"})
 	checkDecode(t, cases)
 }
 
@@ -114,7 +120,6 @@ func TestMessageRepeatedNames(t *testing.T) {
 		{`"headers":{` + manyHeaders(60) + `,"x-h0":"again"}`, 400, "headers.x-h0", "appears more than once (header names are case-insensitive)"},
 		{`"headers":{` + manyHeaders(60) + `}`, 400, "headers", "at most 50 headers"},
 		{`"headers":{"X-A":null}`, 400, "headers.X-A", "must not be null"},
-		{`"cc":["ann@example.com",null]`, 400, "cc[1]", "must not be null"},
 		{`"metadata":{"a":1,"a":2}`, 400, "metadata.a", "appears more than once"},
 		{`"metadata":{"a":{"b":1,"b":1}}`, 400, "metadata.a.b", "appears more than once"},
 		{`"metadata":{"a":[{"b":1},{"b":1,"c":{"d":1,"d":1}}]}`, 400, "metadata.a[1].c.d", "appears more than once"},
