@@ -70,49 +70,6 @@ func TestLimiterAcrossNodes(t *testing.T) {
 	}
 }
 
-// TestLimiterSyncsByItself: on a shared database a node's counts reach
-// the shared counter without anyone asking (the sync timer), and another
-// node then counts them.
-func TestLimiterSyncsByItself(t *testing.T) {
-	apps, c := pgApps(t, 2)
-	a, b := apps[0].NewLimiter("auto"), apps[1].NewLimiter("auto")
-	for range 5 {
-		a.Take("k", 10, time.Hour, c.now())
-	}
-	id, _ := windowOf(c.now(), time.Hour)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n, err := apps[1].db.AddCount("rate:auto:k", id, time.Hour, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the shared count is %d after 30 s, want 5", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	// b learns the total at its first sync, and from then on counts a's.
-	b.Take("k", 10, time.Hour, c.now())
-	for {
-		b.mu.Lock()
-		shared := b.windows["k"].shared
-		b.mu.Unlock()
-		if shared == 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("b's view of the total is %d after 30 s, want 6", shared)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if q := b.Take("k", 10, time.Hour, c.now()); q.Remaining != 3 {
-		t.Errorf("b's seventh request across nodes: %+v, want 3 remaining", q)
-	}
-}
-
 // TestLimiterEmbedded: on the embedded engine a Limiter counts in memory
 // only, and never schedules a sync. (So it stays on that engine when the
 // suite runs on PostgreSQL.)
