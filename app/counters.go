@@ -2,8 +2,6 @@ package app
 
 import (
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"mailbolt/storage"
@@ -45,10 +43,6 @@ func (a *App) Attempt(name string, limit int, span time.Duration) (Quota, error)
 	return q, nil
 }
 
-// LimitSync is how often a node sends its rate-limit counts to the
-// database and reads the other nodes' (when the database is shared).
-const LimitSync = 50 * time.Millisecond
-
 // Limiter counts requests per caller in fixed windows (a key or a source
 // IP may make limit requests per span) without a database round trip on
 // the request's path. Each node counts what it admits; when the database
@@ -61,19 +55,12 @@ const LimitSync = 50 * time.Millisecond
 // trip). A node never refuses before the total it knows of reaches limit.
 // On the embedded engine it only counts in memory.
 type Limiter struct {
-	prefix   string
-	add      func([]storage.Count) ([]int64, error) // nil: one node, nothing to share
-	interval time.Duration
-	log      *slog.Logger
+	syncer // sends the counts across nodes; its mu guards all below
 
-	mu      sync.Mutex
+	prefix  string
 	windows map[string]*limitWindow
-	dirty   map[string]struct{}         // callers with counts not sent
-	left    []storage.Count             // counts not sent of windows that ended
-	swept   int64                       // the window of the last sweep
-	armed   bool                        // a sync is waiting or running
-	warned  time.Time                   // when a failed sync was last logged
-	after   func(time.Duration, func()) // time.AfterFunc; tests run syncs themselves
+	left    []storage.Count // counts not sent of windows that ended
+	swept   int64           // the window of the last sweep
 }
 
 // limitWindow is one caller's current window on this node.
@@ -93,12 +80,8 @@ const maxLeft = 4096
 // NewLimiter returns a Limiter whose shared counters are named after name
 // ("api-key", "api-ip"…).
 func (a *App) NewLimiter(name string) *Limiter {
-	l := &Limiter{prefix: "rate:" + name + ":", interval: LimitSync, log: a.log,
-		windows: map[string]*limitWindow{}, dirty: map[string]struct{}{},
-		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
-	if a.db.Shared() {
-		l.add = a.db.AddCounts
-	}
+	l := &Limiter{prefix: "rate:" + name + ":", windows: map[string]*limitWindow{}}
+	l.syncer.init(a, l.collect)
 	return l
 }
 
@@ -134,8 +117,7 @@ func (l *Limiter) Take(caller string, limit int, span time.Duration, now time.Ti
 	w.count++
 	q.Remaining, q.Allowed = limit-int(used)-1, true
 	if l.add != nil {
-		l.dirty[caller] = struct{}{}
-		l.arm()
+		l.mark(caller)
 	}
 	return q
 }
@@ -152,27 +134,14 @@ func (l *Limiter) retire(caller string, w *limitWindow) {
 	l.left = append(l.left, storage.Count{Name: l.prefix + caller, Window: w.id, Life: w.span, N: w.count - w.pushed})
 }
 
-// arm schedules a sync unless one is waiting or running.
-func (l *Limiter) arm() {
-	if !l.armed {
-		l.armed = true
-		l.after(l.interval, l.sync)
-	}
-}
-
-// sync sends the counts not sent yet in one batch and takes each
-// caller's total across nodes back.
-func (l *Limiter) sync() {
-	type sent struct {
-		caller string
-		id     int64
-		n      int
-	}
-	l.mu.Lock()
+// collect takes the counts not sent yet: those of windows that ended,
+// then each caller's current window. Those a failed sync could not send
+// are sent by the next; the totals of current windows are read back.
+func (l *Limiter) collect() ([]storage.Count, func([]int64, error) bool) {
 	adds := l.left
 	l.left = nil
 	ended := len(adds)
-	refs := make([]sent, 0, len(l.dirty))
+	refs := make([]sentCount, 0, len(l.dirty))
 	for caller := range l.dirty {
 		w := l.windows[caller]
 		if w == nil {
@@ -181,46 +150,34 @@ func (l *Limiter) sync() {
 		if d := w.count - w.pushed; d > 0 {
 			adds = append(adds, storage.Count{Name: l.prefix + caller, Window: w.id, Life: w.span, N: d})
 			w.pushed = w.count
-			refs = append(refs, sent{caller, w.id, d})
+			refs = append(refs, sentCount{caller, w.id, d})
 		}
 	}
-	clear(l.dirty)
-	l.mu.Unlock()
-
-	totals, err := l.add(adds)
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.armed = false
-	if err != nil {
-		// Send them again next time; meanwhile each node decides alone.
-		if time.Since(l.warned) > time.Minute {
-			l.warned = time.Now()
-			l.log.Warn("rate limits: the counts of the other nodes cannot be read; counting on this node alone meanwhile", "err", err)
-		}
-		for _, c := range adds[:ended] {
-			if len(l.left) < maxLeft {
-				l.left = append(l.left, c)
+	return adds, func(totals []int64, err error) bool {
+		if err != nil {
+			// Send them again next time; meanwhile each node decides alone.
+			for _, c := range adds[:ended] {
+				if len(l.left) < maxLeft {
+					l.left = append(l.left, c)
+				}
+			}
+			for i, r := range refs {
+				if w := l.windows[r.caller]; w != nil && w.id == r.id {
+					w.pushed -= r.n
+					l.dirty[r.caller] = struct{}{}
+				} else if len(l.left) < maxLeft {
+					l.left = append(l.left, adds[ended+i])
+				}
+			}
+		} else {
+			for i, r := range refs {
+				if w := l.windows[r.caller]; w != nil && w.id == r.id {
+					// One sync runs at a time, so the total includes all
+					// this node has pushed for the window.
+					w.shared, w.synced = totals[ended+i], w.pushed
+				}
 			}
 		}
-		for i, r := range refs {
-			if w := l.windows[r.caller]; w != nil && w.id == r.id {
-				w.pushed -= r.n
-				l.dirty[r.caller] = struct{}{}
-			} else if len(l.left) < maxLeft {
-				l.left = append(l.left, adds[ended+i])
-			}
-		}
-	} else {
-		for i, r := range refs {
-			if w := l.windows[r.caller]; w != nil && w.id == r.id {
-				// One sync runs at a time, so the total includes all
-				// this node has pushed for the window.
-				w.shared, w.synced = totals[ended+i], w.pushed
-			}
-		}
-	}
-	if len(l.dirty) > 0 || len(l.left) > 0 {
-		l.arm()
+		return len(l.left) > 0
 	}
 }
