@@ -2,9 +2,7 @@ package app
 
 import (
 	"cmp"
-	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"mailbolt/storage"
@@ -36,17 +34,10 @@ import (
 // it: a caller forgotten so starts afresh, which only someone with more
 // addresses than that in one window can bring about.
 type SlidingLimiter struct {
-	prefix   string
-	add      func([]storage.Count) ([]int64, error) // nil: one node, nothing to share
-	interval time.Duration
-	log      *slog.Logger
-	after    func(time.Duration, func()) // time.AfterFunc; tests run syncs themselves
+	syncer // sends the counts across nodes; its mu guards all below
 
-	mu      sync.Mutex
+	prefix  string
 	callers map[string]*slidingCaller
-	dirty   map[string]struct{} // callers with counts not sent
-	armed   bool                // a sync is waiting or running
-	warned  time.Time           // when a failed sync was last logged
 }
 
 const (
@@ -90,12 +81,8 @@ func (b slidingBucket) others() int { return int(b.shared) - b.synced }
 // NewSlidingLimiter returns a SlidingLimiter whose shared counters are
 // named after name ("grader-ip").
 func (a *App) NewSlidingLimiter(name string) *SlidingLimiter {
-	l := &SlidingLimiter{prefix: "slide:" + name + ":", interval: LimitSync, log: a.log,
-		callers: map[string]*slidingCaller{}, dirty: map[string]struct{}{},
-		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
-	if a.db.Shared() {
-		l.add = a.db.AddCounts
-	}
+	l := &SlidingLimiter{prefix: "slide:" + name + ":", callers: map[string]*slidingCaller{}}
+	l.syncer.init(a, l.collect)
 	return l
 }
 
@@ -151,8 +138,7 @@ func (l *SlidingLimiter) Take(caller string, limit int, span time.Duration, now 
 			c.buckets = append(c.buckets, slidingBucket{id: id})
 		}
 		c.buckets[len(c.buckets)-1].count++
-		l.dirty[caller] = struct{}{}
-		l.arm()
+		l.mark(caller)
 	}
 	q.Allowed, q.Remaining = true, limit-used-1
 	return q
@@ -237,26 +223,13 @@ func (l *SlidingLimiter) makeRoom(t int64) {
 	}
 }
 
-// arm schedules a sync unless one is waiting or running.
-func (l *SlidingLimiter) arm() {
-	if !l.armed {
-		l.armed = true
-		l.after(l.interval, l.sync)
-	}
-}
-
-// sync sends, for each caller with counts not sent, every bucket of its
-// window (what this node admitted since the last sync, or nothing, to
-// read it) in one batch, and takes each bucket's total across nodes back.
-func (l *SlidingLimiter) sync() {
-	type sent struct {
-		caller string
-		id     int64
-		n      int
-	}
-	l.mu.Lock()
+// collect takes, for each caller with counts not sent, every bucket of
+// its window: what this node admitted since the last sync, or nothing, to
+// read it. Each bucket's total across nodes is read back; what a failed
+// sync could not send is sent by the next.
+func (l *SlidingLimiter) collect() ([]storage.Count, func([]int64, error) bool) {
 	var adds []storage.Count
-	var refs []sent
+	var refs []sentCount
 	for caller := range l.dirty {
 		c := l.callers[caller]
 		if c == nil {
@@ -283,48 +256,32 @@ func (l *SlidingLimiter) sync() {
 			d := b.count - b.pushed
 			adds = append(adds, storage.Count{Name: l.prefix + caller, Window: b.id, Life: c.span + time.Duration(width), N: d})
 			b.pushed = b.count
-			refs = append(refs, sent{caller, b.id, d})
+			refs = append(refs, sentCount{caller, b.id, d})
 		}
 		c.buckets = all
 	}
-	clear(l.dirty)
-	l.mu.Unlock()
-
-	var totals []int64
-	var err error
-	if len(adds) > 0 {
-		totals, err = l.add(adds)
-	}
-
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.armed = false
-	for i, r := range refs {
-		c := l.callers[r.caller]
-		if c == nil {
-			continue // forgotten meanwhile
+	return adds, func(totals []int64, err error) bool {
+		for i, r := range refs {
+			c := l.callers[r.caller]
+			if c == nil {
+				continue // forgotten meanwhile
+			}
+			k := slices.IndexFunc(c.buckets, func(b slidingBucket) bool { return b.id == r.id })
+			if k < 0 {
+				continue // left the window meanwhile
+			}
+			b := &c.buckets[k]
+			if err != nil {
+				// Send them again next time; meanwhile the node decides with
+				// what it last read.
+				b.pushed -= r.n
+				l.dirty[r.caller] = struct{}{}
+				continue
+			}
+			// One sync runs at a time, so the total includes all this node
+			// has pushed for the bucket.
+			b.shared, b.synced = totals[i], b.pushed
 		}
-		k := slices.IndexFunc(c.buckets, func(b slidingBucket) bool { return b.id == r.id })
-		if k < 0 {
-			continue // left the window meanwhile
-		}
-		b := &c.buckets[k]
-		if err != nil {
-			// Send them again next time; meanwhile the node decides with
-			// what it last read.
-			b.pushed -= r.n
-			l.dirty[r.caller] = struct{}{}
-			continue
-		}
-		// One sync runs at a time, so the total includes all this node
-		// has pushed for the bucket.
-		b.shared, b.synced = totals[i], b.pushed
-	}
-	if err != nil && time.Since(l.warned) > time.Minute {
-		l.warned = time.Now()
-		l.log.Warn("rate limits: the counts of the other nodes cannot be read; counting on this node alone meanwhile", "err", err)
-	}
-	if len(l.dirty) > 0 {
-		l.arm()
+		return false
 	}
 }
