@@ -92,10 +92,13 @@ var SignedHeaders = []string{
 }
 
 // Sign returns msg with a DKIM-Signature header prepended, using
-// relaxed/relaxed canonicalization and SHA-256.
+// relaxed/relaxed canonicalization and SHA-256. It drives go-msgauth's
+// Signer itself rather than its Sign, which copies the message into a
+// buffer of its own (grown as it goes) to write it out again after the
+// field: msg is in memory already, so the answer is built once, at its
+// final size.
 func Sign(msg []byte, domain, selector string, key crypto.Signer) ([]byte, error) {
-	var out bytes.Buffer
-	err := msgauth.Sign(&out, bytes.NewReader(msg), &msgauth.SignOptions{
+	s, err := msgauth.NewSigner(&msgauth.SignOptions{
 		Domain: domain, Selector: selector, Signer: key, Hash: crypto.SHA256,
 		HeaderCanonicalization: msgauth.CanonicalizationRelaxed,
 		BodyCanonicalization:   msgauth.CanonicalizationRelaxed,
@@ -104,7 +107,16 @@ func Sign(msg []byte, domain, selector string, key crypto.Signer) ([]byte, error
 	if err != nil {
 		return nil, fmt.Errorf("dkim sign: %w", err)
 	}
-	return out.Bytes(), nil
+	defer s.Close()
+	if _, err := s.Write(msg); err != nil {
+		return nil, fmt.Errorf("dkim sign: %w", err)
+	}
+	if err := s.Close(); err != nil {
+		return nil, fmt.Errorf("dkim sign: %w", err)
+	}
+	field := s.Signature()
+	out := make([]byte, 0, len(field)+len(msg))
+	return append(append(out, field...), msg...), nil
 }
 
 // SplitTXT renders a TXT value for pasting into a DNS provider: values of
