@@ -155,6 +155,10 @@
 //	                                                creation-time order, the order of messages/; written and
 //	                                                removed with the message, the status entry moved with its
 //	                                                status; see messages_index.go)
+//	tls_report_retries/                            (schema v18)
+//	    <u64 unix-nanos due><u64 id> -> TLSReportRetry (JSON; a failed TLS report upload to an https: rua,
+//	                                                the gzip report as posted, attempts, first attempt;
+//	                                                earliest first, at most maxPending: tlsretries.go)
 //
 // Secrets are sealed (seal.go; schema v9): DKIM private keys in domains,
 // webhook secrets in webhooks, meta/server_secret, TOTP keys in people. secretClasses

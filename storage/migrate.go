@@ -44,6 +44,7 @@ var migrations = []migration{
 	{15, "dashboard people, password links, sessions, memberships by email, the audit log", plain(migrateDashboard), false},
 	{16, "messages by recipient, tag and campaign, backfilled", plain(migrateMessageIndexes), false},
 	{17, "messages by stream and status, backfilled", plain(migrateMessageStatusIndexes), false},
+	{18, "TLS report uploads waiting for a retry", plain(migrateTLSRetries), false},
 }
 
 func schemaVersion(tx kvTx) int {
@@ -340,6 +341,13 @@ func migrateTransport(tx kvTx) error {
 		}
 	}
 	return nil
+}
+
+// migrateTLSRetries adds the bucket of TLS report uploads to be made
+// again. Failed uploads were dropped before it, so it starts empty.
+func migrateTLSRetries(tx kvTx) error {
+	_, err := tx.CreateBucketIfNotExists(bucketTLSRetries)
+	return err
 }
 
 // migrateDashboard creates the dashboard's buckets and indexes every team

@@ -99,6 +99,7 @@ var (
 	bucketAudit           = []byte("audit")
 	bucketSTSPolicies     = []byte("mta_sts_policies")
 	bucketTLSCounts       = []byte("tls_report_counts")
+	bucketTLSRetries      = []byte("tls_report_retries")
 
 	bucketMessagesByRecipient = []byte("messages_by_recipient")
 	bucketMessagesByTag       = []byte("messages_by_tag")
