@@ -176,6 +176,16 @@ func (s *STS) Upload(ctx context.Context, url string, r Report) error {
 	if err != nil {
 		return err
 	}
+	return s.UploadGzip(ctx, url, gz)
+}
+
+// UploadGzip is Upload of a report already compressed (Report.Gzip): a
+// retry posts the bytes stored at the first attempt. The address guard
+// applies at every connection, to the addresses the rua's host has then.
+func (s *STS) UploadGzip(ctx context.Context, url string, gz []byte) error {
+	if !strings.HasPrefix(strings.ToLower(url), "https://") {
+		return fmt.Errorf("TLS report upload to %s: not an https: address", url)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(gz))
 	if err != nil {
 		return err

@@ -23,7 +23,10 @@ type ReporterOptions struct {
 	// to reach it ("mailto:" and --system-from).
 	Org, Contact string
 	// Mail queues a report to a mailto: address; nil skips those.
-	Mail   func(to string, r Report) error
+	Mail func(to string, r Report) error
+	// Retry schedules the retries of uploads that failed (retry.go);
+	// zero fields take DefaultRetryPolicy's.
+	Retry  RetryPolicy
 	Logger *slog.Logger
 	Now    func() time.Time
 }
@@ -40,6 +43,7 @@ func NewReporter(o ReporterOptions) *Reporter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	o.Retry = o.Retry.withDefaults()
 	return &Reporter{o: o}
 }
 
@@ -54,10 +58,12 @@ const ReportGrace = 10 * time.Minute
 // read with mta/tlspolicy), one report to each of its rua addresses. The
 // counts of those days are then dropped, whether a domain publishes a
 // record or not; a DNS lookup that fails keeps them all for the next run.
-// A delivery that fails is logged and not retried (reports are best
-// effort, RFC 8460 §5).
+// An upload that fails is filed for retry (retry.go) in the transaction
+// that drops the counts; a mailto: report is retried by the delivery
+// queue, and one that cannot be queued is logged and dropped.
 func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
-	today := Day(r.o.Now().Add(-ReportGrace))
+	now := r.o.Now()
+	today := Day(now.Add(-ReportGrace))
 	var counts []storage.TLSCount
 	if err := r.o.DB.View(func(tx *storage.Tx) (err error) { counts, err = tx.TLSCounts(today); return err }); err != nil {
 		return 0, err
@@ -103,7 +109,9 @@ func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
 			}
 		}
 	}
+	var retries []storage.TLSReportRetry // failed uploads, to be filed
 	for _, j := range jobs {
+		var gz []byte // the report as uploaded, compressed once for its https: ruas
 		for _, u := range j.rua {
 			var err error
 			if addr, ok := strings.CutPrefix(u, "mailto:"); ok {
@@ -112,7 +120,15 @@ func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
 				}
 				err = r.o.Mail(addr, j.report)
 			} else if r.o.Uploads != nil {
-				err = r.o.Uploads.Upload(ctx, u, j.report)
+				if gz == nil {
+					gz, err = j.report.Gzip()
+				}
+				if err == nil {
+					if err = r.o.Uploads.UploadGzip(ctx, u, gz); err != nil {
+						retries = r.failedUpload(retries, j.report, u, gz, now, err)
+						continue
+					}
+				}
 			}
 			if err != nil {
 				r.o.Logger.Warn("TLS report not sent", "domain", j.report.Domain(), "rua", u, "err", err)
@@ -121,7 +137,20 @@ func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
 			sent++
 		}
 	}
-	return sent, r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSCounts(today) })
+	var kept int
+	err = r.o.DB.Update(func(tx *storage.Tx) (err error) {
+		if kept, err = tx.AddTLSReportRetries(retries, r.o.Retry.MaxPending); err != nil {
+			return err
+		}
+		return tx.DeleteTLSCounts(today)
+	})
+	if err != nil {
+		return sent, err
+	}
+	for _, rt := range retries[kept:] {
+		r.giveUp(rt, fmt.Sprintf("%d reports already wait for a retry", r.o.Retry.MaxPending), nil)
+	}
+	return sent, nil
 }
 
 // rua returns the report addresses of a domain ("mailto:addr" or an
