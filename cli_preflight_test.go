@@ -55,6 +55,8 @@ func refusedSettings() []struct {
 		// hooks refuses a base delay above its longest wait (1h), which it
 		// learns only once the database is open.
 		{args: []string{"--webhook-base-delay", "2h"}, want: "--webhook-base-delay"},
+		{args: []string{"--tls-report-retry-base", "1h", "--tls-report-retry-max", "1m"}, want: "--tls-report-retry-max"},
+		{args: []string{"--tls-report-retry-pending", "0"}, want: "--tls-report-retry-pending"},
 	}
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {

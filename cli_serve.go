@@ -89,6 +89,9 @@ type serveConfig struct {
 	mtaSTSPort       int
 	tlsRoots         string
 	dnssec           bool
+	// tlsReportRetry schedules the retries of TLS report uploads that
+	// failed (--tls-report-retry-*).
+	tlsReportRetry   transport.RetryPolicy
 	smtpRetryBase    time.Duration
 	smtpRetryMax     time.Duration
 	queueLifetime    time.Duration
@@ -164,6 +167,7 @@ func defaultServeConfig() serveConfig {
 		eventRetention:    ad.EventRetention,
 		mxPort:            md.MXPort,
 		mtaSTSPort:        443,
+		tlsReportRetry:    transport.DefaultRetryPolicy(),
 		smtpRetryBase:     qd.RetryBase,
 		smtpRetryMax:      qd.RetryMax,
 		queueLifetime:     qd.QueueLifetime,
@@ -251,6 +255,10 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&cfg.mtaSTSPort, "mta-sts-port", def.mtaSTSPort, "TCP port of recipient domains' MTA-STS policy hosts (https://mta-sts.<domain>)")
 	f.StringVar(&cfg.tlsRoots, "tls-roots", def.tlsRoots, "PEM file of extra trusted root certificates for MTA-STS policy hosts, MX hosts and the relay (default: the system roots only)")
 	f.BoolVar(&cfg.dnssec, "dnssec", def.dnssec, "enforce DANE (TLSA records) for MX hosts in DNSSEC-signed zones, trusting the AD bit of --dns-server, which must then be a loopback address (a local validating resolver)")
+	f.DurationVar(&cfg.tlsReportRetry.Base, "tls-report-retry-base", def.tlsReportRetry.Base, "delay before the first retry of a TLS report upload (https: rua) that failed; doubles per retry")
+	f.DurationVar(&cfg.tlsReportRetry.Max, "tls-report-retry-max", def.tlsReportRetry.Max, "largest delay between retries of a TLS report upload")
+	f.DurationVar(&cfg.tlsReportRetry.Lifetime, "tls-report-retry-lifetime", def.tlsReportRetry.Lifetime, "how long after its first attempt a TLS report upload is retried; then it is given up")
+	f.IntVar(&cfg.tlsReportRetry.MaxPending, "tls-report-retry-pending", def.tlsReportRetry.MaxPending, "most TLS report uploads waiting for a retry; one that fails beyond it is given up")
 	f.IPNetSliceVar(&cfg.mxAllow, "mx-allow-cidrs", def.mxAllow, "address ranges recipient MX hosts may have even though private or loopback (e.g. 10.0.0.0/8); --relay is never checked")
 	f.DurationVar(&cfg.smtpRetryBase, "smtp-retry-base", def.smtpRetryBase, "delay before the first retry after a temporary SMTP failure; doubles per retry")
 	f.DurationVar(&cfg.smtpRetryMax, "smtp-retry-max", def.smtpRetryMax, "largest delay between SMTP retries")
@@ -336,7 +344,9 @@ func (cfg serveConfig) validate() error {
 	}
 	for name, d := range map[string]time.Duration{"--smtp-retry-base": cfg.smtpRetryBase, "--smtp-retry-max": cfg.smtpRetryMax,
 		"--queue-lifetime": cfg.queueLifetime, "--smtp-connect-timeout": cfg.smtpConnTimeout,
-		"--smtp-command-timeout": cfg.smtpCmdTimeout, "--message-retention": cfg.messageRetention, "--delivery-lease": cfg.deliveryLease} {
+		"--smtp-command-timeout": cfg.smtpCmdTimeout, "--message-retention": cfg.messageRetention, "--delivery-lease": cfg.deliveryLease,
+		"--tls-report-retry-base": cfg.tlsReportRetry.Base, "--tls-report-retry-max": cfg.tlsReportRetry.Max,
+		"--tls-report-retry-lifetime": cfg.tlsReportRetry.Lifetime} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive", name)
 		}
@@ -346,6 +356,12 @@ func (cfg serveConfig) validate() error {
 	}
 	if cfg.smtpRetryMax < cfg.smtpRetryBase {
 		return errors.New("--smtp-retry-max must not be below --smtp-retry-base")
+	}
+	if cfg.tlsReportRetry.Max < cfg.tlsReportRetry.Base {
+		return errors.New("--tls-report-retry-max must not be below --tls-report-retry-base")
+	}
+	if cfg.tlsReportRetry.MaxPending < 1 {
+		return errors.New("--tls-report-retry-pending must be 1 or more")
 	}
 	if cfg.mtaSTSPort < 1 || cfg.mtaSTSPort > 65535 {
 		return errors.New("--mta-sts-port must be a TCP port")

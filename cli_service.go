@@ -333,6 +333,7 @@ func (s *service) run(ctx context.Context) error {
 		workers.Go(func() { s.sts.Run(workerCtx, time.Hour) })
 	}
 	workers.Go(func() { s.reporter.Run(workerCtx, time.Hour) })
+	workers.Go(func() { s.reporter.RunRetries(workerCtx) })
 	go s.inbound.Serve(s.smtpLn)
 	s.serveSubmission()
 	serveErr := make(chan error, 2)
@@ -444,7 +445,8 @@ func (cfg serveConfig) tlsReporter(db *storage.DB, resolver *dns.Resolver, sts *
 			contact = "mailto:" + addr.Address
 		}
 	}
-	o := transport.ReporterOptions{DB: db, Resolver: resolver, Uploads: sts, Org: cfg.hostname, Contact: contact, Logger: log}
+	o := transport.ReporterOptions{DB: db, Resolver: resolver, Uploads: sts, Org: cfg.hostname, Contact: contact,
+		Retry: cfg.tlsReportRetry, Logger: log}
 	if cfg.systemFrom != "" {
 		o.Mail = func(to string, r transport.Report) error {
 			subject := fmt.Sprintf("Report Domain: %s Submitter: %s Report-ID: <%s>", r.Domain(), r.OrganizationName, r.ReportID)
