@@ -57,6 +57,7 @@ func refusedSettings() []struct {
 		{args: []string{"--webhook-base-delay", "2h"}, want: "--webhook-base-delay"},
 		{args: []string{"--tls-report-retry-base", "1h", "--tls-report-retry-max", "1m"}, want: "--tls-report-retry-max"},
 		{args: []string{"--tls-report-retry-pending", "0"}, want: "--tls-report-retry-pending"},
+		{args: []string{"--tls-report-retry-base", "1h", "--tls-report-retry-max", "2h", "--tls-report-retry-lifetime", "30m"}, want: "--tls-report-retry-lifetime"},
 	}
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {

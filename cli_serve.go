@@ -360,6 +360,9 @@ func (cfg serveConfig) validate() error {
 	if cfg.tlsReportRetry.Max < cfg.tlsReportRetry.Base {
 		return errors.New("--tls-report-retry-max must not be below --tls-report-retry-base")
 	}
+	if cfg.tlsReportRetry.Lifetime <= cfg.tlsReportRetry.Base {
+		return errors.New("--tls-report-retry-lifetime must be longer than --tls-report-retry-base, or no upload is ever retried")
+	}
 	if cfg.tlsReportRetry.MaxPending < 1 {
 		return errors.New("--tls-report-retry-pending must be 1 or more")
 	}

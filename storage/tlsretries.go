@@ -20,6 +20,9 @@ type TLSReportRetry struct {
 	Attempts int       `json:"attempts"`  // made so far, the first one included
 	First    time.Time `json:"first"`     // the first attempt: retries stop a lifetime after it
 	Next     time.Time `json:"next"`      // when it is due
+	// LastError is why the latest attempt failed, for the log line that
+	// gives the upload up.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // tlsRetryKey is <u64 unix-nanos due><u64 id>.
@@ -88,13 +91,26 @@ func (tx *Tx) DueTLSReportRetries(now time.Time, max int) ([]TLSReportRetry, err
 func (tx *Tx) TLSReportRetries() int { return tx.bucket(bucketTLSRetries).KeyN() }
 
 // ClaimTLSReportRetry takes retry r, as DueTLSReportRetries listed it,
-// for one attempt: it counts the attempt and makes r due again at next
+// for one attempt: it counts the attempt and makes r due again at until
 // before anything is sent, so an attempt whose outcome is never recorded
 // (the node stopped) is made again then, not at once and not twice at
-// the same time. It returns r as stored now, or ErrNotFound when r is no
-// longer where it was listed (another node claimed it first, or it is
-// gone).
-func (tx *Tx) ClaimTLSReportRetry(r TLSReportRetry, next time.Time) (TLSReportRetry, error) {
+// the same time: until must lie past the longest the attempt can take.
+// It returns r as stored now, or ErrNotFound when r is no longer where it
+// was listed (another node claimed it first, or it is gone).
+func (tx *Tx) ClaimTLSReportRetry(r TLSReportRetry, until time.Time) (TLSReportRetry, error) {
+	return tx.moveTLSRetry(r, until, func(cur *TLSReportRetry) { cur.Attempts++ })
+}
+
+// RetryTLSReportLater makes claimed retry r (as ClaimTLSReportRetry
+// returned it) due at next after its attempt failed with lastErr. It
+// returns r as stored now, or ErrNotFound when r is gone.
+func (tx *Tx) RetryTLSReportLater(r TLSReportRetry, next time.Time, lastErr string) (TLSReportRetry, error) {
+	return tx.moveTLSRetry(r, next, func(cur *TLSReportRetry) { cur.LastError = lastErr })
+}
+
+// moveTLSRetry files r, read again from where it is, under the due time
+// next, changed by change.
+func (tx *Tx) moveTLSRetry(r TLSReportRetry, next time.Time, change func(*TLSReportRetry)) (TLSReportRetry, error) {
 	b := tx.bucket(bucketTLSRetries)
 	key := tlsRetryKey(r.Next, r.ID)
 	v := b.Get(key)
@@ -108,7 +124,7 @@ func (tx *Tx) ClaimTLSReportRetry(r TLSReportRetry, next time.Time) (TLSReportRe
 	if err := b.Delete(key); err != nil {
 		return r, err
 	}
-	cur.Attempts++
+	change(&cur)
 	cur.Next = next
 	return cur, putJSON(b, tlsRetryKey(cur.Next, cur.ID), cur)
 }

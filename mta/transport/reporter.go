@@ -125,7 +125,7 @@ func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
 				}
 				if err == nil {
 					if err = r.o.Uploads.UploadGzip(ctx, u, gz); err != nil {
-						retries = r.failedUpload(retries, j.report, u, gz, now, err)
+						retries = append(retries, r.failedUpload(j.report, u, gz, r.o.Now(), err))
 						continue
 					}
 				}
@@ -137,9 +137,19 @@ func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
 			sent++
 		}
 	}
+	// A report too large to keep is given up at once; so are those past
+	// the cap of retries waiting.
+	var keep, large []storage.TLSReportRetry
+	for _, rt := range retries {
+		if len(rt.Body) > maxRetryBody {
+			large = append(large, rt)
+		} else {
+			keep = append(keep, rt)
+		}
+	}
 	var kept int
 	err = r.o.DB.Update(func(tx *storage.Tx) (err error) {
-		if kept, err = tx.AddTLSReportRetries(retries, r.o.Retry.MaxPending); err != nil {
+		if kept, err = tx.AddTLSReportRetries(keep, r.o.Retry.MaxPending); err != nil {
 			return err
 		}
 		return tx.DeleteTLSCounts(today)
@@ -147,8 +157,16 @@ func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
 	if err != nil {
 		return sent, err
 	}
-	for _, rt := range retries[kept:] {
-		r.giveUp(rt, fmt.Sprintf("%d reports already wait for a retry", r.o.Retry.MaxPending), nil)
+	for _, rt := range keep[:kept] {
+		r.notSent(rt, rt.Next)
+	}
+	for _, rt := range keep[kept:] {
+		r.notSent(rt, time.Time{})
+		r.giveUp(rt, fmt.Sprintf("%d reports already wait for a retry", r.o.Retry.MaxPending))
+	}
+	for _, rt := range large {
+		r.notSent(rt, time.Time{})
+		r.giveUp(rt, fmt.Sprintf("the report is over %d bytes", maxRetryBody))
 	}
 	return sent, nil
 }

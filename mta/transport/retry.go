@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"mailbolt/storage"
@@ -86,21 +85,29 @@ const (
 	maxRetryBody = 1 << 20
 	// retryBatch is how many due retries one round lists.
 	retryBatch = 100
+	// attemptLimit bounds one retry's upload (the upload client's own
+	// timeout is shorter, a minute), and claimHold is how long a claim
+	// keeps a retry from every other round: longer than any attempt, so a
+	// slow one is never made twice at the same time, and its outcome is
+	// recorded under the claim it made.
+	attemptLimit = 2 * time.Minute
+	claimHold    = attemptLimit + 30*time.Second
 )
 
-// failedUpload adds to retries the first upload of report rep (gz) to
-// url, which failed at now with err, due again after Delay(1); a report
-// too large to keep is given up instead.
-func (r *Reporter) failedUpload(retries []storage.TLSReportRetry, rep Report, url string, gz []byte, now time.Time, err error) []storage.TLSReportRetry {
-	rt := storage.TLSReportRetry{URL: url, Domain: rep.Domain(), ReportID: rep.ReportID, Body: gz,
-		Attempts: 1, First: now, Next: now.Add(r.o.Retry.Delay(1))}
-	if len(gz) > maxRetryBody {
-		r.giveUp(rt, fmt.Sprintf("the report is over %d bytes", maxRetryBody), err)
-		return retries
+// failedUpload is the retry of the first upload of report rep (gz) to
+// url, which failed at now with err, due again after Delay(1).
+func (r *Reporter) failedUpload(rep Report, url string, gz []byte, now time.Time, err error) storage.TLSReportRetry {
+	return storage.TLSReportRetry{URL: url, Domain: rep.Domain(), ReportID: rep.ReportID, Body: gz,
+		Attempts: 1, First: now, Next: now.Add(r.o.Retry.Delay(1)), LastError: err.Error()}
+}
+
+// notSent logs one failed attempt of d; retryAt is zero when none follows.
+func (r *Reporter) notSent(d storage.TLSReportRetry, retryAt time.Time) {
+	args := []any{"domain", d.Domain, "rua", d.URL, "report_id", d.ReportID, "attempts", d.Attempts}
+	if !retryAt.IsZero() {
+		args = append(args, "retry_at", retryAt)
 	}
-	r.o.Logger.Warn("TLS report not sent", "domain", rt.Domain, "rua", url, "report_id", rt.ReportID, "attempts", 1,
-		"retry_at", rt.Next, "err", err)
-	return append(retries, rt)
+	r.o.Logger.Warn("TLS report not sent", append(args, "err", d.LastError)...)
 }
 
 // RetryDue makes the retries that are due, one at a time: sent counts the
@@ -145,47 +152,55 @@ func (r *Reporter) retry(ctx context.Context, d storage.TLSReportRetry) (ok, gav
 		if err := r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSReportRetry(d) }); err != nil {
 			return false, false, err
 		}
-		r.giveUp(d, reason, nil)
+		r.giveUp(d, reason)
 		return false, true, nil
 	}
-	next := now.Add(p.Delay(d.Attempts + 1))
 	var c storage.TLSReportRetry
-	err = r.o.DB.Update(func(tx *storage.Tx) (err error) { c, err = tx.ClaimTLSReportRetry(d, next); return err })
+	err = r.o.DB.Update(func(tx *storage.Tx) (err error) { c, err = tx.ClaimTLSReportRetry(d, now.Add(claimHold)); return err })
 	if errors.Is(err, storage.ErrNotFound) {
 		return false, false, nil // another node's round took it
 	}
 	if err != nil {
 		return false, false, err
 	}
-	uerr := r.o.Uploads.UploadGzip(ctx, c.URL, c.Body)
-	switch {
-	case uerr == nil:
+	actx, cancel := context.WithTimeout(ctx, attemptLimit)
+	uerr := r.o.Uploads.UploadGzip(actx, c.URL, c.Body)
+	cancel()
+	if uerr == nil {
 		if err := r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSReportRetry(c) }); err != nil {
 			return false, false, err
 		}
 		r.o.Logger.Info("TLS report sent", "domain", c.Domain, "rua", c.URL, "report_id", c.ReportID, "attempts", c.Attempts)
 		return true, false, nil
-	case ctx.Err() != nil:
-		return false, false, nil // stopping: the claim stands, it is made again at next
-	case !next.Before(end):
+	}
+	if ctx.Err() != nil {
+		return false, false, nil // stopping: the claim stands, it is made again when it ends
+	}
+	now = r.o.Now()
+	next := now.Add(p.Delay(c.Attempts))
+	if !next.Before(end) {
 		if err := r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSReportRetry(c) }); err != nil {
 			return false, false, err
 		}
-		r.giveUp(c, "retried for "+p.Lifetime.String(), uerr)
+		c.LastError = uerr.Error()
+		r.notSent(c, time.Time{})
+		r.giveUp(c, "retried for "+p.Lifetime.String())
 		return false, true, nil
 	}
-	r.o.Logger.Warn("TLS report not sent", "domain", c.Domain, "rua", c.URL, "report_id", c.ReportID, "attempts", c.Attempts,
-		"retry_at", next, "err", uerr)
+	err = r.o.DB.Update(func(tx *storage.Tx) (err error) { c, err = tx.RetryTLSReportLater(c, next, uerr.Error()); return err })
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return false, false, err
+	}
+	c.LastError = uerr.Error()
+	r.notSent(c, next)
 	return false, false, nil
 }
 
-// giveUp logs a report dropped without success.
-func (r *Reporter) giveUp(d storage.TLSReportRetry, reason string, err error) {
-	args := []any{"domain", d.Domain, "rua", d.URL, "report_id", d.ReportID, "attempts", d.Attempts, "reason", reason}
-	if err != nil {
-		args = append(args, "err", err)
-	}
-	r.o.Logger.Warn("TLS report given up", args...)
+// giveUp logs a report dropped without success, with the error of its
+// last attempt.
+func (r *Reporter) giveUp(d storage.TLSReportRetry, reason string) {
+	r.o.Logger.Warn("TLS report given up", "domain", d.Domain, "rua", d.URL, "report_id", d.ReportID, "attempts", d.Attempts,
+		"reason", reason, "err", d.LastError)
 }
 
 // JobTLSReportRetries is the job lease (storage.DB.LeaseJob) of the

@@ -215,13 +215,13 @@ func TestReportRetrySurvivesRestart(t *testing.T) {
 	f.ps.set(rc.serve)
 	rep := reporter()
 	p := pending(t, f.db)
-	if len(p) != 1 || p[0].Attempts != 2 || !p[0].Next.Equal(f.clock.Add(2*time.Minute)) {
+	if len(p) != 1 || p[0].Attempts != 2 || !p[0].Next.Equal(f.clock.Add(claimHold)) {
 		t.Fatalf("after the restart: %+v", p)
 	}
 	if sent, _, err := rep.RetryDue(context.Background()); sent != 0 || err != nil {
 		t.Fatalf("made again at once: %d %v", sent, err)
 	}
-	f.clock = f.clock.Add(2 * time.Minute)
+	f.clock = f.clock.Add(claimHold)
 	if sent, _, err := rep.RetryDue(context.Background()); sent != 1 || err != nil {
 		t.Fatalf("after the restart: sent %d, %v", sent, err)
 	}
@@ -310,5 +310,111 @@ func TestRunRetriesOnTheClock(t *testing.T) {
 	}
 	if p := pending(t, f.db); len(p) != 0 {
 		t.Fatalf("pending: %+v", p)
+	}
+}
+
+// lockedClock is a clock the test moves while a reporter's goroutine
+// reads it.
+type lockedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *lockedClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *lockedClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// A retry whose upload is slow keeps its claim for as long as an upload
+// may take, not only until its next retry would be due: a second round
+// (another node's, once the job's lease has run out) finds nothing to
+// take, so the report is not posted twice at once, and the slow
+// attempt's success removes the retry.
+func TestSlowReportRetryIsNotMadeTwice(t *testing.T) {
+	rc := &receiver{fails: 1}
+	f, reporter, _ := retrySetup(t, rc, RetryPolicy{Base: 20 * time.Second, Max: time.Hour, Lifetime: 24 * time.Hour, MaxPending: 10})
+	reporter().SendDue(context.Background())
+	clock := &lockedClock{now: f.clock.Add(20 * time.Second)}
+	node := func() *Reporter { r := reporter(); r.o.Now = clock.Now; return r }
+
+	held, release := make(chan struct{}), make(chan struct{})
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	defer releaseOnce() // a failure below must not leave the held post (and the server's close) waiting
+	var posts sync.WaitGroup
+	f.ps.set(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		posts.Add(1)
+		defer posts.Done()
+		select {
+		case held <- struct{}{}:
+			<-release
+		default: // a second post while the first is held
+		}
+		rc.serve(w, r)
+	})
+	done := make(chan int)
+	go func() { sent, _, _ := node().RetryDue(context.Background()); done <- sent }()
+	<-held
+	clock.add(45 * time.Second) // past the first retry's next due time (2 × 20 s)
+	if sent, gaveUp, err := node().RetryDue(context.Background()); sent+gaveUp != 0 || err != nil {
+		t.Fatalf("a second round while the first attempt is out: sent %d, gave up %d, %v", sent, gaveUp, err)
+	}
+	releaseOnce()
+	if sent := <-done; sent != 1 {
+		t.Fatalf("the slow attempt: sent %d", sent)
+	}
+	posts.Wait()
+	if uploads, accepted := rc.counts(); uploads != 2 || accepted != 1 {
+		t.Fatalf("%d uploads, %d accepted; want 2 (the first attempt, the slow retry) and 1", uploads, accepted)
+	}
+	if p := pending(t, f.db); len(p) != 0 {
+		t.Fatalf("still pending after the accepted retry: %+v", p)
+	}
+}
+
+// A failed first upload is timed from its failure, not from the start of
+// the round that made it (a round of slow uploads can outlast the base
+// delay): its first retry comes Base after it failed.
+func TestReportRetryTimedFromItsFailure(t *testing.T) {
+	rc := &receiver{fails: 1}
+	f, reporter, _ := retrySetup(t, rc, RetryPolicy{Base: time.Minute, Max: time.Hour, Lifetime: 24 * time.Hour, MaxPending: 10})
+	start := f.clock
+	clock := &lockedClock{now: start}
+	rep := reporter()
+	rep.o.Now = func() time.Time { clock.add(10 * time.Minute); return clock.Now() } // each reading 10 minutes on
+	rep.SendDue(context.Background())
+	p := pending(t, f.db)
+	if len(p) != 1 || !p[0].First.After(start.Add(10*time.Minute)) || !p[0].Next.Equal(p[0].First.Add(time.Minute)) {
+		t.Fatalf("filed from the round's start: %+v (round began at %v)", p, start.Add(10*time.Minute))
+	}
+}
+
+// Over the cap, a failed upload is logged as not sent, with no retry
+// time, then given up with its error.
+func TestReportGivenUpOverTheCapLogsItsError(t *testing.T) {
+	rc := &receiver{fails: 10}
+	f, reporter, logs := retrySetup(t, rc, RetryPolicy{Base: time.Minute, Max: time.Hour, Lifetime: 24 * time.Hour, MaxPending: 1})
+	f.db.Update(func(tx *storage.Tx) error {
+		_, err := tx.AddTLSReportRetries([]storage.TLSReportRetry{{URL: "https://other.test/r", Domain: "other.test", Body: []byte{1},
+			Attempts: 1, First: f.clock, Next: f.clock.Add(time.Hour)}}, 1)
+		return err
+	})
+	reporter().SendDue(context.Background())
+	var notSent, givenUp string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		switch {
+		case strings.Contains(line, `msg="TLS report not sent"`):
+			notSent = line
+		case strings.Contains(line, `msg="TLS report given up"`):
+			givenUp = line
+		}
+	}
+	if notSent == "" || strings.Contains(notSent, "retry_at") {
+		t.Errorf("not sent line: %q", notSent)
+	}
+	if !strings.Contains(givenUp, "HTTP 503") || !strings.Contains(givenUp, "already wait") {
+		t.Errorf("given up line without its error or reason: %q", givenUp)
 	}
 }
