@@ -17,7 +17,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${MAILBOLT_HARNESS_BIN:-$root/clients/.bin/mailbolt}"
-if [ ! -x "$bin" ] || [ -n "$(find "$root" -name '*.go' -newer "$bin" -not -path '*/clients/*' -print -quit)" ]; then
+if [ ! -x "$bin" ] || [ -n "$(find "$root" \( -name '*.go' -o -name default.pgo \) -newer "$bin" -not -path '*/clients/*' -print -quit)" ]; then
   mkdir -p "$(dirname "$bin")"
   (cd "$root" && go build -o "$bin" .)
 fi
