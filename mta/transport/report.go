@@ -169,19 +169,11 @@ func (r Report) Message(from, to, messageID string, date time.Time) ([]byte, err
 	return b.Bytes(), nil
 }
 
-// Upload posts the report to an https: rua (RFC 8460 §5.2) through the
-// same guarded, bounded client as policy fetches; 2xx is success.
-func (s *STS) Upload(ctx context.Context, url string, r Report) error {
-	gz, err := r.Gzip()
-	if err != nil {
-		return err
-	}
-	return s.UploadGzip(ctx, url, gz)
-}
-
-// UploadGzip is Upload of a report already compressed (Report.Gzip): a
-// retry posts the bytes stored at the first attempt. The address guard
-// applies at every connection, to the addresses the rua's host has then.
+// UploadGzip posts a report, compressed (Report.Gzip), to an https: rua
+// (RFC 8460 §5.2) through the same guarded, bounded client as policy
+// fetches; 2xx is success. A retry posts the bytes stored at the first
+// attempt. The address guard applies at every connection, to the
+// addresses the rua's host has then.
 func (s *STS) UploadGzip(ctx context.Context, url string, gz []byte) error {
 	if !strings.HasPrefix(strings.ToLower(url), "https://") {
 		return fmt.Errorf("TLS report upload to %s: not an https: address", url)

@@ -104,8 +104,12 @@ func TestReportUploadThroughTheGuard(t *testing.T) {
 	// upload goes there by that name, on the URL's port.
 	r := Report{OrganizationName: "mta.mailbolt.test", ReportID: "x", Policies: []PolicyResult{{Policy: ReportPolicy{Type: "sts", Domain: "example.test"}}}}
 	url := "https://mta-sts.example.test:" + strings.TrimPrefix(f.ps.srv.URL[strings.LastIndexByte(f.ps.srv.URL, ':'):], ":") + "/tlsrpt"
+	gz, err := r.Gzip()
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := f.sts()
-	if err := s.Upload(context.Background(), url, r); err != nil {
+	if err := s.UploadGzip(context.Background(), url, gz); err != nil {
 		t.Fatal(err)
 	}
 	if ctype != "application/tlsrpt+gzip" || gunzipReport(t, got)["report-id"] != "x" {
@@ -113,7 +117,7 @@ func TestReportUploadThroughTheGuard(t *testing.T) {
 	}
 	s.o.Guard.Allow = nil // loopback refused again
 	s = NewSTS(s.o)
-	if err := s.Upload(context.Background(), url, r); err == nil || !strings.Contains(err.Error(), "loopback") {
+	if err := s.UploadGzip(context.Background(), url, gz); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("guard: %v", err)
 	}
 }
