@@ -62,8 +62,7 @@ const ReportGrace = 10 * time.Minute
 // that drops the counts; a mailto: report is retried by the delivery
 // queue, and one that cannot be queued is logged and dropped.
 func (r *Reporter) SendDue(ctx context.Context) (sent int, err error) {
-	now := r.o.Now()
-	today := Day(now.Add(-ReportGrace))
+	today := Day(r.o.Now().Add(-ReportGrace))
 	var counts []storage.TLSCount
 	if err := r.o.DB.View(func(tx *storage.Tx) (err error) { counts, err = tx.TLSCounts(today); return err }); err != nil {
 		return 0, err

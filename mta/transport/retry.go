@@ -149,11 +149,7 @@ func (r *Reporter) retry(ctx context.Context, d storage.TLSReportRetry) (ok, gav
 		if r.o.Uploads == nil {
 			reason = "no https: uploads (--relay)"
 		}
-		if err := r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSReportRetry(d) }); err != nil {
-			return false, false, err
-		}
-		r.giveUp(d, reason)
-		return false, true, nil
+		return false, true, r.drop(d, reason)
 	}
 	var c storage.TLSReportRetry
 	err = r.o.DB.Update(func(tx *storage.Tx) (err error) { c, err = tx.ClaimTLSReportRetry(d, now.Add(claimHold)); return err })
@@ -176,24 +172,27 @@ func (r *Reporter) retry(ctx context.Context, d storage.TLSReportRetry) (ok, gav
 	if ctx.Err() != nil {
 		return false, false, nil // stopping: the claim stands, it is made again when it ends
 	}
-	now = r.o.Now()
-	next := now.Add(p.Delay(c.Attempts))
+	c.LastError = uerr.Error()
+	next := r.o.Now().Add(p.Delay(c.Attempts))
 	if !next.Before(end) {
-		if err := r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSReportRetry(c) }); err != nil {
-			return false, false, err
-		}
-		c.LastError = uerr.Error()
 		r.notSent(c, time.Time{})
-		r.giveUp(c, "retried for "+p.Lifetime.String())
-		return false, true, nil
+		return false, true, r.drop(c, "retried for "+p.Lifetime.String())
 	}
-	err = r.o.DB.Update(func(tx *storage.Tx) (err error) { c, err = tx.RetryTLSReportLater(c, next, uerr.Error()); return err })
+	err = r.o.DB.Update(func(tx *storage.Tx) error { _, err := tx.RetryTLSReportLater(c, next, c.LastError); return err })
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, false, err
 	}
-	c.LastError = uerr.Error()
 	r.notSent(c, next)
 	return false, false, nil
+}
+
+// drop removes retry d from storage and logs it given up for reason.
+func (r *Reporter) drop(d storage.TLSReportRetry, reason string) error {
+	if err := r.o.DB.Update(func(tx *storage.Tx) error { return tx.DeleteTLSReportRetry(d) }); err != nil {
+		return err
+	}
+	r.giveUp(d, reason)
+	return nil
 }
 
 // giveUp logs a report dropped without success, with the error of its
