@@ -26,7 +26,7 @@ type quota struct {
 }
 
 func quotaOf(q app.Quota) quota {
-	return quota{limit: q.Limit, remaining: q.Remaining, reset: q.Reset, allowed: q.Allowed}
+	return quota{limit: q.Limit, remaining: q.Remaining, reset: q.Reset, allowed: q.Allowed, wait: q.Wait}
 }
 
 // take counts one request for caller at now, in one-second windows.
@@ -51,8 +51,7 @@ func newSlidingLimiter(a *app.App, name string) *slidingLimiter {
 // take counts one request for caller at now, unless limit were admitted in
 // the span before it.
 func (l *slidingLimiter) take(caller string, limit int, span time.Duration, now time.Time) quota {
-	q := l.l.Take(caller, limit, span, now)
-	return quota{limit: q.Limit, remaining: q.Remaining, reset: q.Reset, allowed: q.Allowed, wait: q.Wait}
+	return quotaOf(l.l.Take(caller, limit, span, now))
 }
 
 // retryAfter is a refused quota's Retry-After in whole seconds, at least 1:
