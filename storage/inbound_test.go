@@ -1,11 +1,7 @@
 package storage
 
 import (
-	"bytes"
-	"encoding/hex"
 	"errors"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,14 +11,8 @@ import (
 // inbound buckets, and inbound records can be written at once.
 func TestMigration13AddsInboundBuckets(t *testing.T) {
 	b, path := openAt(t, 12)
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *Tx) error {
+	db := openMigrated(t, b, path)
+	err := db.Update(func(tx *Tx) error {
 		return tx.InsertInboundDomain(InboundDomain{ID: "d1", AccountID: "a1", Name: "in.example.test", Status: InboundPending})
 	})
 	if err != nil {

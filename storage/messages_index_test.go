@@ -2,10 +2,7 @@ package storage
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -468,12 +465,5 @@ func migratedWithMessages(t *testing.T, version int, msgs []Message, absent [][]
 		}
 		return nil
 	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return openMigrated(t, b, path)
 }

@@ -27,6 +27,22 @@ func openAt(t *testing.T, v int) (*bolt.DB, string) {
 	return b, path
 }
 
+// openMigrated closes b, a file openAt made (and the test filled), and
+// opens it as a DB, which migrates it to the newest schema. The secret
+// key is the test sealer's, under which the older versions sealed their
+// secrets. The DB is closed when the test ends.
+func openMigrated(t *testing.T, b *bolt.DB, path string) *DB {
+	t.Helper()
+	b.Close()
+	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
+	db, err := OpenFile(path, DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 func TestMigration1CreatesBuckets(t *testing.T) {
 	b, _ := openAt(t, 1)
 	defer b.Close()
@@ -390,17 +406,10 @@ func TestMigration10RecordsAnnouncementsOnce(t *testing.T) {
 	b.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketAccounts).Put([]byte("acct1"), []byte(`{"id":"acct1"}`))
 	})
-	b.Close()
-	// Version 9 sealed the secrets under the test sealer's key.
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMigrated(t, b, path)
 	sunset := time.Date(2027, 6, 30, 0, 0, 0, 0, time.UTC)
 	a := Announcement{Version: "v1", Sunset: sunset, AnnouncedAt: sunset.AddDate(-1, 0, 0)}
-	err = db.Update(func(tx *Tx) error {
+	err := db.Update(func(tx *Tx) error {
 		if !tx.UpgradeMarked() {
 			t.Error("a file with accounts is not marked as upgraded")
 		}
@@ -460,14 +469,8 @@ func TestMigration11AddsTemplateAliases(t *testing.T) {
 	b.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTemplates).Put(join("a1", "t-old"), []byte(`{"id":"t-old","account_id":"a1","name":"Old","version":1}`))
 	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *Tx) error {
+	db := openMigrated(t, b, path)
+	err := db.Update(func(tx *Tx) error {
 		old, err := tx.Template("a1", "t-old")
 		if err != nil || old.Alias != "" {
 			t.Errorf("a template stored before v11: %+v %v", old, err)
@@ -497,13 +500,7 @@ func TestMigration12GivesUnsubscribesTheBroadcastStream(t *testing.T) {
 		s.Put(join("a1", "h@x.test"), []byte(`{"account_id":"a1","recipient":"h@x.test","reason":"hard_bounce","created_at":"2026-01-02T03:04:05Z"}`))
 		return tx.Bucket(bucketCounts).Put(join(collectionSuppressions, "a1"), putU64(2))
 	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMigrated(t, b, path)
 	db.View(func(tx *Tx) error {
 		if _, err := tx.Suppression("a1", "u@x.test", ""); !errors.Is(err, ErrNotFound) {
 			t.Errorf("the unsubscribe is still an entry for all streams: %v", err)
@@ -538,13 +535,7 @@ func TestMigration15IndexesMembersByEmail(t *testing.T) {
 		tx.Bucket(bucketTeam).Put(join("a1", "m1"), []byte(`{"id":"m1","account_id":"a1","email":"ann@example.com","role":"owner","status":"active"}`))
 		return tx.Bucket(bucketTeamEmails).Put(join("a1", "ann@example.com"), []byte("m1"))
 	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMigrated(t, b, path)
 	db.View(func(tx *Tx) error {
 		ms, err := tx.Memberships("ann@example.com")
 		if err != nil || len(ms) != 1 || ms[0] != (Membership{AccountID: "a1", MemberID: "m1"}) {

@@ -2,10 +2,7 @@ package storage
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -88,13 +85,7 @@ func TestMigration18AddsTLSReportRetries(t *testing.T) {
 		}
 		return tx.Bucket(bucketTLSCounts).Put(tlsCountKey(5, "a.test", "sts"), []byte(`{"Day":5,"Domain":"a.test","Policy":"sts","Success":3}`))
 	})
-	b.Close()
-	os.WriteFile(filepath.Join(filepath.Dir(path), SecretKeyFileName), []byte(hex.EncodeToString(bytes.Repeat([]byte{1}, 32))), 0o600)
-	db, err := OpenFile(path, DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMigrated(t, b, path)
 	db.View(func(tx *Tx) error {
 		if n := tx.TLSReportRetries(); n != 0 {
 			t.Errorf("%d retries after the migration", n)
