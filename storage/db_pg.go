@@ -140,14 +140,22 @@ func loopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// RedactURL is u without its password, for messages and logs.
+// RedactURL is u without its passwords, for messages and logs: the one in
+// its user part and the password and sslpassword parameters libpq also
+// takes in the query.
 func RedactURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		if err != nil {
-			return "(unparsable URL)"
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	q, hidden := u.Query(), false
+	for k := range q {
+		if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+			q[k], hidden = []string{"xxxxx"}, true
 		}
-		return s
+	}
+	if hidden {
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

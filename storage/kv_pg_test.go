@@ -153,8 +153,15 @@ func TestPostgresURLRules(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("not postgres: %v", err)
 	}
-	if r := RedactURL("postgres://u:hunter2@h/mb"); strings.Contains(r, "hunter2") {
-		t.Errorf("RedactURL kept the password: %s", r)
+	for _, u := range []string{"postgres://u:hunter2@h/mb", "postgres://u@h/mb?password=hunter2&sslmode=verify-full",
+		"postgres://u:pw@h/mb?sslpassword=hunter2", "postgres://h/mb?PassWord=hunter2&x=1"} {
+		r := RedactURL(u)
+		if strings.Contains(r, "hunter2") || !strings.Contains(r, "h/mb") {
+			t.Errorf("RedactURL(%s) = %s", u, r)
+		}
+	}
+	if r := RedactURL("postgres://u@h/mb?sslmode=verify-full"); r != "postgres://u@h/mb?sslmode=verify-full" {
+		t.Errorf("RedactURL changed a URL without a password: %s", r)
 	}
 }
 
