@@ -58,6 +58,10 @@ func refusedSettings() []struct {
 		{args: []string{"--tls-report-retry-base", "1h", "--tls-report-retry-max", "1m"}, want: "--tls-report-retry-max"},
 		{args: []string{"--tls-report-retry-pending", "0"}, want: "--tls-report-retry-pending"},
 		{args: []string{"--tls-report-retry-base", "1h", "--tls-report-retry-max", "2h", "--tls-report-retry-lifetime", "30m"}, want: "--tls-report-retry-lifetime"},
+		// An empty --http-addr listened on every address on a random port
+		// when --public-url was given, exposing the whole plain-HTTP API.
+		{args: []string{"--http-addr", "", "--public-url", "https://mail.example.net"}, want: `--http-addr: "" is not host:port`},
+		{args: []string{"--http-addr", "nope"}, want: `--http-addr: "nope" is not host:port`},
 	}
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {
@@ -102,6 +106,23 @@ func TestRefusedSettingsWriteNothingAndFailDoctor(t *testing.T) {
 				t.Errorf("doctor wrote the data dir (%v)", err)
 			}
 		})
+	}
+}
+
+// An --http-addr that is not host:port is refused as that, not as an
+// address that listens everywhere (which would ask for --public-url).
+func TestStartupFindingsLeaveAMalformedAddressToValidate(t *testing.T) {
+	for _, addr := range []string{"", "nope"} {
+		cfg := defaultServeConfig()
+		cfg.hostname, cfg.httpAddr = "mta.example.net", addr
+		if f := cfg.startupFindings(); len(f) != 0 {
+			t.Errorf("--http-addr %q: findings %v, want none (validate refuses it)", addr, f)
+		}
+	}
+	cfg := defaultServeConfig()
+	cfg.hostname, cfg.httpAddr = "mta.example.net", "0.0.0.0:8080"
+	if f := cfg.startupFindings(); len(f) != 1 || f[0].flag != "--public-url" || !f[0].refuse {
+		t.Errorf("--http-addr 0.0.0.0:8080 without --public-url: findings %v, want the --public-url refusal", f)
 	}
 }
 

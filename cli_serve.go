@@ -404,6 +404,11 @@ func (cfg serveConfig) validate() error {
 			return err
 		}
 	}
+	// The plain-HTTP API's address has no "off": net.Listen would take ""
+	// as every address on a random port.
+	if _, _, err := net.SplitHostPort(cfg.httpAddr); err != nil {
+		return fmt.Errorf("--http-addr: %q is not host:port", cfg.httpAddr)
+	}
 	if _, _, err := net.SplitHostPort(cfg.smtpAddr); err != nil {
 		return fmt.Errorf("--smtp-addr: %q is not host:port", cfg.smtpAddr)
 	}

@@ -81,9 +81,11 @@ func (cfg serveConfig) startupFindings() []startupFinding {
 		out = append(out, f)
 	}
 	if cfg.publicURL == "" {
+		// An address that is not host:port is validate's to refuse, not
+		// one that listens on every address.
 		flag, addr := cfg.linkAddr()
-		host, _, _ := net.SplitHostPort(addr)
-		if ip := net.ParseIP(host); flag != "" && (host == "" || ip != nil && ip.IsUnspecified()) {
+		host, _, err := net.SplitHostPort(addr)
+		if ip := net.ParseIP(host); flag != "" && err == nil && (host == "" || ip != nil && ip.IsUnspecified()) {
 			out = append(out, startupFinding{flag: "--public-url", refuse: true, msg: fmt.Sprintf("--public-url is needed: "+
 				"%s %s listens on every address, so the links in sent mail (tracking, unsubscribe, invitations) "+
 				"cannot be derived from it; set --public-url to the address recipients reach, such as "+
