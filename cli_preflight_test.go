@@ -62,6 +62,11 @@ func refusedSettings() []struct {
 		// when --public-url was given, exposing the whole plain-HTTP API.
 		{args: []string{"--http-addr", "", "--public-url", "https://mail.example.net"}, want: `--http-addr: "" is not host:port`},
 		{args: []string{"--http-addr", "nope"}, want: `--http-addr: "nope" is not host:port`},
+		// Sending domains were told to publish these as given.
+		{args: []string{"--tracking-host", "bad host!"}, want: `--tracking-host: "bad host!"`},
+		{args: []string{"--tracking-host", "https://t.example.com"}, want: `--tracking-host: "https://t.example.com"`},
+		{args: []string{"--spf-include", "bad..name"}, want: `--spf-include: "bad..name"`},
+		{args: []string{"--spf-include", "spf"}, want: `--spf-include: "spf"`},
 	}
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {
@@ -123,6 +128,21 @@ func TestStartupFindingsLeaveAMalformedAddressToValidate(t *testing.T) {
 	cfg.hostname, cfg.httpAddr = "mta.example.net", "0.0.0.0:8080"
 	if f := cfg.startupFindings(); len(f) != 1 || f[0].flag != "--public-url" || !f[0].refuse {
 		t.Errorf("--http-addr 0.0.0.0:8080 without --public-url: findings %v, want the --public-url refusal", f)
+	}
+}
+
+// --spf-include and --tracking-host take the host names sending domains
+// are told to publish (refusedSettings has what they refuse).
+func TestHostNameFlagsTakeHostNames(t *testing.T) {
+	cfg := defaultServeConfig()
+	cfg.hostname, cfg.spfInclude, cfg.trackingHost = "mta.example.net", "_spf.example.net", "Track.Example.NET."
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	// A CNAME target is a host: no underscore there.
+	cfg.trackingHost = "_track.example.net"
+	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "--tracking-host") {
+		t.Fatalf("--tracking-host _track.example.net: %v", err)
 	}
 }
 

@@ -322,6 +322,14 @@ func (cfg serveConfig) validate() error {
 	if cfg.hostname == "" {
 		return errors.New("--hostname is required (the system host name is unknown)")
 	}
+	// Every sending domain is told to publish these as they are: the
+	// domain of an SPF include: and a CNAME's target host.
+	if cfg.spfInclude != "" && !isRecordFQDN(cfg.spfInclude) {
+		return fmt.Errorf("--spf-include: %q is not a fully qualified domain name such as _spf.example.net", cfg.spfInclude)
+	}
+	if cfg.trackingHost != "" && !isFQDN(cfg.trackingHost) {
+		return fmt.Errorf("--tracking-host: %q is not a fully qualified host name such as track.example.net", cfg.trackingHost)
+	}
 	if cfg.inboundMaxSize < 1024 {
 		return errors.New("--inbound-max-size must be at least 1024 bytes")
 	}

@@ -16,7 +16,14 @@ import (
 // server can look up: at least two labels of letters, digits and hyphens,
 // none starting or ending with a hyphen, and a final label that is not all
 // digits.
-func isFQDN(name string) bool {
+func isFQDN(name string) bool { return fqdn(name, false) }
+
+// isRecordFQDN is isFQDN for a domain that names DNS records rather than a
+// host, such as the domain of an SPF include: its labels may also hold
+// underscores (RFC 2181 §11), as in _spf.example.net.
+func isRecordFQDN(name string) bool { return fqdn(name, true) }
+
+func fqdn(name string, underscore bool) bool {
 	name = strings.TrimSuffix(name, ".")
 	labels := strings.Split(name, ".")
 	if len(name) > 253 || len(labels) < 2 {
@@ -27,7 +34,7 @@ func isFQDN(name string) bool {
 			return false
 		}
 		for _, c := range l {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || underscore && c == '_') {
 				return false
 			}
 		}
