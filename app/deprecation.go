@@ -112,34 +112,9 @@ func (a *App) AnnounceDeprecation(d Deprecation) (Announced, error) {
 		}
 		return Announced{}, err
 	}
-	now := a.Now()
-	res := Announced{Announcement: storage.Announcement{Version: d.Version, Sunset: d.Sunset, AnnouncedAt: now}}
-	first, seen := now, false
-	for _, an := range list {
-		if an.Version != d.Version {
-			continue
-		}
-		if an.AnnouncedAt.Before(first) {
-			first = an.AnnouncedAt
-		}
-		if !seen && an.Sunset.Equal(d.Sunset) {
-			res.Announcement, seen = an, true
-		}
-	}
-	if short := shortPhase(d.Version, first, d.Sunset); short != "" {
-		switch {
-		case res.Announcement.Upgrade || !seen && upgraded && first.Equal(now):
-			res.Announcement.Upgrade = true
-			res.Warning = short + "; this server was already deprecating " + d.Version +
-				" when it started recording announcements, so it starts, but `mailbolt doctor` fails until the dates allow six months"
-		case d.Dev:
-			res.Warning = short + " (--dev: starting anyway)"
-		default:
-			return Announced{}, errors.New("--sunset: " + short + ": choose a later --sunset")
-		}
-	}
-	if seen {
-		return res, nil
+	res, seen, err := judgeDeprecation(list, upgraded, d, a.Now())
+	if err != nil || seen {
+		return res, err
 	}
 	notices, mail, sent, err := a.deprecationNotices(res.Announcement, d.NotesURL)
 	if err != nil {
@@ -179,6 +154,52 @@ func (a *App) AnnounceDeprecation(d Deprecation) (Announced, error) {
 		return Announced{}, fmt.Errorf("record the deprecation announcement: %w", err)
 	}
 	return res, nil
+}
+
+// CheckSunset is AnnounceDeprecation's refusal of d, judged without the
+// database from what it records: the announcements (list) and whether it
+// carries the mark of a server upgraded while deprecating (upgraded).
+// serve asks it before it opens the database for writing, so that a
+// --sunset it refuses writes nothing.
+func CheckSunset(list []storage.Announcement, upgraded bool, d Deprecation, now time.Time) error {
+	if d.Version == "" {
+		return nil
+	}
+	_, _, err := judgeDeprecation(list, upgraded, d, now)
+	return err
+}
+
+// judgeDeprecation is the announcement a start with d makes at now, given
+// those recorded (list) and the upgrade mark: seen when its (version,
+// sunset) pair is recorded already, with the warning of a warning phase
+// under six months that it starts with anyway, or the refusal of one.
+func judgeDeprecation(list []storage.Announcement, upgraded bool, d Deprecation, now time.Time) (res Announced, seen bool, err error) {
+	res = Announced{Announcement: storage.Announcement{Version: d.Version, Sunset: d.Sunset, AnnouncedAt: now}}
+	first := now
+	for _, an := range list {
+		if an.Version != d.Version {
+			continue
+		}
+		if an.AnnouncedAt.Before(first) {
+			first = an.AnnouncedAt
+		}
+		if !seen && an.Sunset.Equal(d.Sunset) {
+			res.Announcement, seen = an, true
+		}
+	}
+	if short := shortPhase(d.Version, first, d.Sunset); short != "" {
+		switch {
+		case res.Announcement.Upgrade || !seen && upgraded && first.Equal(now):
+			res.Announcement.Upgrade = true
+			res.Warning = short + "; this server was already deprecating " + d.Version +
+				" when it started recording announcements, so it starts, but `mailbolt doctor` fails until the dates allow six months"
+		case d.Dev:
+			res.Warning = short + " (--dev: starting anyway)"
+		default:
+			return Announced{}, false, errors.New("--sunset: " + short + ": choose a later --sunset")
+		}
+	}
+	return res, seen, nil
 }
 
 // deprecationNotices lists the notice of an to every account, one per

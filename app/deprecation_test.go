@@ -140,6 +140,40 @@ func TestShortSunsetIsRefused(t *testing.T) {
 	}
 }
 
+// CheckSunset refuses what AnnounceDeprecation would, from the records
+// alone: on a first start the announcement is now.
+func TestCheckSunsetWithoutTheDatabase(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	short, long := now.AddDate(0, 2, 0), now.AddDate(0, 7, 0)
+	earlier := []storage.Announcement{{Version: "v1", Sunset: now.AddDate(0, 8, 0), AnnouncedAt: now.AddDate(0, -5, 0)}}
+	for _, c := range []struct {
+		name     string
+		list     []storage.Announcement
+		upgraded bool
+		d        Deprecation
+		refused  bool
+	}{
+		{"first start, short", nil, false, Deprecation{Version: "v1", Sunset: short}, true},
+		{"first start, six months", nil, false, Deprecation{Version: "v1", Sunset: long}, false},
+		{"first start, no sunset", nil, false, Deprecation{Version: "v1"}, false},
+		{"first start, short, --dev", nil, false, Deprecation{Version: "v1", Sunset: short, Dev: true}, false},
+		{"announced five months ago", earlier, false, Deprecation{Version: "v1", Sunset: short}, false},
+		{"another version announced", []storage.Announcement{{Version: "v0", AnnouncedAt: now.AddDate(-1, 0, 0)}}, false,
+			Deprecation{Version: "v1", Sunset: short}, true},
+		{"upgraded while deprecating", nil, true, Deprecation{Version: "v1", Sunset: short}, false},
+		{"not deprecating", nil, false, Deprecation{}, false},
+	} {
+		err := CheckSunset(c.list, c.upgraded, c.d, now)
+		if c.refused != (err != nil) {
+			t.Errorf("%s: %v, refused %v", c.name, err, c.refused)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "--sunset") || !strings.Contains(err.Error(), day(short)) ||
+			!strings.Contains(err.Error(), day(now))) {
+			t.Errorf("%s: %v, want the flag, the sunset and the first announcement named", c.name, err)
+		}
+	}
+}
+
 func TestNoSenderIsRecordedPerAccount(t *testing.T) {
 	for _, c := range []struct{ from, reason string }{{"", NoticeNotConfigured}, {"team@unverified.test", NoticeSenderUnverified}} {
 		e, accts := noticeEnv(t, c.from)
