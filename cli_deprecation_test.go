@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -61,6 +64,65 @@ func TestServeRefusesAShortSunset(t *testing.T) {
 	stop()
 	if !strings.Contains(out.String(), "less than six months") {
 		t.Fatalf("--dev starts without a warning:\n%s", out)
+	}
+}
+
+// A --sunset serve refuses stops it before it opens the database for
+// writing. A first start writes nothing (no data dir, key file or
+// database), and doctor fails the date on that fresh dir as serve refuses
+// it. On an existing database the announcements are read read-only first:
+// the refusal comes while another process holds the file for reading, and
+// an announcement five months old allows the same date.
+func TestShortSunsetIsRefusedBeforeTheDatabaseIsOpened(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	short := dateIn(0, 2)
+	serveArgs := func(dir string) []string {
+		return []string{"serve", "--data-dir", dir, "--hostname", "mta.example.net", "--http-addr", "127.0.0.1:0",
+			"--smtp-addr", "127.0.0.1:0", "--metrics-addr=", "--deprecate", "v1", "--sunset", short}
+	}
+	wantRefusal := func(what string, out string, err error) {
+		t.Helper()
+		if err == nil || !strings.HasPrefix(err.Error(), "--sunset: the sunset of v1 on "+short) ||
+			!strings.Contains(err.Error(), "first announcement on "+dateIn(0, 0)) {
+			t.Fatalf("%s: %v, want the --sunset refusal\n%s", what, err, out)
+		}
+	}
+	out, err := runCanceled(serveArgs(dir)...)
+	wantRefusal("first start", out, err)
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused first start wrote the data dir (%v)\n%s", err, out)
+	}
+	z, probe := doctorZone(t), smtpProbe(t)
+	out, err = run(t, doctorArgs(z, dir, probe, "--deprecate", "v1", "--sunset", short)...)
+	wantOneFailure(t, out, err, "deprecation: the sunset of v1 on "+short+" is less than six months after its first announcement on "+dateIn(0, 0))
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("doctor wrote the data dir (%v)", err)
+	}
+
+	mustRun(t, "accounts", "create", "--name", "Desk Co", "--data-dir", dir)
+	reader, err := bolt.Open(filepath.Join(dir, storage.FileName), 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCanceled(serveArgs(dir)...)
+	reader.Close()
+	wantRefusal("existing database, held for reading", out, err)
+
+	db, err := storage.Open(dir, storage.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *storage.Tx) error {
+		return tx.ClaimAnnouncement(storage.Announcement{Version: "v1", Sunset: time.Now().UTC().AddDate(1, 0, 0),
+			AnnouncedAt: time.Now().UTC().AddDate(0, -5, 0)})
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCanceled(serveArgs(dir)...)
+	if err != nil || !strings.Contains(out, "listening on") {
+		t.Fatalf("a sunset two months away, seven after an announcement five months old: %v\n%s", err, out)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"time"
 
 	"mailbolt/app"
@@ -49,8 +50,9 @@ func (d *doctor) checkDeprecation() {
 }
 
 // announcements are the recorded deprecation announcements, through the
-// management socket while serve runs; ok is false when there is no
-// database to read (checkDatabase has said why).
+// management socket while serve runs; none when there is no database yet.
+// ok is false when there is nothing to check: a database that cannot be
+// read (checkDatabase has said why), or none and no --deprecate.
 func (d *doctor) announcements() (list []storage.Announcement, ok bool) {
 	if c, err := web.DialAdmin(d.cfg.dataDir); err == nil {
 		v, err := c.Notices()
@@ -68,6 +70,12 @@ func (d *doctor) announcements() (list []storage.Announcement, ok bool) {
 		return list, true
 	}
 	db, err := d.openReadOnly()
+	if errors.Is(err, storage.ErrNoDatabase) {
+		// Nothing is recorded yet: serve's first start would announce
+		// the --deprecate doctor is given now, and refuse its --sunset
+		// as checkDeprecation does.
+		return nil, d.cfg.deprecate != ""
+	}
 	if err != nil {
 		return nil, false
 	}

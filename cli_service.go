@@ -67,9 +67,10 @@ type service struct {
 // startService checks cfg (preflight), binds every port, opens the
 // database and builds every component, but serves nothing yet: run does.
 // The order is the promise that a start which fails writes nothing: a
-// setting serve refuses, a file that does not load or a port it cannot
-// bind stops it before the data dir, the key file or the database is
-// created, and before an older database is migrated. The default account
+// setting serve refuses (a --sunset too, judged from the announcements
+// read read-only: checkSunset), a file that does not load or a port it
+// cannot bind stops it before the data dir, the key file or the database
+// is created, and before an older database is migrated. The default account
 // of a first start is created last, so a start that fails prints no keys
 // and keeps none. hold, when not nil, wraps the SMTP client the queue sends
 // through (bench holds delivery with it). On error everything opened so far
@@ -89,6 +90,9 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		return nil, err
 	}
 	wc, gs := p.web, p.grader
+	if err := cfg.checkSunset(wc, time.Now()); err != nil {
+		return nil, err
+	}
 
 	applyMemoryLimit(cfg.memoryLimit)
 	if err := s.listen(); err != nil {
