@@ -62,6 +62,8 @@ func refusedSettings() []struct {
 		// when --public-url was given, exposing the whole plain-HTTP API.
 		{args: []string{"--http-addr", "", "--public-url", "https://mail.example.net"}, want: `--http-addr: "" is not host:port`},
 		{args: []string{"--http-addr", "nope"}, want: `--http-addr: "nope" is not host:port`},
+		// Given empty, not unknown: the machine's name was not even asked.
+		{args: []string{"--hostname", ""}, want: "--hostname was given empty"},
 		// Sending domains were told to publish these as given.
 		{args: []string{"--tracking-host", "bad host!"}, want: `--tracking-host: "bad host!"`},
 		{args: []string{"--tracking-host", "https://t.example.com"}, want: `--tracking-host: "https://t.example.com"`},

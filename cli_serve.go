@@ -319,7 +319,10 @@ func (cfg serveConfig) validate() error {
 			return fmt.Errorf("--dns-server: %q is not host:port", cfg.dnsServer)
 		}
 	}
-	if cfg.hostname == "" {
+	switch {
+	case cfg.hostname == "" && cfg.hostnameSet:
+		return errors.New("--hostname was given empty (by the flag or MAILBOLT_HOSTNAME): set it to this server's mail host name, such as mta.example.net")
+	case cfg.hostname == "":
 		return errors.New("--hostname is required (the system host name is unknown)")
 	}
 	// Every sending domain is told to publish these as they are: the
