@@ -24,6 +24,11 @@ ready, 1 otherwise, saying why. Containers without curl use it as their
 health check.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A deadline already past would report a ready server as not
+			// ready ("context deadline exceeded").
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout must be positive, not %s", timeout)
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
 			status, err := readyz(ctx, addr)

@@ -549,6 +549,14 @@ func TestHealthcheckCommand(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// A timeout that is not positive is refused, not reported as the
+	// ready server's deadline passing.
+	for _, timeout := range []string{"0", "-1s"} {
+		out, err := run(t, "healthcheck", "--http-addr", addr, "--timeout", timeout)
+		if err == nil || !strings.Contains(err.Error(), "--timeout must be positive") {
+			t.Errorf("healthcheck --timeout %s: %v, want a refusal naming --timeout\n%s", timeout, err, out)
+		}
+	}
 	stop()
 	if out, err := run(t, "healthcheck", "--http-addr", addr); err == nil || !strings.Contains(err.Error(), "not ready") {
 		t.Fatalf("healthcheck on a stopped server: %v\n%s", err, out)
