@@ -64,6 +64,10 @@ func refusedSettings() []struct {
 		{args: []string{"--http-addr", "nope"}, want: `--http-addr: "nope" is not host:port`},
 		// Given empty, not unknown: the machine's name was not even asked.
 		{args: []string{"--hostname", ""}, want: "--hostname was given empty"},
+		// Options of the relay did nothing without one.
+		{args: []string{"--relay-username", "u"}, want: "--relay-username needs --relay"},
+		{args: []string{"--relay-password", "p"}, want: "--relay-password needs --relay"},
+		{args: []string{"--relay-implicit-tls"}, want: "--relay-implicit-tls needs --relay"},
 		// Sending domains were told to publish these as given.
 		{args: []string{"--tracking-host", "bad host!"}, want: `--tracking-host: "bad host!"`},
 		{args: []string{"--tracking-host", "https://t.example.com"}, want: `--tracking-host: "https://t.example.com"`},

@@ -395,6 +395,19 @@ func (cfg serveConfig) validate() error {
 		if _, _, err := net.SplitHostPort(cfg.relay); err != nil {
 			return fmt.Errorf("--relay: %q is not host:port", cfg.relay)
 		}
+	} else {
+		// These shape only the connection to the relay: without one they
+		// would do nothing, silently. (--tls-roots also serves MX and
+		// MTA-STS hosts.)
+		for _, f := range []struct {
+			flag string
+			set  bool
+		}{{"--relay-username", cfg.relayUser != ""}, {"--relay-password", cfg.relayPassword != ""},
+			{"--relay-implicit-tls", cfg.relayImplicitTLS}} {
+			if f.set {
+				return fmt.Errorf("%s needs --relay: without it mail goes to each recipient domain's MX, and %s does nothing", f.flag, f.flag)
+			}
+		}
 	}
 	if cfg.mxPort < 1 || cfg.mxPort > 65535 || cfg.deliveryWorkers < 1 || cfg.smtpHostConns < 1 {
 		return errors.New("--mx-port must be a port number, --delivery-workers and --smtp-host-connections 1 or more")
