@@ -58,6 +58,11 @@ type Options struct {
 	// committer took, fsync included (for the commit duration metric). It
 	// runs on the committer goroutine and must be quick.
 	CommitObserver func(time.Duration)
+
+	// rotating opens a shared database for RotateSecretKey, whose
+	// transaction takes the node lock exclusively (nodes_pg.go): this
+	// Open does not hold it shared as a node's does.
+	rotating bool
 }
 
 // DB is an open Mailbolt database.

@@ -18,7 +18,9 @@ import (
 // open the same database at once: each is a normal server, and storage
 // keeps them from stepping on each other (kv_pg.go). The secret key file
 // is never created here: every node is given the same one, and it is
-// checked against the database's key-check value.
+// checked against the database's key-check value. A writable open holds
+// the node lock until Close (nodes_pg.go), so that the key cannot be
+// rotated under it.
 func openPostgres(dataDir string, opts Options) (*DB, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -44,6 +46,14 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", RedactURL(opts.Database), err)
 	}
+	if !opts.ReadOnly && !opts.rotating {
+		// Before the key check is read: a rotation either sees this node
+		// and is refused, or has committed and the check is its new one.
+		if err := s.holdNodeLock(ctx, cfg.ConnConfig); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("open database %s: %w", RedactURL(opts.Database), err)
+		}
+	}
 	if opts.SecretKeyFile == "" {
 		opts.SecretKeyFile = filepath.Join(dataDir, SecretKeyFileName)
 	}
@@ -62,6 +72,9 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	if err := db.loadSecretKey(); err != nil {
 		s.Close()
 		return nil, err
+	}
+	if keyChecked != nil && !opts.ReadOnly && !opts.rotating {
+		keyChecked()
 	}
 	if opts.ReadOnly {
 		close(db.finished)
@@ -92,6 +105,10 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 	}()
 	return db, nil
 }
+
+// keyChecked, when set, is called by a node's open of a shared database
+// once its key has passed the key check: tests rotate there.
+var keyChecked func()
 
 // Shared reports whether other nodes may use the database at the same
 // time (the PostgreSQL engine): work found under a lease at start may be

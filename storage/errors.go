@@ -27,4 +27,8 @@ var (
 	// ErrSharedEngine is returned by what only the embedded file can do
 	// (Backup) when the database is PostgreSQL.
 	ErrSharedEngine = errors.New("storage: the database is PostgreSQL: back it up with pg_dump and restore it with pg_restore")
+	// ErrNodesLive is returned by RotateSecretKey on a shared database
+	// that nodes are using: each holds the key in memory. Its message
+	// names them.
+	ErrNodesLive = errors.New("storage: nodes are using the database")
 )

@@ -55,6 +55,8 @@ type pgStore struct {
 
 	pidMu sync.Mutex
 	pids  map[uint32]bool // backend pids of this node's connections (notifications it sent)
+
+	nodeConn *pgx.Conn // holds the node lock (nodes_pg.go); nil when not taken
 }
 
 // pgWriteLock is the advisory lock every write transaction holds.
@@ -187,7 +189,11 @@ func (s *pgStore) loadBuckets(ctx context.Context) error {
 	return nil
 }
 
-func (s *pgStore) Close() error { s.pool.Close(); return nil }
+func (s *pgStore) Close() error {
+	s.pool.Close()
+	s.releaseNodeLock()
+	return nil
+}
 
 func (s *pgStore) View(fn func(kvTx) error) error { return s.run(false, fn) }
 

@@ -21,7 +21,12 @@ import (
 // same, so links and bounce addresses already sent keep verifying.
 //
 // It opens the database itself, so it works only while no server holds
-// the file (ErrLocked otherwise).
+// the file (ErrLocked otherwise). On a shared database it works only while
+// no node uses it (ErrNodesLive otherwise, naming them): a node holds the
+// key in memory, and would seal new secrets under the old one. Its
+// transaction takes the node lock that every node holds from its start
+// (nodes_pg.go), so a node that starts meanwhile waits for the commit and
+// then refuses the old key.
 //
 // Order of writes: the new key goes to <key file>.new, the old key to its
 // kept copy, then the transaction commits, then <key file>.new is renamed
@@ -30,6 +35,7 @@ import (
 func RotateSecretKey(dataDir string, opts Options, now time.Time) (kept string, err error) {
 	opts.MustExist = true
 	opts.CreateSecretKey = false
+	opts.rotating = true
 	db, err := Open(dataDir, opts)
 	if err != nil {
 		return "", err
@@ -62,7 +68,17 @@ func RotateSecretKey(dataDir string, opts Options, now time.Time) (kept string, 
 		os.Remove(next)
 		return "", err
 	}
-	err = db.kv.Update(func(tx kvTx) error { return resealAll(tx, db.seal, to) })
+	err = db.kv.Update(func(tx kvTx) error {
+		if db.pg != nil {
+			if err := lockOutNodes(tx, now); err != nil {
+				return err
+			}
+			if rotateLocked != nil {
+				rotateLocked()
+			}
+		}
+		return resealAll(tx, db.seal, to)
+	})
 	if err != nil {
 		os.Remove(next)
 		os.Remove(kept)
@@ -74,6 +90,10 @@ func RotateSecretKey(dataDir string, opts Options, now time.Time) (kept string, 
 	}
 	return kept, syncDir(filepath.Dir(db.keyFile))
 }
+
+// rotateLocked, when set, is called in a rotation's transaction on a
+// shared database once it holds the node lock: tests start a node there.
+var rotateLocked func()
 
 // CheckSecretKey reports whether the key in keyFile opens every secret
 // sealed in the database file at path (a backup, before it is restored).
