@@ -46,11 +46,13 @@ func newSecretsCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "secrets", Short: "Manage the key that seals the secrets stored in mailbolt.db"}
 	rotate := &cobra.Command{
 		Use:   "rotate",
-		Short: "Seal every stored secret under a new key and write it to the key file (the server must be stopped)",
+		Short: "Seal every stored secret under a new key and write it to the key file (the server, or every node, must be stopped)",
 		Long: "Seals the DKIM private keys, webhook signing secrets and the server secret under a new random key, " +
 			"in one transaction, then writes the new key to the key file. The old key file is kept beside it as " +
 			"<key file>.old-<UTC time> (-2, -3, ... added when that name is taken): backups taken before the rotation open only with it. The secrets themselves " +
-			"do not change, so tracking, unsubscribe and bounce links already sent keep verifying.",
+			"do not change, so tracking, unsubscribe and bounce links already sent keep verifying. With --database (PostgreSQL) " +
+			"it refuses while any node uses the database, naming them: stop every node, rotate once, and give every node " +
+			"the new key file before starting it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dataDir, _ := cmd.Flags().GetString("data-dir")
@@ -64,6 +66,11 @@ func newSecretsCommand() *cobra.Command {
 			}
 			if errors.Is(err, storage.ErrLocked) {
 				return fmt.Errorf("the database in %s is in use: stop the server before rotating the secret key", dataDir)
+			}
+			if errors.Is(err, storage.ErrNodesLive) {
+				return fmt.Errorf("%w. Stop every node first (every `mailbolt serve` on the database, and any command run with --database), "+
+					"run `mailbolt secrets rotate` once, then give every node the new key file before starting it: "+
+					"a node holds the key in memory, and would seal new secrets under the old one", err)
 			}
 			if err != nil {
 				return openFailed(dataDir, err)

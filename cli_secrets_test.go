@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"mailbolt/storage/pgtest"
 )
 
 // TestSecretKeyFileLifecycle: serve creates the key file and says so,
@@ -67,4 +70,59 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSecretsRotateOnPostgres is the audit's case: `secrets rotate
+// --database` while a node serves that database is refused, naming the
+// node, and changes nothing, so what the node seals meanwhile stays
+// readable; with every node stopped it re-seals, and a node started with
+// the new key file reads every secret (webhook signing secrets, DKIM keys,
+// the server secret), while one with the old key is refused.
+func TestSecretsRotateOnPostgres(t *testing.T) {
+	url := pgtest.Shared(t).NewDatabase(t)
+	key := filepath.Join(t.TempDir(), "secret.key")
+	mustRun(t, "secrets", "new-key", key)
+	oldKey := mustRead(t, key)
+	db := []string{"--database", url, "--secret-key-file", key}
+	rotate := append([]string{"secrets", "rotate", "--data-dir", t.TempDir()}, db...)
+
+	base, out, stop := startServe(t, t.TempDir(), db...)
+	live := liveKeyRe.FindStringSubmatch(out.String())[1]
+	call := apiCaller(t, base, live)
+	dom := call("POST", "/v1/domains", `{"name":"acme.test"}`, 201)
+	call("POST", "/v1/webhooks", `{"url":"https://hooks.example.com/a","events":["message.delivered"]}`, 201)
+
+	ro, err := run(t, rotate...)
+	if err == nil || !strings.Contains(err.Error(), "mailbolt node ") || !strings.Contains(err.Error(), "Stop every node first") {
+		t.Fatalf("rotate while a node serves: %v\n%s", err, ro)
+	}
+	if !bytes.Equal(mustRead(t, key), oldKey) {
+		t.Fatal("a refused rotation changed the key file")
+	}
+	// The node still seals under the key it holds, which is still the
+	// database's.
+	call("POST", "/v1/webhooks", `{"url":"https://hooks.example.com/b","events":["message.delivered"]}`, 201)
+	stop()
+
+	ro = mustRun(t, rotate...)
+	kept := regexp.MustCompile(`old key is kept at (\S+):`).FindStringSubmatch(ro)
+	if !strings.Contains(ro, "secrets re-sealed under a new key, written to "+key) || kept == nil {
+		t.Fatalf("rotate output:\n%s", ro)
+	}
+	if bytes.Equal(mustRead(t, key), oldKey) {
+		t.Fatal("the key file still holds the old key")
+	}
+	base, _, stop = startServe(t, t.TempDir(), db...)
+	call = apiCaller(t, base, live)
+	if hooks := call("GET", "/v1/webhooks", "", 200)["data"].([]any); len(hooks) != 2 {
+		t.Errorf("webhooks after the rotation: %v", hooks)
+	}
+	call("GET", "/v1/domains/"+dom["id"].(string), "", 200)
+	stop()
+
+	_, err = run(t, "serve", "--data-dir", t.TempDir(), "--database", url, "--secret-key-file", kept[1],
+		"--http-addr", "127.0.0.1:0", "--smtp-addr", "127.0.0.1:0", "--metrics-addr=")
+	if err == nil || !strings.Contains(err.Error(), kept[1]) {
+		t.Errorf("serve with the old key after the rotation: %v", err)
+	}
 }
