@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"mailbolt/app"
+	"mailbolt/storage"
 )
 
 // newSuppressionsCommand is `mailbolt suppressions import|export`: an
@@ -93,8 +95,18 @@ func readSuppressionsFile(cmd *cobra.Command, name string) ([]app.SuppressionInp
 
 // exportToFile writes the export to a temporary file beside name and
 // renames it into place once complete, so a failed export never leaves a
-// file that looks like a whole list.
+// file that looks like a whole list. A name that is the database or the
+// secret key file of the command's data dir is refused before anything
+// is written.
 func exportToFile(cmd *cobra.Command, name string, export func(io.Writer) error) error {
+	dataDir, _ := cmd.Flags().GetString("data-dir")
+	if err := storage.CheckOutFile(name, filepath.Join(dataDir, storage.FileName), secretKeyFile(cmd)); err != nil {
+		var protected *storage.ProtectedFileError
+		if errors.As(err, &protected) {
+			return fmt.Errorf("%s is %s: write the export to another file", name, protected.What)
+		}
+		return err
+	}
 	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
 	if err != nil {
 		return err

@@ -101,9 +101,9 @@ func (l LocalAdmin) RevokeKey(keyID string) (KeyView, error) {
 }
 
 // Backup checks where the copy goes before writing it, so that a
-// directory that is missing (or is a file), or the live database itself,
-// is named in a validation error, not reported as an internal failure of
-// the backup.
+// directory that is missing (or is a file), the live database itself or
+// the secret key file is named in a validation error, not reported as an
+// internal failure of the backup.
 func (l LocalAdmin) Backup(out string) (int64, error) {
 	if out == "" {
 		return 0, Validation("out", "a file to write the backup to is required")
@@ -126,8 +126,9 @@ func (l LocalAdmin) Backup(out string) (int64, error) {
 		return 0, Validation("out", fmt.Sprintf("%s is a directory: name the file to write", abs))
 	}
 	n, err := l.App.DB().Backup(abs)
-	if errors.Is(err, storage.ErrBackupOverLive) {
-		return 0, Validation("out", fmt.Sprintf("%s is the live database: write the backup to another file", abs))
+	var protected *storage.ProtectedFileError
+	if errors.As(err, &protected) {
+		return 0, Validation("out", fmt.Sprintf("%s is %s: write the backup to another file", abs, protected.What))
 	}
 	return n, err
 }

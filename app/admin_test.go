@@ -11,7 +11,8 @@ import (
 
 // Where a backup cannot go is the caller's mistake, named in a validation
 // error: the missing directory, a file where a directory should be, a
-// directory where the file should be. The backup is of the embedded file
+// directory where the file should be, the live database, the secret key
+// file. The backup is of the embedded file
 // (PostgreSQL's is pg_dump's), so this test stays on it.
 func TestLocalAdminBackupChecksWhereItGoes(t *testing.T) {
 	a, _ := newTestAppOn(t, storage.DefaultOptions())
@@ -28,6 +29,8 @@ func TestLocalAdminBackupChecksWhereItGoes(t *testing.T) {
 		{dir, "out: " + dir + " is a directory: name the file to write"},
 		{"", "out: a file to write the backup to is required"},
 		{a.DB().Path(), "out: " + a.DB().Path() + " is the live database: write the backup to another file"},
+		{a.DB().SecretKeyFile(), "out: " + a.DB().SecretKeyFile() + " is the secret key file: write the backup to another file"},
+		{a.DB().SecretKeyFile() + ".new", "out: " + a.DB().SecretKeyFile() + ".new is the new secret key of a rotation"},
 	} {
 		_, err := admin.Backup(c.out)
 		if !HasCode(err, CodeValidation) || !strings.Contains(err.Error(), c.want) {

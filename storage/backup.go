@@ -15,7 +15,10 @@ import (
 // Backup writes a consistent copy of the live database to dest while
 // writers keep going: one read transaction streams every page into a
 // temporary file beside dest, which is fsynced, renamed into place, and then
-// opened and checked page by page. It returns the size of the copy.
+// opened and checked page by page. It returns the size of the copy. A dest
+// that is the live database or the secret key file (or a key a rotation
+// keeps beside it) is refused before anything is written: a
+// ProtectedFileError, matching ErrBackupOverLive or ErrOverSecretKey.
 func (db *DB) Backup(dest string) (int64, error) {
 	dest, err := filepath.Abs(dest)
 	if err != nil {
@@ -24,8 +27,8 @@ func (db *DB) Backup(dest string) (int64, error) {
 	if db.bolt == nil {
 		return 0, ErrSharedEngine
 	}
-	if dest == db.path || sameFile(dest, db.path) {
-		return 0, fmt.Errorf("%w: %s is the live database file", ErrBackupOverLive, dest)
+	if err := CheckOutFile(dest, db.path, db.keyFile); err != nil {
+		return 0, err
 	}
 	size, err := writeSnapshot(db.bolt, dest)
 	if err != nil {
@@ -35,19 +38,6 @@ func (db *DB) Backup(dest string) (int64, error) {
 		return 0, fmt.Errorf("backup written but failed its check: %w", err)
 	}
 	return size, nil
-}
-
-// sameFile reports whether the name dest is the file at live, through a
-// symbolic link in its directory path or a hard link: renaming over it
-// would take the live file's place. A symbolic link as the last element is
-// not followed: renaming over it replaces only the link.
-func sameFile(dest, live string) bool {
-	d, err := os.Lstat(dest)
-	if err != nil {
-		return false
-	}
-	l, err := os.Stat(live)
-	return err == nil && os.SameFile(d, l)
 }
 
 // Check opens the database file at path read-only and verifies every page.

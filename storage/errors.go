@@ -20,10 +20,15 @@ var (
 	// whole database: empty, truncated or with pages that make no sense.
 	// Its message names the file; the remedy is to restore a backup.
 	ErrDamaged = errors.New("storage: the database file is damaged")
-	// ErrBackupOverLive is returned by Backup for a destination that is the
-	// live database file itself (by name, or through a link): the copy
-	// would be renamed over the file the server is writing.
+	// ErrBackupOverLive is returned by Backup (and CheckOutFile) for a
+	// destination that is the live database file itself (by name, or
+	// through a link): the copy would be renamed over the file the server
+	// is writing.
 	ErrBackupOverLive = errors.New("storage: refusing to overwrite the live database")
+	// ErrOverSecretKey is returned by Backup (and CheckOutFile) for a
+	// destination that is the secret key file, or a key a rotation writes
+	// beside it: without the key the database's secrets cannot be opened.
+	ErrOverSecretKey = errors.New("storage: refusing to overwrite a secret key")
 	// ErrSharedEngine is returned by what only the embedded file can do
 	// (Backup) when the database is PostgreSQL.
 	ErrSharedEngine = errors.New("storage: the database is PostgreSQL: back it up with pg_dump and restore it with pg_restore")
