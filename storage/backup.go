@@ -35,7 +35,7 @@ func (db *DB) Backup(dest string) (int64, error) {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
 	if err := Check(dest); err != nil {
-		return 0, fmt.Errorf("backup written but failed its check: %w", err)
+		return 0, fmt.Errorf("backup written but failed its check: %w", asBackup(err))
 	}
 	return size, nil
 }
@@ -77,7 +77,7 @@ func Check(path string) error {
 // of the kept database ("" when there was none).
 func Restore(src, dataDir, keyFile string, now time.Time) (string, error) {
 	if err := Check(src); err != nil {
-		return "", fmt.Errorf("restore: backup is not usable: %w", err)
+		return "", fmt.Errorf("restore: backup is not usable: %w", asBackup(err))
 	}
 	if keyFile == "" {
 		keyFile = filepath.Join(dataDir, SecretKeyFileName)

@@ -21,9 +21,15 @@ const minFileSize = 2 * 4096
 // damagedError is ErrDamaged with the file and what is wrong with it.
 type damagedError struct {
 	path, why string
+	// backup is set for a file checked as a backup (to restore, or just
+	// written): restoring it from a backup is no remedy for that file.
+	backup bool
 }
 
 func (e *damagedError) Error() string {
+	if e.backup {
+		return fmt.Sprintf("the backup file %s is damaged or not a Mailbolt backup (%s)", e.path, e.why)
+	}
 	return fmt.Sprintf("the database file %s is damaged (%s): restore it from a backup", e.path, e.why)
 }
 
@@ -31,6 +37,19 @@ func (e *damagedError) Is(target error) bool { return target == ErrDamaged }
 
 func damaged(path, why string) error {
 	return &damagedError{path: path, why: strings.Join(strings.Fields(why), " ")}
+}
+
+// asBackup words err, from Check of a backup file, for that file: a
+// damaged one is named as a backup, not as a database to restore from one.
+// Other errors are returned as they are.
+func asBackup(err error) error {
+	var d *damagedError
+	if !errors.As(err, &d) {
+		return err
+	}
+	b := *d
+	b.backup = true
+	return &b
 }
 
 // recoverDamaged turns a panic of bbolt's on a damaged file into

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -164,6 +165,37 @@ func TestRestoreReplacesADamagedDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			db.Close()
+		})
+	}
+}
+
+// TestRestoreNamesADamagedBackupAsTheBackup: a backup that is damaged, or
+// not a database at all, is refused naming it as the backup file. The
+// database's own message ("restore it from a backup") would send the user
+// back to the very file that failed. Nothing in the data dir changes.
+func TestRestoreNamesADamagedBackupAsTheBackup(t *testing.T) {
+	good, _, keyFile := writtenDBWithKey(t)
+	cases := damages(t)
+	cases["not a database"] = bytes.Repeat([]byte("garbage"), 3000)
+	for name, b := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir, live := dataDirWith(t, good)
+			backup := filepath.Join(t.TempDir(), "garbage.db")
+			if err := os.WriteFile(backup, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Restore(backup, dir, keyFile, time.Now())
+			want := "restore: backup is not usable: the backup file " + backup + " is damaged or not a Mailbolt backup ("
+			if !errors.Is(err, ErrDamaged) || !strings.HasPrefix(fmt.Sprint(err), want) ||
+				strings.Contains(err.Error(), "restore it from a backup") {
+				t.Fatalf("got %v, want %q…", err, want)
+			}
+			if after, _ := os.ReadFile(live); !bytes.Equal(after, good) {
+				t.Error("the live database was changed")
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("files in the data dir: %v", entries)
+			}
 		})
 	}
 }
