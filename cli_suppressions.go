@@ -94,10 +94,10 @@ func readSuppressionsFile(cmd *cobra.Command, name string) ([]app.SuppressionInp
 }
 
 // exportToFile writes the export to a temporary file beside name and
-// renames it into place once complete, so a failed export never leaves a
-// file that looks like a whole list. A name that is the database or the
-// secret key file of the command's data dir is refused before anything
-// is written.
+// renames it into place once complete (storage.WriteOutFile), so a failed
+// export never leaves a file that looks like a whole list. A name that is
+// the database or the secret key file of the command's data dir is
+// refused before anything is written.
 func exportToFile(cmd *cobra.Command, name string, export func(io.Writer) error) error {
 	dataDir, _ := cmd.Flags().GetString("data-dir")
 	if err := storage.CheckOutFile(name, filepath.Join(dataDir, storage.FileName), secretKeyFile(cmd)); err != nil {
@@ -107,25 +107,13 @@ func exportToFile(cmd *cobra.Command, name string, export func(io.Writer) error)
 		}
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // gone after the rename; the partial file otherwise
-	w := bufio.NewWriter(f)
-	err = export(w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
+	err := storage.WriteOutFile(name, func(f io.Writer) error {
+		w := bufio.NewWriter(f)
+		if err := export(w); err != nil {
+			return err
+		}
+		return w.Flush()
+	})
 	if err != nil {
 		return err
 	}

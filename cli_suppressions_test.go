@@ -108,3 +108,34 @@ func TestSuppressionsImportExportOfflineAndThroughTheServer(t *testing.T) {
 		t.Errorf("files left: %v", entries)
 	}
 }
+
+// An export that cannot be written names the file given, never the
+// temporary file beside it: over a directory, and into a directory the
+// command cannot write (where permissions bind this process).
+func TestSuppressionsExportErrorNamesTheFile(t *testing.T) {
+	dir, files := t.TempDir(), t.TempDir()
+	acct := lastLine(mustRun(t, "accounts", "create", "--name", "Acme", "--data-dir", dir))
+	export := func(name string) error {
+		_, err := run(t, "suppressions", "export", "--account", acct, "--data-dir", dir, name)
+		return err
+	}
+	isDir := filepath.Join(files, "out.csv")
+	if err := os.Mkdir(isDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := export(isDir); err == nil || !strings.HasPrefix(err.Error(), "rename "+isDir+": ") {
+		t.Errorf("over a directory: %v", err)
+	}
+	ro := filepath.Join(files, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.CreateTemp(ro, "probe"); err == nil {
+		f.Close()
+		t.Skip("this process writes to a directory of mode 0555 (root): permissions cannot fail here")
+	}
+	dest := filepath.Join(ro, "x.csv")
+	if err := export(dest); err == nil || err.Error() != "create "+dest+": permission denied" {
+		t.Errorf("into a read-only directory: %v", err)
+	}
+}

@@ -1,7 +1,10 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,4 +97,57 @@ func absPath(p string) string {
 		return abs
 	}
 	return filepath.Clean(p)
+}
+
+// WriteOutFile writes the file dest whole or not at all: write fills a
+// new temporary file beside dest, which is fsynced, given mode 0600 and
+// renamed over dest, and then the directory is fsynced. On failure the
+// temporary file is removed. An error about the temporary file names
+// dest instead: that is the name the user gave, and the temporary one is
+// gone by the time they read it. It does not check dest (CheckOutFile).
+func WriteOutFile(dest string, write func(w io.Writer) error) error {
+	dir := filepath.Dir(dest)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return &fs.PathError{Op: "create", Path: dest, Err: pe.Err}
+		}
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op once renamed
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dest)
+	}
+	if err != nil {
+		return namedAfter(err, tmp, dest)
+	}
+	return syncDir(dir)
+}
+
+// namedAfter is err with dest in the place of tmp, when err is about the
+// file tmp (a failed write, sync, close or rename of it).
+func namedAfter(err error, tmp, dest string) error {
+	switch e := err.(type) {
+	case *fs.PathError:
+		if e.Path == tmp {
+			return &fs.PathError{Op: e.Op, Path: dest, Err: e.Err}
+		}
+	case *os.LinkError:
+		if e.Old == tmp {
+			return &fs.PathError{Op: e.Op, Path: dest, Err: e.Err}
+		}
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -43,35 +44,16 @@ func (db *DB) upgrade() error {
 // migrated the schema, or "" when it migrated nothing of an existing file.
 func (db *DB) PreMigrationCopy() string { return db.preMigration }
 
-// writeSnapshot writes a consistent copy of b to a temporary file beside
-// dest, fsyncs it, sets mode 0600, renames it over dest and fsyncs the
-// directory. It returns the size of the copy.
+// writeSnapshot writes a consistent copy of b to dest, whole or not at
+// all (WriteOutFile). It returns the size of the copy.
 func writeSnapshot(b *bolt.DB, dest string) (size int64, _ error) {
-	dir := filepath.Dir(dest)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".tmp-*")
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(tmp.Name()) // no-op once renamed
-	err = b.View(func(tx *bolt.Tx) error {
-		size, err = tx.WriteTo(tmp)
-		return err
+	err := WriteOutFile(dest, func(w io.Writer) error {
+		return b.View(func(tx *bolt.Tx) error {
+			var err error
+			size, err = tx.WriteTo(w)
+			return err
+		})
 	})
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dest)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
 	return size, err
 }
 
