@@ -165,7 +165,7 @@ func startService(cfg serveConfig, log *slog.Logger, hold func(queue.Sender) que
 		ib.TLSConfig = s.tls.Config() // STARTTLS with the same certificate
 	}
 	s.inbound = inbound.NewServer(s.app.Inbound(), ib)
-	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app})
+	s.admin, err = web.ListenAdmin(cfg.dataDir, app.LocalAdmin{App: s.app, Server: true})
 	if errors.Is(err, web.ErrSocketPathTooLong) {
 		// Serve anyway; only management commands during serving are lost.
 		log.Warn("no management socket: management commands will not work while this server runs", "err", err)

@@ -6,14 +6,23 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"syscall"
 
 	"mailbolt/storage"
 )
 
 // LocalAdmin does the management commands on App directly: the CLI's when
 // no server runs on the data dir, and the server's behind its socket.
-type LocalAdmin struct{ App *App }
+type LocalAdmin struct {
+	App *App
+	// Server is set on the admin a running server serves on its socket:
+	// a file it writes for a command (the backup) is then written by the
+	// server's process, with its user and its view of the file system
+	// (systemd's ReadWritePaths, PrivateTmp), and its errors say so.
+	Server bool
+}
 
 var _ Admin = LocalAdmin{}
 
@@ -103,7 +112,8 @@ func (l LocalAdmin) RevokeKey(keyID string) (KeyView, error) {
 // Backup checks where the copy goes before writing it, so that a
 // directory that is missing (or is a file), the live database itself or
 // the secret key file is named in a validation error, not reported as an
-// internal failure of the backup.
+// internal failure of the backup; so is a directory the process cannot
+// write to.
 func (l LocalAdmin) Backup(out string) (int64, error) {
 	if out == "" {
 		return 0, Validation("out", "a file to write the backup to is required")
@@ -130,7 +140,32 @@ func (l LocalAdmin) Backup(out string) (int64, error) {
 	if errors.As(err, &protected) {
 		return 0, Validation("out", fmt.Sprintf("%s is %s: write the backup to another file", abs, protected.What))
 	}
+	if why, ok := l.cannotWrite(abs, err); ok {
+		return 0, Validation("out", why)
+	}
 	return n, err
+}
+
+// cannotWrite says why the file dest could not be written, when err is a
+// permission error or a read-only file system on dest or its directory.
+// Through the socket it is the server's process that writes, whose user
+// and mounts are not the command's.
+func (l LocalAdmin) cannotWrite(dest string, err error) (string, bool) {
+	var pe *fs.PathError
+	dir := filepath.Dir(dest)
+	if !errors.As(err, &pe) || pe.Path != dest && pe.Path != dir ||
+		!errors.Is(pe.Err, fs.ErrPermission) && !errors.Is(pe.Err, syscall.EROFS) {
+		return "", false
+	}
+	if !l.Server {
+		return fmt.Sprintf("cannot write to the directory %s (%v)", dir, pe.Err), true
+	}
+	who := fmt.Sprintf("uid %d", os.Geteuid())
+	if u, uerr := user.Current(); uerr == nil {
+		who = "user " + u.Username
+	}
+	return fmt.Sprintf("the server process (%s) writes the backup, and it cannot write to the directory %s (%v): "+
+		"choose a directory the server can write to (under systemd, one in the unit's ReadWritePaths)", who, dir, pe.Err), true
 }
 
 func (l LocalAdmin) AddIP(addr, hostname, pool, warmup string) (IPView, error) {

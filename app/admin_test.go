@@ -1,9 +1,11 @@
 package app
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"mailbolt/storage"
@@ -76,5 +78,53 @@ func TestLocalAdminViews(t *testing.T) {
 	}
 	if _, err := admin.ListKeys("nobody"); !HasCode(err, CodeNotFound) {
 		t.Errorf("keys of an unknown account: %v", err)
+	}
+}
+
+// A backup into a directory the process cannot write is the caller's
+// choice of directory, named in a validation error (it was an internal
+// error, naming the temporary file). Through the socket the server's
+// process writes the file, so the error says so: the user running the
+// command may well be able to write there. The read-only file system of
+// systemd's ProtectSystem is worded the same way.
+func TestLocalAdminBackupIntoAnUnwritableDirectory(t *testing.T) {
+	rofs := &fs.PathError{Op: "create", Path: "/var/backups/x.db", Err: syscall.EROFS}
+	if got, ok := (LocalAdmin{}).cannotWrite("/var/backups/x.db", rofs); !ok ||
+		got != "cannot write to the directory /var/backups (read-only file system)" {
+		t.Errorf("offline: %q", got)
+	}
+	want := "writes the backup, and it cannot write to the directory /var/backups (read-only file system): " +
+		"choose a directory the server can write to"
+	if got, ok := (LocalAdmin{Server: true}).cannotWrite("/var/backups/x.db", rofs); !ok ||
+		!strings.HasPrefix(got, "the server process (") || !strings.Contains(got, want) {
+		t.Errorf("through the server: %q, want %q", got, want)
+	}
+	// Only the file written and its directory: a permission error on
+	// another file (the database read for the copy) is not the caller's.
+	other := &fs.PathError{Op: "open", Path: "/var/lib/mailbolt/mailbolt.db", Err: syscall.EACCES}
+	if _, ok := (LocalAdmin{}).cannotWrite("/var/backups/x.db", other); ok {
+		t.Error("a permission error on another file was taken for the backup's directory")
+	}
+
+	a, _ := newTestAppOn(t, storage.DefaultOptions())
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.CreateTemp(dir, "probe"); err == nil {
+		f.Close()
+		t.Skip("this process writes to a directory of mode 0555 (root): permissions cannot fail here")
+	}
+	for _, c := range []struct {
+		admin LocalAdmin
+		want  string
+	}{
+		{LocalAdmin{App: a}, "out: cannot write to the directory " + dir + " (permission denied)"},
+		{LocalAdmin{App: a, Server: true}, "writes the backup, and it cannot write to the directory " + dir + " (permission denied)"},
+	} {
+		_, err := c.admin.Backup(filepath.Join(dir, "x.db"))
+		if !HasCode(err, CodeValidation) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("server %v: %v, want %q", c.admin.Server, err, c.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func adminOverSocketOn(t *testing.T, sopts storage.Options) (*app.App, *AdminCli
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := ListenAdmin(dir, app.LocalAdmin{App: a})
+	srv, err := ListenAdmin(dir, app.LocalAdmin{App: a, Server: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,5 +158,28 @@ func TestAdminSocketBackupNamesAMissingDirectory(t *testing.T) {
 	}
 	if n, err := c.Backup(filepath.Join(t.TempDir(), "ok.db")); err != nil || n == 0 {
 		t.Fatalf("backup: %d bytes, %v", n, err)
+	}
+}
+
+// A backup into a directory the server's process cannot write is a
+// validation error that says the server writes the file (it was an
+// INTERNAL_ERROR naming a temporary file): the user running the command
+// may well be able to write there. Skipped where permissions do not bind
+// this process (root).
+func TestAdminSocketBackupIntoADirectoryTheServerCannotWrite(t *testing.T) {
+	_, c := adminOverSocketOn(t, storage.DefaultOptions())
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.CreateTemp(dir, "probe"); err == nil {
+		f.Close()
+		t.Skip("this process writes to a directory of mode 0555 (root): permissions cannot fail here")
+	}
+	_, err := c.Backup(filepath.Join(dir, "x.db"))
+	want := "writes the backup, and it cannot write to the directory " + dir + " (permission denied)"
+	if !app.HasCode(err, app.CodeValidation) || !strings.Contains(err.Error(), "out: the server process (") ||
+		!strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
 	}
 }
