@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,47 @@ func TestDockerfileKeepsItsPromises(t *testing.T) {
 		"STOPSIGNAL SIGTERM", "MAILBOLT_DATA_DIR=/data", `CMD ["serve"]`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("docs/deploy/Dockerfile lacks %q", want)
+		}
+	}
+}
+
+// While serve runs, the server process writes a backup, inside the unit's
+// sandbox: every `mailbolt backup --out /…` of docs/deploy.md writes into
+// a directory the unit's ReadWritePaths cover (the rest of the system is
+// read-only to it), not into /tmp (PrivateTmp gives it its own), and one
+// that step 3 creates before the server first starts (the unit sees a
+// directory only if it existed then).
+func TestBackupTimerWritesWhereTheServerMay(t *testing.T) {
+	unit, err := os.ReadFile("docs/deploy/mailbolt.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writable []string
+	for _, m := range regexp.MustCompile(`(?m)^ReadWritePaths=(.*)$`).FindAllStringSubmatch(string(unit), -1) {
+		for _, p := range strings.Fields(m[1]) {
+			writable = append(writable, strings.TrimPrefix(p, "-"))
+		}
+	}
+	start := strings.Index(string(doc), "systemctl enable --now mailbolt\n")
+	outs := regexp.MustCompile(`mailbolt backup --out (/[^\s'$]+)`).FindAllStringSubmatch(string(doc), -1)
+	if len(outs) == 0 || start < 0 {
+		t.Fatal("docs/deploy.md has no `mailbolt backup --out /…` or no `systemctl enable --now mailbolt`")
+	}
+	for _, m := range outs {
+		dir := filepath.Dir(m[1])
+		covered := false
+		for _, p := range writable {
+			covered = covered || dir == p || strings.HasPrefix(dir, p+"/")
+		}
+		if !covered || dir == "/tmp" || strings.HasPrefix(dir, "/tmp/") {
+			t.Errorf("docs/deploy.md backs up to %s, which the unit's ReadWritePaths %v do not let the server write", m[1], writable)
+		}
+		if i := strings.Index(string(doc), "install -d -o mailbolt -g mailbolt -m 0700 "+dir); i < 0 || i > start {
+			t.Errorf("docs/deploy.md does not create %s before the server's first start", dir)
 		}
 	}
 }
