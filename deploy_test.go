@@ -95,3 +95,33 @@ func TestBackupTimerWritesWhereTheServerMay(t *testing.T) {
 		}
 	}
 }
+
+// `mailbolt healthcheck` asks --http-addr (default 127.0.0.1:8080), but the
+// unit's server listens where MAILBOLT_HTTP_ADDR in /etc/mailbolt.env says:
+// every healthcheck in docs/deploy.md loads that file earlier in its block,
+// or names --http-addr.
+func TestDeployHealthchecksAskTheServersAddress(t *testing.T) {
+	doc, err := os.ReadFile("docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range shellBlocks(string(doc)) {
+		loaded := false
+		for _, line := range strings.Split(b.script, "\n") {
+			cmd, _, _ := strings.Cut(line, "#")
+			if strings.Contains(cmd, ". /etc/mailbolt.env") {
+				loaded = true
+			}
+			if strings.Contains(cmd, "mailbolt healthcheck") {
+				n++
+				if !loaded && !strings.Contains(cmd, "--http-addr") {
+					t.Errorf("docs/deploy.md:%d: %q runs before /etc/mailbolt.env is loaded: it asks 127.0.0.1:8080", b.line, strings.TrimSpace(line))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("docs/deploy.md runs no `mailbolt healthcheck`")
+	}
+}
