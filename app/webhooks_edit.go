@@ -87,7 +87,7 @@ type WebhookTest struct {
 	EventID    string
 	URL        string
 	At         time.Time
-	StatusCode int // 0 when there was no answer
+	StatusCode int // 0 when there was no complete answer within the deadline
 	Error      string
 	Latency    time.Duration
 	Response   string // the first 1024 bytes of the answer's body

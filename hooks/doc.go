@@ -5,12 +5,20 @@
 //
 // # Answers, retries and retention
 //
-// An answer decides an attempt (Classify): any 2xx delivers; no answer (a
-// network or TLS error, or no status within Timeout) and 408, 429
-// or any 5xx are retried; anything else, 3xx included (redirects are not
+// An answer decides an attempt (Classify): any 2xx delivers; no complete
+// answer (a network or TLS error, or no status and body within Timeout)
+// and 408, 429 or any 5xx are retried; anything else, 3xx included (redirects are not
 // followed), fails the delivery at once. An address the Guard refuses fails
 // it at once too: every retry would be refused. A panic while sending is
 // recovered, counted (Panics) and taken as an attempt with no answer.
+//
+// An answer is complete when its status, its headers and its body have
+// come: the whole body, or its first 65 KiB when it is longer, since an
+// attempt reads no more (it keeps the first 1 KiB, discards the rest and
+// closes the connection of a longer body). A status whose body is still
+// coming at the deadline is a timeout, and a body that breaks off a
+// failure: either is an attempt with no status, retried, whatever the
+// status was (the error names it). Latency runs to the end of the attempt.
 //
 // Retry n (from 0) waits BaseDelay doubled n times, at most MaxDelay,
 // counted from the end of the failed attempt; a Retry-After on a 429 or

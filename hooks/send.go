@@ -15,8 +15,15 @@ import (
 	"time"
 )
 
-// responseSnippet is how much of a receiver's answer an attempt keeps.
-const responseSnippet = 1024
+// responseSnippet is how much of a receiver's answer body an attempt
+// keeps; responseDrain is how much more it reads and discards, so that a
+// short body is read to its end and the connection can be reused. Nothing
+// past the two is read: a longer body is cut off (and its connection
+// closed), and the answer still counts as complete (see readAnswer).
+const (
+	responseSnippet = 1024
+	responseDrain   = 64 << 10
+)
 
 // job is one delivery ready to send: claimed from the queue, or (fresh) an
 // event's delivery taken straight from the outbox, not saved yet.
@@ -126,8 +133,11 @@ func guardedDial(g Guard, lookup lookupFunc, dialer *net.Dialer) func(ctx contex
 // send makes one signed POST. It goes to the client's transport directly:
 // the client's redirect handling has nothing to do (a 3xx is the answer)
 // and the deadline is the request context's, over the answer's body too.
-// The attempt's time, its signature's timestamp and its latency are read
-// from clock.
+// An answer whose body does not arrive (as far as readAnswer reads it)
+// within the deadline, or breaks off, is no answer: its status is not
+// kept, the error says what came, and the attempt is retried like a
+// timeout. The attempt's time, its signature's timestamp and its latency
+// (to the end of the attempt, the body read included) are read from clock.
 func send(ctx context.Context, client *http.Client, j job, clock func() time.Time) result {
 	r := result{job: j, at: clock().UTC()}
 	t := r.at.Unix()
@@ -149,22 +159,54 @@ func send(ctx context.Context, client *http.Client, j job, clock func() time.Tim
 	}
 	start := clock() // not UTC'd: keeps the monotonic reading time.Now gives
 	resp, err := client.Transport.RoundTrip(req)
-	r.latency = clock().Sub(start)
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			r.aborted = true
-		}
+		r.latency = clock().Sub(start)
+		r.aborted = ctx.Err() != nil && errors.Is(err, context.Canceled)
 		r.refused = errors.Is(err, ErrForbiddenAddress)
 		r.err = describe(err)
 		return r
 	}
-	defer resp.Body.Close()
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, responseSnippet))
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
-	r.status = resp.StatusCode
+	snippet, n, err := readAnswer(resp.Body)
+	resp.Body.Close()
+	r.latency = clock().Sub(start)
 	r.response = string(snippet)
+	if err != nil {
+		// Shutdown cutting the body off is no attempt, as before the
+		// status came.
+		r.aborted = ctx.Err() != nil && errors.Is(err, context.Canceled)
+		r.err = describeBody(resp.StatusCode, n, err)
+		return r
+	}
+	r.status = resp.StatusCode
 	r.retryAfter = resp.Header.Get("Retry-After")
 	return r
+}
+
+// readAnswer reads what an attempt reads of an answer's body: the first
+// responseSnippet bytes, kept, then up to responseDrain more, discarded.
+// It returns the bytes kept, how many were read in all, and the error that
+// stopped the reading before the body's end or those 65 KiB: a deadline,
+// a connection that broke, a body shorter than its Content-Length. The
+// answer is complete when that error is nil.
+func readAnswer(body io.Reader) (snippet []byte, n int64, err error) {
+	snippet, err = io.ReadAll(io.LimitReader(body, responseSnippet))
+	n = int64(len(snippet))
+	if err == nil {
+		var more int64
+		more, err = io.Copy(io.Discard, io.LimitReader(body, responseDrain))
+		n += more
+	}
+	return snippet, n, err
+}
+
+// describeBody says why an answer whose status came is not complete: a
+// timeout when the deadline passed while its body was read.
+func describeBody(status int, read int64, err error) string {
+	what := fmt.Sprintf("status %d and %d bytes of the body", status, read)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout: the answer was not complete within the deadline (" + what + " came)"
+	}
+	return "the answer broke off (" + what + " came): " + describe(err)
 }
 
 // describe shortens a client error for the attempt log.

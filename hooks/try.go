@@ -9,11 +9,11 @@ import (
 
 // TryResult is the receiver's answer to a request made by Try.
 type TryResult struct {
-	At         time.Time // when the request was sent
-	StatusCode int       // 0 when there was no answer
-	Error      string    // why there was no answer; empty when it answered
-	Latency    time.Duration
-	Response   string // the first 1024 bytes of the answer's body
+	At         time.Time     // when the request was sent
+	StatusCode int           // 0 when there was no complete answer (see send)
+	Error      string        // why there was no complete answer; empty when it answered
+	Latency    time.Duration // to the end of the answer, its body read, or of the failure
+	Response   string        // the first 1024 bytes of the answer's body (of what came)
 }
 
 // Try sends body to webhook w now and waits for the answer: one request,
