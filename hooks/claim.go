@@ -31,8 +31,9 @@ func InFlight(d storage.Delivery, now time.Time) bool {
 
 // webhookMatcher returns a function that lists the webhooks an outbox
 // event goes to (its account's enabled ones, of its mode, subscribed to its
-// type; or only the one the event names),
-// reading each account's webhooks once per transaction.
+// type; or only the one the event names), leaving out those created after
+// the event (see before), reading each account's webhooks once per
+// transaction.
 func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, error) {
 	byAccount := map[string][]storage.Webhook{}
 	return func(ev storage.Event) ([]storage.Webhook, error) {
@@ -49,7 +50,7 @@ func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, erro
 		}
 		var matched []storage.Webhook
 		for _, w := range subs {
-			if w.Disabled || w.Test != ev.Test {
+			if w.Disabled || w.Test != ev.Test || before(ev, w) {
 				continue
 			}
 			// An event addressed to one webhook (an inbound route's) goes
@@ -60,6 +61,18 @@ func webhookMatcher(tx *storage.Tx) func(storage.Event) ([]storage.Webhook, erro
 		}
 		return matched, nil
 	}
+}
+
+// before reports whether event ev was recorded before webhook w was
+// created: a webhook receives only the events recorded after it was
+// created, even those still waiting in the outbox when it was (a backlog
+// behind busy workers). Both times are the App's clock to the nanosecond
+// (the event's timestamp, as its envelope shows it, and the webhook's
+// created_at); an event of the very nanosecond of the creation goes to
+// the webhook. An event whose time cannot be read (zero) goes to every
+// webhook, as before times were compared.
+func before(ev storage.Event, w storage.Webhook) bool {
+	return !ev.Timestamp.IsZero() && ev.Timestamp.Before(w.CreatedAt)
 }
 
 // queueTx turns outbox entries into one pending delivery per matching

@@ -101,7 +101,10 @@
 // # Disabled webhooks and test requests
 //
 // A webhook stored Disabled is matched to no event: an event matched while
-// it is disabled is never sent to it, and its pending deliveries go on.
+// it is disabled is never sent to it, and its pending deliveries go on. No
+// webhook is matched to an event recorded before it was created (its
+// timestamp before the webhook's CreatedAt), though the event may still be
+// in the outbox when it is.
 // Try sends one request to a webhook outside both paths (POST
 // /v1/webhooks/{id}/test): signed, guarded and bounded like a delivery,
 // but nothing is stored, it is never retried, and Answered is not told.

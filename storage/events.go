@@ -103,19 +103,22 @@ func (tx *Tx) EventEnvelope(accountID, id string) ([]byte, error) {
 }
 
 // OutboxEntry is an event waiting for webhook fan-out. Event holds only
-// what fan-out needs: ID, AccountID, Type, Test and WebhookID (zero when the event has
-// expired: nothing is left to deliver).
+// what fan-out needs: ID, AccountID, Type, Timestamp, Test and WebhookID
+// (zero when the event has expired: nothing is left to deliver; Timestamp
+// alone zero when the record's cannot be read as RFC 3339).
 type OutboxEntry struct {
 	Seq   uint64
 	Event Event
 }
 
 // outboxEvent is the part of an Event record that fan-out reads: decoding
-// only these fields skips parsing the record's times.
+// only these fields skips parsing the expiry time. The timestamp is read
+// as the record's text, parsed once the scan (or encoding/json) is done.
 type outboxEvent struct {
 	ID        string `json:"id"`
 	AccountID string `json:"account_id"`
 	Type      string `json:"event"`
+	Timestamp string `json:"timestamp"`
 	Test      bool   `json:"test"`
 	WebhookID string `json:"webhook_id,omitempty"`
 }
@@ -138,7 +141,10 @@ func outboxEntry(events kvBucket, seq uint64, key []byte) OutboxEntry {
 			return OutboxEntry{Seq: seq}
 		}
 	}
-	return OutboxEntry{Seq: seq, Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Test: ev.Test, WebhookID: ev.WebhookID}}
+	// The time as AppendEvent wrote it: RFC 3339 with nanoseconds, in UTC.
+	at, _ := time.Parse(time.RFC3339Nano, ev.Timestamp)
+	return OutboxEntry{Seq: seq, Event: Event{ID: ev.ID, AccountID: ev.AccountID, Type: ev.Type, Timestamp: at,
+		Test: ev.Test, WebhookID: ev.WebhookID}}
 }
 
 // scanOutboxEvent fills ev from a flat JSON object of strings, booleans
@@ -193,6 +199,8 @@ func scanOutboxEvent(data []byte, ev *outboxEvent) bool {
 				ev.AccountID = v
 			case "event":
 				ev.Type = v
+			case "timestamp":
+				ev.Timestamp = v
 			case "webhook_id":
 				ev.WebhookID = v
 			case "test":
@@ -227,7 +235,7 @@ func scanOutboxEvent(data []byte, ev *outboxEvent) bool {
 }
 
 // outboxFields are the record fields outboxEvent reads.
-var outboxFields = []string{"id", "account_id", "event", "test", "webhook_id"}
+var outboxFields = []string{"id", "account_id", "event", "timestamp", "test", "webhook_id"}
 
 // outboxField reports whether name is one of outboxFields.
 func outboxField(name string) bool { return slices.Contains(outboxFields, name) }
