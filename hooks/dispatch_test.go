@@ -219,6 +219,9 @@ func TestFirstAttemptOutcomes(t *testing.T) {
 		{name: "429 with Retry-After", handler: status(429, "Retry-After", "120"), want: storage.DeliveryPending, wait: 2 * time.Minute, code: 429},
 		{name: "500", handler: status(500), want: storage.DeliveryPending, wait: 30 * time.Second, code: 500},
 		{name: "503 with a long Retry-After is capped", handler: status(503, "Retry-After", "7200"), want: storage.DeliveryPending, wait: time.Hour, code: 503},
+		{name: "429 with a negative Retry-After backs off", handler: status(429, "Retry-After", "-5"), want: storage.DeliveryPending, wait: 30 * time.Second, code: 429},
+		{name: "503 with a Retry-After past any duration is capped", handler: status(503, "Retry-After", "9300000000"), want: storage.DeliveryPending, wait: time.Hour, code: 503},
+		{name: "503 with a Retry-After past uint64 seconds is capped", handler: status(503, "Retry-After", "18446744074"), want: storage.DeliveryPending, wait: time.Hour, code: 503},
 		{name: "stall past the deadline", handler: func(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-r.Context().Done():

@@ -22,7 +22,8 @@
 //
 // Retry n (from 0) waits BaseDelay doubled n times, at most MaxDelay,
 // counted from the end of the failed attempt; a Retry-After on a 429 or
-// 503 replaces that wait, still at most MaxDelay. At most MaxRetries
+// 503 replaces that wait, still at most MaxDelay (a value of neither of
+// RFC 9110's forms, a negative one say, is ignored; see RetryAfter). At most MaxRetries
 // retries follow the first attempt (0: none); a retryable failure with
 // none left fails the delivery. A delivered delivery is kept
 // DeliveredRetention (30 days), a failed one FailedRetention (7 days, in

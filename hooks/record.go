@@ -101,8 +101,8 @@ func (d *Dispatcher) apply(del *storage.Delivery, r result, now time.Time) {
 			break
 		}
 		delay := Backoff(del.Retries, d.opts.BaseDelay, d.opts.MaxDelay)
-		if ra, ok := RetryAfter(r.status, r.retryAfter, now); ok {
-			delay = min(ra, d.opts.MaxDelay)
+		if ra, ok := RetryAfter(r.status, r.retryAfter, now, d.opts.MaxDelay); ok {
+			delay = ra
 		}
 		del.Retries++
 		next := now.Add(delay)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,12 +99,33 @@ func TestClassifyAndBackoff(t *testing.T) {
 		ok     bool
 	}{
 		{429, "120", 2 * time.Minute, true},
+		{429, " 0 ", 0, true},
+		{429, "0007", 7 * time.Second, true},
 		{503, "Sun, 22 Nov 2026 12:05:00 GMT", 5 * time.Minute, true},
 		{500, "120", 0, false},
 		{429, "", 0, false},
 		{429, "soon", 0, false},
+		// delay-seconds is 1*DIGIT (RFC 9110 §10.2.3): no sign, no fraction.
+		{429, "-5", 0, false},
+		{429, "+5", 0, false},
+		{429, "-0", 0, false},
+		{429, "1.5", 0, false},
+		{429, "5s", 0, false},
+		{429, "0x10", 0, false},
+		{429, "1 2", 0, false},
+		// Longer than the longest wait: that wait, never a wrapped one.
+		{429, "3600", time.Hour, true},
+		{429, "3601", time.Hour, true},
+		{503, "9300000000", time.Hour, true},             // × time.Second overflows int64
+		{503, "18446744074", time.Hour, true},            // × time.Second wraps uint64
+		{503, strings.Repeat("9", 400), time.Hour, true}, // more digits than any integer
+		// An HTTP date: already past is a retry at once; far off, the longest wait.
+		{503, "Sun, 22 Nov 2026 11:00:00 GMT", 0, true},
+		{503, "Mon, 01 Jan 0001 00:00:00 GMT", 0, true},
+		{503, "Fri, 31 Dec 9999 23:59:59 GMT", time.Hour, true},
+		{503, "Sunday, 22-Nov-26 12:00:30 GMT", 30 * time.Second, true}, // RFC 850, obsolete but allowed
 	} {
-		got, ok := RetryAfter(c.status, c.header, now)
+		got, ok := RetryAfter(c.status, c.header, now, time.Hour)
 		if got != c.want || ok != c.ok {
 			t.Errorf("RetryAfter(%d, %q) = %v %v", c.status, c.header, got, ok)
 		}
