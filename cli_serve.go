@@ -213,7 +213,7 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.httpAddr, "http-addr", def.httpAddr, "address of the HTTP API")
 	f.Int64Var(&cfg.maxBodySize, "max-body-size", def.maxBodySize, "largest request body in bytes (413 BODY_TOO_LARGE above it)")
 	f.Int64Var(&cfg.maxMessage, "max-message-size", def.maxMessage, "largest message in bytes as built for the wire, and largest template output (422 above it)")
-	f.Int64Var(&cfg.inboundMaxSize, "inbound-max-size", def.inboundMaxSize, "largest message in bytes the inbound SMTP listener takes (552 at MAIL FROM SIZE= or DATA above it)")
+	f.Int64Var(&cfg.inboundMaxSize, "inbound-max-size", def.inboundMaxSize, "largest message in bytes the inbound SMTP listener takes, advertised as its SIZE (552 at MAIL FROM SIZE= or DATA above it)")
 	f.IntVar(&cfg.databaseConns, "database-conns", 16, "most connections this node opens to the --database PostgreSQL server")
 	f.IntVar(&cfg.ipRateLimit, "ip-rate-limit", def.ipRateLimit, "requests per second per source IP for requests without a valid key")
 	f.StringVar(&cfg.deprecate, "deprecate", def.deprecate, "mark an API version deprecated (v1)")

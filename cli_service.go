@@ -16,8 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emersion/go-smtp"
-
 	"mailbolt/app"
 	"mailbolt/metrics"
 	"mailbolt/mta"
@@ -50,7 +48,7 @@ type service struct {
 	tls       *tlsconf.Source // nil: no certificate configured
 	httpsLn   net.Listener    // nil: no --https-addr
 	https     *http.Server
-	inbound   *smtp.Server
+	inbound   *inbound.Server
 	admin     *web.AdminServer
 	metrics   *metrics.Metrics
 	metricsLn net.Listener // nil: no metrics endpoint

@@ -12,9 +12,12 @@
 // with 550 5.7.1, or with the Reply the Handler chose (550 5.1.1 for an
 // unrouted address, 452 over a quota); it hands each whole message to
 // Handler.Deliver, with the Envelope (client address, HELO name,
-// reverse-path), and acknowledges it once Deliver returns. Messages over
-// Options.MaxMessageSize are refused with 552 5.3.4, at MAIL FROM when SIZE=
-// declares it and at the end of DATA otherwise.
+// reverse-path), and acknowledges it once Deliver returns.
+// Options.MaxMessageSize is the SIZE the EHLO answer advertises (RFC 1870);
+// messages over it are refused with 552 5.3.4, at MAIL FROM when SIZE=
+// declares it and at the end of DATA otherwise (with DATA, one of exactly
+// the limit too: see NewServer), and the connection of one that goes on
+// past about four times the limit is closed.
 //
 // ParseReceived reads a message received for an inbound domain into its
 // header fields, decoded addresses and subject, text and HTML bodies and

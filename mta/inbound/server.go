@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -79,19 +80,35 @@ type Options struct {
 	TLSConfig *tls.Config
 }
 
+// Server is the inbound listener (--smtp-addr): go-smtp's server over
+// connections that a session can have closed once a refused message has
+// been read far enough (see cutoffConn).
+type Server struct {
+	srv *smtp.Server
+}
+
 // NewServer builds the SMTP server of the inbound listener
 // (--smtp-addr): go-smtp with the limits of opts, STARTTLS when
 // opts.TLSConfig is set, no AUTH, no relaying.
-func NewServer(h Handler, opts Options) *smtp.Server {
+func NewServer(h Handler, opts Options) *Server {
 	max := opts.MaxMessageSize
 	if max == 0 {
 		max = 10 << 20
 	}
 	s := smtp.NewServer(backend{h, max})
 	s.Domain = opts.Domain
-	// The size limit is the session's own (Mail and Data): go-smtp's stops
-	// reading at the limit and answers while the client is still sending,
-	// so the client sees a broken pipe instead of the 552.
+	// go-smtp (v0.25) advertises SIZE with a value only from
+	// MaxMessageBytes (RFC 1870: SIZE without one means no fixed limit, so
+	// a sender could not refuse early), and then enforces it too: MAIL
+	// FROM with a larger SIZE= gets 552 5.3.4 before Mail runs, a BDAT
+	// chunk past it is refused, and DATA's reader stops at it while
+	// go-smtp reads the rest and answers after the message, so the client
+	// sees the 552, not a broken pipe. That reader stops before it can
+	// see the end of a message of exactly the limit, and refuses it too:
+	// with DATA the largest message taken is one byte less
+	// (docs/inbound.md). The session keeps its own checks (Mail, Data)
+	// and bounds how much of a refused message is read (readAtMost).
+	s.MaxMessageBytes = max
 	s.MaxRecipients = opts.MaxRecipients
 	if s.MaxRecipients == 0 {
 		s.MaxRecipients = 10
@@ -108,8 +125,17 @@ func NewServer(h Handler, opts Options) *smtp.Server {
 	if s.ErrorLog == nil {
 		s.ErrorLog = log.New(io.Discard, "", 0)
 	}
-	return s
+	return &Server{srv: s}
 }
+
+// Serve accepts connections on ln until Close or Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(cutoffListener{ln}) }
+
+// Shutdown stops accepting and waits for the sessions to end, or for ctx.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// Close stops accepting and closes every connection at once.
+func (s *Server) Close() error { return s.srv.Close() }
 
 type backend struct {
 	h   Handler
@@ -133,10 +159,13 @@ var errTooLarge = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.EnhancedCode{5, 
 	Message: "the message is larger than this server takes"}
 
 func (s *session) Mail(from string, opts *smtp.MailOptions) error {
+	// go-smtp refuses a SIZE= over the SIZE it advertises before this
+	// runs; the limit is checked here too, whatever go-smtp does.
 	if opts != nil && opts.Size > s.max {
 		return errTooLarge // RFC 1870 §6.2: declared too large
 	}
 	s.from, s.to = from, nil
+	s.readAtMost(-1)
 	return nil
 }
 
@@ -175,17 +204,16 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 func (s *session) Data(r io.Reader) error {
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(r, s.max+1))
+	if n > s.max || errors.Is(err, smtp.ErrDataTooLarge) {
+		// go-smtp's reader stops at the limit, then go-smtp reads the
+		// rest so that the reply comes when the client expects it (RFC
+		// 5321 §4.5.3.1.10), but not without end: after about three
+		// times the limit more (four in all) the connection is closed.
+		s.readAtMost(3 * s.max)
+		return errTooLarge
+	}
 	if err != nil {
 		return err // the connection broke
-	}
-	if n > s.max {
-		// Read the rest so that the reply comes when the client expects
-		// it (RFC 5321 §4.5.3.1.10), but not without end: past four times
-		// the limit the connection is closed.
-		if rest, _ := io.Copy(io.Discard, io.LimitReader(r, 3*s.max)); rest >= 3*s.max && s.c != nil {
-			s.c.Close()
-		}
-		return errTooLarge
 	}
 	// Durable before acknowledged: Deliver returns once what it records
 	// is committed, and a failure to record it is not acknowledged.
@@ -199,5 +227,24 @@ func (s *session) Data(r io.Reader) error {
 	return nil
 }
 
-func (s *session) Reset()        { s.from, s.to = "", nil }
+// readAtMost has the connection closed once n more bytes have been read
+// from it, until the next transaction (or RSET); -1 lifts that.
+func (s *session) readAtMost(n int64) {
+	if s.c == nil {
+		return
+	}
+	c := s.c.Conn()
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn() // after STARTTLS: the bytes counted are TLS records
+	}
+	if cc, ok := c.(*cutoffConn); ok {
+		cc.left.Store(n)
+	}
+}
+
+func (s *session) Reset() {
+	s.from, s.to = "", nil
+	s.readAtMost(-1)
+}
+
 func (s *session) Logout() error { return nil }
