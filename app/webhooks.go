@@ -175,7 +175,10 @@ func (a *App) ListWebhooks(p Principal, opts storage.ListOptions) (list []storag
 				}
 			}
 		}
-		start = min(start+opts.Offset, len(mine))
+		// Offset may be as large as math.MaxInt (a page far past the end):
+		// it is capped at what is left before it is added, so start cannot
+		// overflow.
+		start += min(max(opts.Offset, 0), len(mine)-start)
 		end := min(start+opts.Limit, len(mine))
 		list = mine[start:end]
 		if end < len(mine) {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -71,9 +72,20 @@ func (s *Server) parsePage(r *http.Request, list string) (pageQuery, error) {
 func (pq pageQuery) options() storage.ListOptions {
 	o := storage.ListOptions{After: pq.after, Limit: pq.limit}
 	if pq.pageMode {
-		o.Offset = (pq.page - 1) * pq.limit
+		o.Offset = pageOffset(pq.page, pq.limit)
 	}
 	return o
+}
+
+// pageOffset is the number of items before page (from 1) of a list paged
+// by limit. Where that number would overflow an int it is math.MaxInt: no
+// list holds that many items, so the page is past the end (200 with no
+// items), never a wrapped-around offset that lands on page 1 or panics.
+func pageOffset(page, limit int) int {
+	if page-1 > math.MaxInt/limit {
+		return math.MaxInt
+	}
+	return (page - 1) * limit
 }
 
 // pageBody is the page-mode answer.
