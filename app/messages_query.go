@@ -137,10 +137,14 @@ func idRange(since, until *time.Time) storage.Range {
 	return rg
 }
 
-// timeID is the smallest UUIDv7 string of the millisecond t falls in.
+// timeID is the smallest UUIDv7 string of the millisecond t falls in. A
+// time before 1970, the ids' epoch, is taken as 1970's first millisecond,
+// which no id precedes: a since before it keeps every item, an until
+// before it none (a negative count of milliseconds would wrap around to
+// the far future, turning both upside down).
 func timeID(t time.Time) string {
 	var u uuid.UUID
-	ms := uint64(t.UnixMilli())
+	ms := uint64(max(t.UnixMilli(), 0))
 	for i := 0; i < 6; i++ {
 		u[i] = byte(ms >> (40 - 8*i))
 	}
