@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"mailbolt/app"
@@ -20,8 +21,8 @@ type summaryView struct {
 }
 
 // dayParam reads a day as YYYY-MM-DD or an RFC 3339 time (its UTC day).
-func dayParam(r *http.Request, name string, def time.Time) (time.Time, error) {
-	v := r.URL.Query().Get(name)
+func dayParam(q url.Values, name string, def time.Time) (time.Time, error) {
+	v := q.Get(name)
 	if v == "" {
 		return def, nil
 	}
@@ -35,12 +36,16 @@ func dayParam(r *http.Request, name string, def time.Time) (time.Time, error) {
 }
 
 func (s *Server) analyticsSummary(w http.ResponseWriter, r *http.Request, c *call) {
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	now := s.app.Now()
-	to, e := dayParam(r, "to", now)
+	to, e := dayParam(q, "to", now)
 	if e == nil {
 		var from time.Time
-		if from, e = dayParam(r, "from", to.AddDate(0, 0, -29)); e == nil {
-			q := r.URL.Query()
+		if from, e = dayParam(q, "from", to.AddDate(0, 0, -29)); e == nil {
 			sq := app.SummaryQuery{From: from, To: to, CampaignID: q.Get("campaign_id"), Domain: q.Get("domain"),
 				Stream: q.Get("stream")}
 			var sum app.Summary

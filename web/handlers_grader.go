@@ -28,12 +28,19 @@ func (s *Server) graderBody(w http.ResponseWriter, r *http.Request, v any) bool 
 		return false
 	}
 	if err := decodeStrict(data, v); err != nil {
-		e := app.AsError(err)
-		e.Code = app.CodeInvalidInput
-		s.writeError(w, r, e)
+		s.writeError(w, r, invalidInput(err))
 		return false
 	}
 	return true
+}
+
+// invalidInput is a VALIDATION_ERROR of the code shared with the other
+// routes (a body or query string that cannot be read) under the grader's
+// code (spec §7), its field and reason kept.
+func invalidInput(err error) error {
+	e := app.AsError(err)
+	e.Code = app.CodeInvalidInput
+	return e
 }
 
 type checkRequest struct {
@@ -190,7 +197,11 @@ func (s *Server) graderHistory(w http.ResponseWriter, r *http.Request, c *call) 
 		s.writeError(w, r, app.ErrGraderDisabled)
 		return
 	}
-	q := r.URL.Query()
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, invalidInput(e))
+		return
+	}
 	page, perPage := 1, 20
 	if v := q.Get("page"); v != "" {
 		n, err := strconv.Atoi(v)

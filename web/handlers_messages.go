@@ -521,7 +521,11 @@ func timeParam(q url.Values, name string) (*time.Time, error) {
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
-	q := r.URL.Query()
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	mq := app.MessageQuery{Status: q.Get("status"), CampaignID: q.Get("campaign_id"), Tag: q.Get("tag"), Stream: q.Get("stream"),
 		Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
 	if mq.Status != "" && !slices.Contains(app.MessageStatuses, mq.Status) {
@@ -532,7 +536,6 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 		s.writeError(w, r, e)
 		return
 	}
-	var e error
 	if mq.Since, e = timeParam(q, "since"); e == nil {
 		mq.Until, e = timeParam(q, "until")
 	}
@@ -548,7 +551,11 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) {
 func isPageMode(r *http.Request) bool { return r.URL.Query().Get("page") != "" }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
-	q := r.URL.Query()
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	eq := app.EventQuery{MessageID: q.Get("message_id"), Recipient: strings.ToLower(strings.TrimSpace(q.Get("recipient")))}
 	for _, t := range q["type"] {
 		for _, name := range strings.Split(t, ",") {
@@ -562,7 +569,6 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
 			eq.Types = append(eq.Types, name)
 		}
 	}
-	var e error
 	if eq.Since, e = timeParam(q, "since"); e == nil {
 		eq.Until, e = timeParam(q, "until")
 	}
@@ -578,7 +584,12 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request, c *call) {
 // getMessageRaw answers a message's source as sent to one recipient
 // (app.MessageRaw), as message/rfc822.
 func (s *Server) getMessageRaw(w http.ResponseWriter, r *http.Request, c *call) {
-	raw, e := s.app.MessageRaw(c.Principal, c.params.ByName("id"), r.URL.Query().Get("recipient"))
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	raw, e := s.app.MessageRaw(c.Principal, c.params.ByName("id"), q.Get("recipient"))
 	if e != nil {
 		s.writeError(w, r, e)
 		return

@@ -66,8 +66,13 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) deleteSuppression(w http.ResponseWriter, r *http.Request, c *call) {
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	write := answer(c, noContent)
-	if e := s.app.DeleteSuppression(c.Principal, c.params.ByName("recipient"), r.URL.Query().Get("stream")); e != nil {
+	if e := s.app.DeleteSuppression(c.Principal, c.params.ByName("recipient"), q.Get("stream")); e != nil {
 		s.writeError(w, r, e)
 		return
 	}
@@ -162,9 +167,14 @@ func (s *Server) decodeImport(r *http.Request) ([]app.SuppressionInput, error) {
 // exportSuppressions streams the account's suppressions as CSV, in the
 // columns an import takes, a chunk at a time as storage reads them.
 func (s *Server) exportSuppressions(w http.ResponseWriter, r *http.Request, c *call) {
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	var cw *app.SuppressionCSVWriter
 	rc := http.NewResponseController(w)
-	e := s.app.ExportSuppressions(c.Principal, r.URL.Query().Get("stream"), func(list []storage.Suppression) error {
+	e = s.app.ExportSuppressions(c.Principal, q.Get("stream"), func(list []storage.Suppression) error {
 		// A long list may take longer than the server's write timeout:
 		// each chunk gets its own.
 		_ = rc.SetWriteDeadline(time.Now().Add(exportWriteTimeout))

@@ -113,7 +113,11 @@ func (s *Server) updateTemplate(w http.ResponseWriter, r *http.Request, c *call)
 
 // versionParam reads ?version=N (0 when absent: the newest).
 func versionParam(r *http.Request) (int, error) {
-	v := r.URL.Query().Get("version")
+	q, err := queryOf(r)
+	if err != nil {
+		return 0, err
+	}
+	v := q.Get("version")
 	if v == "" {
 		return 0, nil
 	}

@@ -144,7 +144,12 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, c *
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call) {
-	status := r.URL.Query().Get("status")
+	q, e := queryOf(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	status := q.Get("status")
 	serveList(s, w, r, func(o storage.ListOptions) ([]storage.Delivery, storage.ListResult, int, error) {
 		return s.app.Deliveries(c.Principal, c.params.ByName("id"), status, o)
 	}, s.viewDelivery)

@@ -36,9 +36,9 @@ func listName[T any]() string { return reflect.TypeFor[T]().String() }
 // answered for that list (400 VALIDATION_ERROR naming cursor otherwise).
 func (s *Server) parsePage(r *http.Request, list string) (pageQuery, error) {
 	pq := pageQuery{limit: defaultLimit}
-	q, err := url.ParseQuery(r.URL.RawQuery)
+	q, err := queryOf(r)
 	if err != nil {
-		return pq, app.Validation("query", "malformed query string: "+err.Error())
+		return pq, err
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
