@@ -128,10 +128,13 @@ func (a *App) graderConfig(domain string) grader.Config {
 	return cfg
 }
 
+// graderInputError is the API's answer to an error of the grader: its
+// invalid input (a grader.InputError) is 400 INVALID_INPUT naming the
+// field, anything else a 500.
 func graderInputError(err error) error {
-	if errors.Is(err, grader.ErrInvalidInput) {
-		msg := strings.TrimPrefix(err.Error(), grader.ErrInvalidInput.Error()+": ")
-		return &Error{Code: CodeInvalidInput, Message: msg}
+	var ie *grader.InputError
+	if errors.As(err, &ie) {
+		return InvalidInput(ie.Field, ie.Reason)
 	}
 	return Internal(err)
 }

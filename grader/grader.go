@@ -27,8 +27,26 @@ import (
 	"mailbolt/mta/dns"
 )
 
-// ErrInvalidInput is returned for a domain or submission that cannot be graded (the API answers 400 INVALID_INPUT).
+// ErrInvalidInput is returned for a domain or submission that cannot be
+// graded (the API answers 400 INVALID_INPUT), always as an *InputError
+// that names the field at fault.
 var ErrInvalidInput = errors.New("grader: invalid input")
+
+// InputError is an ErrInvalidInput about one field of the request: Field
+// names it as the API does ("from", "to[1]", "selectors[0]",
+// "headers.X-Tag"), Reason says what is wrong with it.
+type InputError struct {
+	Field, Reason string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("%v: %s %s", ErrInvalidInput, e.Field, e.Reason)
+}
+
+// Is makes every InputError an ErrInvalidInput.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }
+
+func invalid(field, reason string) error { return &InputError{Field: field, Reason: reason} }
 
 // Score is the points awarded in one dimension out of the points possible.
 type Score struct {
@@ -199,7 +217,7 @@ func overall(b map[string]Score) int {
 
 // Check grades a domain from DNS alone: content_quality is {0,0} with an info finding.
 func Check(ctx context.Context, cfg Config, domain string, selectors []string) (Result, error) {
-	d, err := normalizeDomain(domain, "domain")
+	d, err := normalizeDomain(domain, "domain", false)
 	if err != nil {
 		return Result{}, err
 	}
@@ -214,7 +232,7 @@ func Check(ctx context.Context, cfg Config, domain string, selectors []string) (
 
 	dr, err := dnscheck.Check(ctx, dnsOptions(cfg, selectors), dnscheck.Input{Domain: d})
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return Result{}, invalid("domain", "cannot be checked: "+err.Error())
 	}
 	b := newBuilder(d)
 	b.addDNS(dr)
@@ -261,7 +279,10 @@ func Submit(ctx context.Context, cfg Config, s Submission) (Result, error) {
 	wg.Go(func() { cr = content.Evaluate(contentInput(s)) })
 	wg.Wait()
 	if dErr != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrInvalidInput, dErr)
+		// validate refuses all that dnscheck does (the domains, the IP),
+		// so this is a disagreement between the two, not the caller's
+		// input: no field to name.
+		return Result{}, fmt.Errorf("grader: the DNS check refused a validated submission: %w", dErr)
 	}
 
 	b := newBuilder(in.domain)
@@ -412,34 +433,34 @@ type input struct {
 func validate(s Submission) (input, error) {
 	var in input
 	if strings.TrimSpace(s.From) == "" {
-		return in, fmt.Errorf("%w: from is required", ErrInvalidInput)
+		return in, invalid("from", "is required")
 	}
 	if strings.ContainsAny(s.From, "\r\n") {
-		return in, fmt.Errorf("%w: from must not contain CR or LF", ErrInvalidInput)
+		return in, invalid("from", "must not contain CR or LF")
 	}
 	addr, err := mail.ParseAddress(s.From)
 	if err != nil {
-		return in, fmt.Errorf("%w: from is not a valid address: %v", ErrInvalidInput, err)
+		return in, invalid("from", "is not a valid address: "+err.Error())
 	}
 	at := strings.LastIndexByte(addr.Address, '@')
 	if at <= 0 {
-		return in, fmt.Errorf("%w: from is not a valid address", ErrInvalidInput)
+		return in, invalid("from", "is not a valid address")
 	}
-	if in.domain, err = normalizeDomain(addr.Address[at+1:], "from domain"); err != nil {
+	if in.domain, err = normalizeDomain(addr.Address[at+1:], "from", true); err != nil {
 		return in, err
 	}
 	in.from = addr.Address
 	for i, to := range s.To {
 		if _, err := mail.ParseAddress(to); err != nil || strings.ContainsAny(to, "\r\n") {
-			return in, fmt.Errorf("%w: to[%d] is not a valid address", ErrInvalidInput, i)
+			return in, invalid(fmt.Sprintf("to[%d]", i), "is not a valid address")
 		}
 	}
 	if strings.ContainsAny(s.Subject, "\r\n") {
-		return in, fmt.Errorf("%w: subject must not contain CR or LF", ErrInvalidInput)
+		return in, invalid("subject", "must not contain CR or LF")
 	}
 	for k, v := range s.Headers {
 		if k == "" || strings.ContainsAny(k, "\r\n: ") || strings.ContainsAny(v, "\r\n") {
-			return in, fmt.Errorf("%w: header %q must be a field name without ':' or white space, and neither name nor value may contain CR or LF", ErrInvalidInput, k)
+			return in, invalid("headers."+k, "must be a field name without ':' or white space, and neither name nor value may contain CR or LF")
 		}
 	}
 	if err := checkSelectors(s.Selectors); err != nil {
@@ -447,21 +468,21 @@ func validate(s Submission) (input, error) {
 	}
 	if ip := strings.TrimSpace(s.SenderIP); ip != "" {
 		if in.ip = net.ParseIP(ip); in.ip == nil {
-			return in, fmt.Errorf("%w: sender_ip %q is not an IP address", ErrInvalidInput, s.SenderIP)
+			return in, invalid("sender_ip", fmt.Sprintf("%q is not an IP address", s.SenderIP))
 		}
 	}
 	if h := strings.TrimSpace(s.HELO); h != "" {
-		if in.helo, err = normalizeDomain(h, "helo_hostname"); err != nil {
+		if in.helo, err = normalizeDomain(h, "helo_hostname", false); err != nil {
 			return in, err
 		}
 	}
 	if mf := strings.TrimSpace(s.MailFrom); mf != "" && mf != "<>" {
 		a, err := mail.ParseAddress(mf)
 		if err != nil || strings.LastIndexByte(a.Address, '@') <= 0 {
-			return in, fmt.Errorf("%w: mail_from %q is not a valid address", ErrInvalidInput, s.MailFrom)
+			return in, invalid("mail_from", fmt.Sprintf("%q is not a valid address", s.MailFrom))
 		}
 		d := a.Address[strings.LastIndexByte(a.Address, '@')+1:]
-		if _, err := normalizeDomain(d, "mail_from domain"); err != nil {
+		if _, err := normalizeDomain(d, "mail_from", true); err != nil {
 			return in, err
 		}
 		in.mailFrom = a.Address
@@ -473,7 +494,7 @@ func validate(s Submission) (input, error) {
 // NormalizeDomain is the form in which the grader checks a domain: A-labels,
 // lower case, no final dot. It is ErrInvalidInput for a name it would
 // refuse.
-func NormalizeDomain(name string) (string, error) { return normalizeDomain(name, "domain") }
+func NormalizeDomain(name string) (string, error) { return normalizeDomain(name, "domain", false) }
 
 // SubmissionDomain is the From domain a submission is graded for, in the
 // form of NormalizeDomain; ErrInvalidInput when the submission is invalid.
@@ -519,12 +540,18 @@ func FillFromRaw(s Submission) Submission {
 }
 
 // normalizeDomain converts an IDN to A-labels, lower-cases the name, drops
-// one final dot and checks it is a host name of two labels or more.
-func normalizeDomain(name, field string) (string, error) {
-	bad := fmt.Errorf("%w: %s %q is not a valid domain name", ErrInvalidInput, field, name)
+// one final dot and checks it is a host name of two labels or more. Its
+// error names field, of which name is the domain part when inAddress,
+// else the whole.
+func normalizeDomain(name, field string, inAddress bool) (string, error) {
+	bad, missing := invalid(field, fmt.Sprintf("%q is not a valid domain name", name)), invalid(field, "is required")
+	if inAddress {
+		bad = invalid(field, fmt.Sprintf("has the domain %q, which is not a valid domain name", name))
+		missing = invalid(field, "has no domain")
+	}
 	d := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 	if d == "" {
-		return "", fmt.Errorf("%w: %s is required", ErrInvalidInput, field)
+		return "", missing
 	}
 	a, err := idna.Lookup.ToASCII(d)
 	if err != nil {
@@ -573,11 +600,11 @@ func validSelector(s string) bool {
 
 func checkSelectors(sels []string) error {
 	if len(sels) > 20 {
-		return fmt.Errorf("%w: at most 20 selectors", ErrInvalidInput)
+		return invalid("selectors", "must hold at most 20 selectors")
 	}
-	for _, s := range sels {
+	for i, s := range sels {
 		if !validSelector(s) {
-			return fmt.Errorf("%w: selector %q is not a valid DKIM selector", ErrInvalidInput, s)
+			return invalid(fmt.Sprintf("selectors[%d]", i), fmt.Sprintf("%q is not a valid DKIM selector", s))
 		}
 	}
 	return nil

@@ -18,12 +18,12 @@ func Authenticate(ctx context.Context, cfg Config, ip net.IP, helo, mailFrom, fr
 	ctx, cancel := withTimeout(ctx, cfg)
 	defer cancel()
 	in := input{ip: ip, mailFrom: mailFrom, full: ip != nil}
-	if h, err := normalizeDomain(strings.TrimSpace(helo), "helo"); err == nil {
+	if h, err := normalizeDomain(strings.TrimSpace(helo), "helo", false); err == nil {
 		in.helo = h
 	} else {
 		in.helo = strings.ToLower(strings.TrimSpace(helo))
 	}
-	if d, err := normalizeDomain(fromDomain, "from domain"); err == nil {
+	if d, err := normalizeDomain(fromDomain, "from", true); err == nil {
 		in.domain = d
 	}
 	if ip == nil || cfg.Resolver == nil {

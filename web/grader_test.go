@@ -185,25 +185,39 @@ func TestGraderForwardedFor(t *testing.T) {
 
 func TestGraderInvalidInput(t *testing.T) {
 	e := newGraderEnv(t, configWith(func(c *Config) { c.GraderRateLimit = 100 }), nil)
-	for _, body := range []string{
-		`{"domain":`,
-		`not json`,
-		``,
-		`["good.test"]`,
-		`{"domain":"good.test","colour":"red"}`,
-		`{"domain":42}`,
-		`{}`,
-		`{"domain":"  "}`,
+	// Each names the field at fault and says why (docs/errors.md).
+	for _, c := range []struct{ path, body, field string }{
+		{"check", `{"domain":`, "body"},
+		{"check", `not json`, "body"},
+		{"check", ``, "body"},
+		{"check", `["good.test"]`, "body"},
+		{"check", `{"domain":"good.test","colour":"red"}`, "colour"},
+		{"check", `{"domain":42}`, "domain"},
+		{"check", `{}`, "domain"},
+		{"check", `{"domain":"  "}`, "domain"},
+		{"check", `{"domain":"not a domain"}`, "domain"},
+		{"check", `{"domain":"192.0.2.1"}`, "domain"},
+		{"check", `{"domain":"good.test","selectors":["default","bad selector"]}`, "selectors[1]"},
+		{"submit", `{"subject":`, "body"},
+		{"submit", `{"subject":"hi","colour":"red"}`, "colour"},
+		{"submit", `{}`, "from"},
+		{"submit", `{"to":"a@b.test"}`, "from"},
+		{"submit", `{"headers":{"X-A":1}}`, "headers.X-A"},
+		{"submit", `{"from":"news@bad_domain","subject":"hi","body_text":"x"}`, "from"},
+		{"submit", `{"from":"news@good.test","to":["a@b.test","nobody"],"subject":"hi","body_text":"x"}`, "to[1]"},
+		{"submit", `{"from":"news@good.test","subject":"hi","body_text":"x","sender_ip":"192.0.2.300"}`, "sender_ip"},
+		{"submit", `{"from":"news@good.test","subject":"hi","body_text":"x","sender_ip":"192.0.2.1","helo_hostname":"bad helo"}`, "helo_hostname"},
+		{"submit", `{"from":"news@good.test","subject":"hi","body_text":"x","mail_from":"bounces@localhost"}`, "mail_from"},
+		{"submit", `{"from":"news@good.test","subject":"hi","body_text":"x","headers":{"X-A":"b\r\nBcc: c@evil.test"}}`, "headers.X-A"},
 	} {
-		e.do("POST", "/v1/grader/check", "", body).want(t, 400, "INVALID_INPUT")
-	}
-	for _, body := range []string{
-		`{"subject":`,
-		`{"subject":"hi","colour":"red"}`,
-		`{"to":"a@b.test"}`,
-		`{"headers":{"X-A":1}}`,
-	} {
-		e.do("POST", "/v1/grader/submit", e.key, body).want(t, 400, "INVALID_INPUT")
+		key := ""
+		if c.path == "submit" {
+			key = e.key
+		}
+		r := e.do("POST", "/v1/grader/"+c.path, key, c.body).want(t, 400, "INVALID_INPUT")
+		if d := errDetails(t, r); d["field"] != c.field || d["reason"] == nil || d["reason"] == "" {
+			t.Errorf("%s %s: details %v, want field %q and a reason", c.path, c.body, d, c.field)
+		}
 	}
 	for _, subject := range []string{"Hello\r\nBcc: x@evil.test", "Hello\nthere", "Hello\rthere"} {
 		s := goodSubmission()
