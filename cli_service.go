@@ -235,11 +235,19 @@ func (s *service) listen() (err error) {
 	return nil
 }
 
+// maxHeaderBytes caps a request's header (net/http's default, 1 MiB; it
+// reads 4 KiB more before it refuses). net/http answers a request over it
+// with a 431 of its own in text/plain, before any handler runs: outside
+// the error envelope, as docs/errors.md says. The cap has to be applied
+// while the header is read, so a handler cannot take that answer over
+// without a second, higher cap that would answer the same way.
+const maxHeaderBytes = http.DefaultMaxHeaderBytes
+
 // httpServer is the http.Server the API is served by, on either address.
 func (s *service) httpServer(h http.Handler, wc web.Config) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: min(10*time.Second, wc.ReadTimeout),
 		ReadTimeout: wc.ReadTimeout, WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute,
-		ErrorLog: httpErrorLog(s.log)}
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: httpErrorLog(s.log)}
 }
 
 // httpErrorLog is what net/http logs (a panic in a handler, a failed
