@@ -127,8 +127,13 @@ func (s *Server) showGrader(w http.ResponseWriter, r *http.Request, sess app.Ses
 		s.fail(w, sess, app.ErrGraderDisabled)
 		return
 	}
+	q, err := queryOf(r)
+	if err != nil {
+		s.fail(w, sess, err)
+		return
+	}
 	d.Page = 1
-	if v := r.URL.Query().Get("page"); v != "" {
+	if v := q.Get("page"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			s.fail(w, sess, app.Validation("page", "must be an integer of 1 or more"))

@@ -113,7 +113,12 @@ type sourceData struct {
 // html/template escapes it, so markup in a message is shown, never run.
 func (s *Server) messageSource(w http.ResponseWriter, r *http.Request, sess app.Session) {
 	id := r.PathValue("id")
-	raw, err := s.app.MessageRaw(sess.Principal, id, r.URL.Query().Get("recipient"))
+	q, err := queryOf(r)
+	if err != nil {
+		s.fail(w, sess, err)
+		return
+	}
+	raw, err := s.app.MessageRaw(sess.Principal, id, q.Get("recipient"))
 	if err != nil {
 		s.fail(w, sess, err)
 		return
@@ -132,7 +137,12 @@ func (s *Server) messageSource(w http.ResponseWriter, r *http.Request, sess app.
 // attachment, as GET /v1/messages/{id}/raw does for the API.
 func (s *Server) messageRawDownload(w http.ResponseWriter, r *http.Request, sess app.Session) {
 	id := r.PathValue("id")
-	raw, err := s.app.MessageRaw(sess.Principal, id, r.URL.Query().Get("recipient"))
+	q, err := queryOf(r)
+	if err != nil {
+		s.fail(w, sess, err)
+		return
+	}
+	raw, err := s.app.MessageRaw(sess.Principal, id, q.Get("recipient"))
 	if err != nil {
 		s.fail(w, sess, err)
 		return

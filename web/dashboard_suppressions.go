@@ -108,9 +108,14 @@ func (s *Server) suppressionsImport(w http.ResponseWriter, r *http.Request, sess
 // suppressionsExport downloads the list as CSV, streamed a chunk at a time
 // through the same use case as GET /v1/suppressions/export.
 func (s *Server) suppressionsExport(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	q, err := queryOf(r)
+	if err != nil {
+		s.fail(w, sess, err)
+		return
+	}
 	var cw *app.SuppressionCSVWriter
 	rc := http.NewResponseController(w)
-	err := s.app.ExportSuppressions(sess.Principal, r.URL.Query().Get("stream"), func(list []storage.Suppression) error {
+	err = s.app.ExportSuppressions(sess.Principal, q.Get("stream"), func(list []storage.Suppression) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(exportWriteTimeout))
 		if cw == nil {
 			w.Header().Set("Content-Type", "text/csv; charset=utf-8")

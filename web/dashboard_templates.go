@@ -99,8 +99,13 @@ type templateData struct {
 const maxVersionsShown = 50
 
 func (s *Server) templatePage(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	q, err := queryOf(r)
+	if err != nil {
+		s.fail(w, sess, err)
+		return
+	}
 	version := 0
-	if v := r.URL.Query().Get("version"); v != "" {
+	if v := q.Get("version"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			s.fail(w, sess, app.Validation("version", "must be a version number of 1 or more"))
