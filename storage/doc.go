@@ -27,6 +27,7 @@
 //	suppressions/
 //	    <account_id>·<recipient>  -> Suppression (JSON), for all streams
 //	    <account_id>·<recipient>·<stream> -> Suppression (JSON), for one stream
+//	                                 (recipient: AddressKey, lower case with the domain's A-labels, since v19)
 //	team/
 //	    <account_id>·<member_id>  -> TeamMember (JSON)
 //	team_emails/
@@ -141,7 +142,7 @@
 //	audit/
 //	    <account_id>·<entry_id>   -> AuditEntry (JSON; entry ids are UUIDv7: time order)
 //	messages_by_recipient/                         (schema v16)
-//	    <account_id>·<address>·<message_id> -> ""  (every to, cc and bcc address, lower case)
+//	    <account_id>·<address>·<message_id> -> ""  (every to, cc and bcc address, AddressKey form since v19)
 //	messages_by_tag/
 //	    <account_id>·<tag>·<message_id> -> ""
 //	messages_by_campaign/

@@ -303,7 +303,7 @@ type EventFilter struct {
 	Test      bool
 	Types     []string // any of them; all when empty
 	MessageID string
-	Recipient string // lower case
+	Recipient string // an address, in any case and either IDN spelling
 	Range     Range  // over event ids (UUIDv7: time order)
 }
 
@@ -319,8 +319,10 @@ func (f EventFilter) accepts(ev Event) bool {
 		return false
 	}
 	if f.Recipient != "" {
+		// Events keep the address their message had when they were
+		// recorded: before schema v19 a domain could be in Unicode.
 		for _, r := range bytes.Split([]byte(ev.Recipient), []byte{','}) {
-			if string(r) == f.Recipient {
+			if addressKey(string(r)) == f.Recipient {
 				return true
 			}
 		}
@@ -333,6 +335,7 @@ func (f EventFilter) accepts(ev Event) bool {
 // message id it walks only that message's events.
 func (tx *Tx) Events(accountID string, f EventFilter, opts ListOptions, withTotal bool) ([]Event, ListResult, int, error) {
 	b, pfx := tx.bucket(bucketEvents), prefix(accountID)
+	f.Recipient = addressKey(f.Recipient)
 	match := func(k, v []byte) (Event, bool, error) {
 		var ev Event
 		if err := decodeJSON(k, v, &ev); err != nil {

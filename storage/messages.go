@@ -376,7 +376,7 @@ type MessageFilter struct {
 	Status     string
 	CampaignID string
 	Tag        string
-	Recipient  string // lower case
+	Recipient  string // an address, in any case and either IDN spelling
 	Stream     string
 	Range      Range // over message ids (UUIDv7: creation time)
 	// SubjectPrefix (lower case) keeps messages whose subject, lower
@@ -424,6 +424,7 @@ func (f MessageFilter) match(k, v []byte) (Message, bool, error) {
 // (messages_index.go) and reads only the messages it lists; the others
 // walk the account's messages.
 func (tx *Tx) Messages(accountID string, f MessageFilter, opts ListOptions, withTotal bool) ([]Message, ListResult, int, error) {
+	f.Recipient = addressKey(f.Recipient) // the form recipients are stored in
 	list, res, err := walkMessages(tx, accountID, f, opts, f.match)
 	if err != nil || !withTotal {
 		return list, res, 0, err

@@ -8,7 +8,8 @@ import (
 )
 
 // The message indexes list an account's messages by one exact value: a
-// recipient address (to, cc or bcc, lower cased), a tag or a campaign id
+// recipient address (to, cc or bcc, in AddressKey form: lower case, the
+// domain's A-labels since schema v19), a tag or a campaign id
 // (schema v16), a stream or a status (schema v17). A key is
 // <account_id>·<value>·<message_id>: message ids are UUIDv7, so within one
 // value key order is creation-time order and the same as the order of
@@ -57,11 +58,11 @@ func lifelongIndexEntries(m *Message) map[string][][]byte {
 	}
 	for _, list := range [][]string{m.To, m.Cc, m.Bcc} {
 		for _, a := range list {
-			add(bucketMessagesByRecipient, strings.ToLower(addressOf(a)))
+			add(bucketMessagesByRecipient, addressKey(addressOf(a)))
 		}
 	}
 	for _, r := range m.Recipients {
-		add(bucketMessagesByRecipient, strings.ToLower(r.Email))
+		add(bucketMessagesByRecipient, addressKey(r.Email))
 	}
 	for _, t := range m.Tags {
 		add(bucketMessagesByTag, t)
@@ -122,7 +123,7 @@ func (f MessageFilter) messageIndex(accountID string) ([]byte, []byte) {
 	for _, c := range []struct {
 		bucket []byte
 		value  string
-	}{{bucketMessagesByRecipient, strings.ToLower(f.Recipient)}, {bucketMessagesByCampaign, f.CampaignID}, {bucketMessagesByTag, f.Tag},
+	}{{bucketMessagesByRecipient, addressKey(f.Recipient)}, {bucketMessagesByCampaign, f.CampaignID}, {bucketMessagesByTag, f.Tag},
 		{bucketMessagesByStatus, f.Status}, {bucketMessagesByStream, f.Stream}} {
 		if c.value != "" && strings.IndexByte(c.value, sep) < 0 {
 			return c.bucket, append(join(accountID, c.value), sep)

@@ -136,6 +136,7 @@ func mixedMessages(base time.Time, n int) []Message {
 // unindexedMessages is what tx.Messages answered before the indexes: a
 // walk of every message of the account.
 func unindexedMessages(tx *Tx, accountID string, f MessageFilter, opts ListOptions) ([]Message, ListResult, int, error) {
+	f.Recipient = addressKey(f.Recipient) // as Messages takes it
 	b := tx.bucket(bucketMessages)
 	list, res, err := scanMatching(b, prefix(accountID), f.Range, opts, f.match)
 	if err != nil {

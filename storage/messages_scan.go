@@ -32,6 +32,7 @@ func (tx *Tx) ScanMessages(accountID string, f MessageFilter, opts ListOptions, 
 	var out []Message
 	var sc MessageScan
 	var lastKept, lastSeen []byte
+	f.Recipient = addressKey(f.Recipient) // the form recipients are stored in, and a needle
 	limit := opts.Limit
 	opts.Limit, opts.Offset = -1, 0
 	needles := f.needles()

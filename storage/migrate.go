@@ -45,6 +45,7 @@ var migrations = []migration{
 	{16, "messages by recipient, tag and campaign, backfilled", plain(migrateMessageIndexes), false},
 	{17, "messages by stream and status, backfilled", plain(migrateMessageStatusIndexes), false},
 	{18, "TLS report uploads waiting for a retry", plain(migrateTLSRetries), false},
+	{19, "recipient addresses keyed with their domain's A-labels: suppressions, messages by recipient and message recipients", plain(migrateAddressKeys), false},
 }
 
 func schemaVersion(tx kvTx) int {

@@ -21,7 +21,10 @@ var Streams = []string{StreamTransactional, StreamBroadcast}
 // Keys: an all-streams entry is account\0recipient (the key every
 // suppression had before streams); a one-stream entry is
 // account\0recipient\0stream. A recipient can so have an entry for all
-// streams and one per stream, listed together in recipient order.
+// streams and one per stream, listed together in recipient order. The
+// recipient is in AddressKey form, in the key and in the record (schema
+// v19): every method here takes an address in any case and either IDN
+// spelling and finds the one entry.
 type Suppression struct {
 	AccountID       string    `json:"account_id"`
 	Recipient       string    `json:"recipient"`
@@ -34,6 +37,7 @@ type Suppression struct {
 const collectionSuppressions = "suppressions"
 
 func suppressionKey(accountID, recipient, stream string) []byte {
+	recipient = addressKey(recipient)
 	if stream == "" {
 		return join(accountID, recipient)
 	}
@@ -45,6 +49,7 @@ func suppressionKey(accountID, recipient, stream string) []byte {
 // created=false.
 func (tx *Tx) PutSuppression(s Suppression) (stored Suppression, created bool, err error) {
 	b := tx.bucket(bucketSuppressions)
+	s.Recipient = addressKey(s.Recipient)
 	key := suppressionKey(s.AccountID, s.Recipient, s.Stream)
 	if err := getJSON(b, key, &stored); err == nil {
 		return stored, false, nil
@@ -63,6 +68,7 @@ func (tx *Tx) PutSuppressions(list []Suppression) (added int, err error) {
 	b := tx.bucket(bucketSuppressions)
 	perAccount := map[string]int{}
 	for _, s := range list {
+		s.Recipient = addressKey(s.Recipient)
 		key := suppressionKey(s.AccountID, s.Recipient, s.Stream)
 		if b.Get(key) != nil {
 			continue
@@ -119,7 +125,7 @@ func (tx *Tx) DeleteSuppression(accountID, recipient, stream string) error {
 			keys = append(keys, k)
 		}
 	} else {
-		base := join(accountID, recipient)
+		base := suppressionKey(accountID, recipient, "")
 		sub := append(bytes.Clone(base), sep)
 		c := b.Cursor()
 		for k, _ := c.Seek(base); k != nil && (bytes.Equal(k, base) || bytes.HasPrefix(k, sub)); k, _ = c.Next() {

@@ -93,8 +93,8 @@ func TestMigration18AddsTLSReportRetries(t *testing.T) {
 		if c, err := tx.TLSCounts(6); err != nil || len(c) != 1 || c[0].Success != 3 {
 			t.Errorf("counts after the migration: %+v %v", c, err)
 		}
-		if v := schemaVersion(tx.btx); v != 18 {
-			t.Errorf("schema version %d", v)
+		if v := schemaVersion(tx.btx); v < 18 {
+			t.Errorf("schema version %d, want 18 or later", v)
 		}
 		return nil
 	})
