@@ -274,7 +274,7 @@ func failedFor(dsn *inbound.DSN, email string) *inbound.DSNRecipient {
 			continue
 		}
 		for _, a := range []string{d.FinalRecipient, d.OriginalRecipient} {
-			if strings.EqualFold(strings.TrimSpace(a), email) {
+			if sameRecipient(a, email) {
 				return d
 			}
 		}
@@ -338,9 +338,8 @@ var complaintTypes = map[string]bool{"abuse": true, "fraud": true, "virus": true
 // findRecipient is the recipient of m a report names, or the only one.
 func findRecipient(m *storage.Message, addrs ...string) *storage.Recipient {
 	for _, a := range addrs {
-		a = strings.ToLower(strings.TrimSpace(a))
 		for i := range m.Recipients {
-			if a != "" && m.Recipients[i].Email == a {
+			if sameRecipient(a, m.Recipients[i].Email) {
 				return &m.Recipients[i]
 			}
 		}

@@ -278,8 +278,10 @@ func parseSender(s string) (full, domain string, e error) {
 }
 
 // parseAddress parses one address, "Name <user@example.com>" or bare,
-// with net/mail; it returns the normalised full form and the address in
-// lower case.
+// with net/mail; it returns the normalised full form (the name and the
+// local part as given, the domain in lower-case A-labels as the header
+// will carry it) and the address in the form recipients are keyed,
+// suppressed and de-duplicated by (storage.AddressKey).
 func parseAddress(field, s string) (full, addr string, e error) {
 	if strings.ContainsAny(s, "\r\n\x00") {
 		return "", "", Validation(field, "must not contain CR, LF or NUL")
@@ -294,13 +296,18 @@ func parseAddress(field, s string) (full, addr string, e error) {
 	if len(a.Address) > 254 || !strings.Contains(a.Address, "@") {
 		return "", "", Validation(field, fmt.Sprintf("%q is not a valid email address", s))
 	}
-	at := strings.LastIndexByte(a.Address, '@')
-	addr = a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:])
-	full = addr
-	if a.Name != "" {
-		full = displayName(a.Name) + " <" + addr + ">"
+	key, err := storage.AddressKey(a.Address)
+	if err != nil {
+		return "", "", Validation(field, fmt.Sprintf("%q: %v", s, err))
 	}
-	return full, strings.ToLower(addr), nil
+	if len(key) > 254 {
+		return "", "", Validation(field, fmt.Sprintf("%q is longer than 254 characters with its domain in A-labels", s))
+	}
+	full = a.Address[:strings.LastIndexByte(a.Address, '@')] + key[strings.LastIndexByte(key, '@'):]
+	if a.Name != "" {
+		full = displayName(a.Name) + " <" + full + ">"
+	}
+	return full, key, nil
 }
 
 // displayName writes a display name as typed when it is a plain phrase of

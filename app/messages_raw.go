@@ -71,17 +71,17 @@ func (a *App) MessageRaw(p Principal, id, recipient string) (RawMessage, error) 
 }
 
 // rawRecipient is the index in m.Recipients of the recipient the raw
-// source is asked for: the one named (any case), or the only one.
+// source is asked for: the one named (any case, either spelling of an IDN
+// domain), or the only one.
 func rawRecipient(m storage.Message, recipient string) (int, error) {
-	recipient = strings.ToLower(strings.TrimSpace(recipient))
-	if recipient == "" {
+	if strings.TrimSpace(recipient) == "" {
 		if len(m.Recipients) == 1 {
 			return 0, nil
 		}
 		return 0, Validation("recipient", "is required: the message has several recipients, and each gets its own copy")
 	}
 	for i, r := range m.Recipients {
-		if r.Email == recipient {
+		if sameRecipient(recipient, r.Email) {
 			return i, nil
 		}
 	}

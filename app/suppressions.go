@@ -13,7 +13,8 @@ import (
 var SuppressionReasons = []string{"hard_bounce", "complaint", "unsubscribe", "manual"}
 
 // NormalizeAddress checks that s is one bare email address and returns it in
-// lower case, the form suppressions and team members are keyed by.
+// lower case, the form team members and dashboard people are keyed by. A
+// recipient (a suppression's, a message's) is NormalizeRecipient's.
 func NormalizeAddress(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -27,6 +28,36 @@ func NormalizeAddress(field, s string) (string, error) {
 		return "", Validation(field, "must be a bare email address such as user@example.com")
 	}
 	return strings.ToLower(addr.Address), nil
+}
+
+// NormalizeRecipient checks that s is one bare email address and returns
+// the form every recipient is keyed, matched and shown by
+// (storage.AddressKey): lower case, the domain in A-labels ("xn--"), as a
+// sending domain is stored. A suppression of sup@exämple.org is so the
+// suppression of sup@xn--exmple-cua.org. A domain outside ASCII that is
+// not a valid internationalised domain name is refused.
+func NormalizeRecipient(field, s string) (string, error) {
+	addr, e := NormalizeAddress(field, s)
+	if e != nil {
+		return "", e
+	}
+	key, err := storage.AddressKey(addr)
+	if err != nil {
+		return "", Validation(field, err.Error())
+	}
+	if len(key) > 254 {
+		return "", Validation(field, "must be at most 254 characters with its domain in A-labels")
+	}
+	return key, nil
+}
+
+// sameRecipient reports whether a and b, addresses from anywhere (a
+// report, a query, a stored record), name one recipient: the same address
+// in any case and either spelling of an IDN domain.
+func sameRecipient(a, b string) bool {
+	ka, _ := storage.AddressKey(strings.TrimSpace(a))
+	kb, _ := storage.AddressKey(strings.TrimSpace(b))
+	return ka != "" && ka == kb
 }
 
 // AddedSuppression is what AddSuppression did: the stored record, and
@@ -47,9 +78,10 @@ func CheckStream(field, stream string) error {
 
 // suppressionRecord validates one suppression to add (the fields of POST
 // /v1/suppressions and of each imported row) and returns the record to
-// store: the address lower-cased, the reason manual when none is given.
+// store: the address normalised (NormalizeRecipient), the reason manual
+// when none is given.
 func suppressionRecord(accountID string, in SuppressionInput, now time.Time) (storage.Suppression, error) {
-	addr, e := NormalizeAddress("recipient", in.Recipient)
+	addr, e := NormalizeRecipient("recipient", in.Recipient)
 	if e != nil {
 		return storage.Suppression{}, e
 	}
@@ -111,7 +143,7 @@ func (a *App) DeleteSuppression(p Principal, recipient, stream string) error {
 		return e
 	}
 	accountID := p.Account.ID
-	addr := strings.ToLower(strings.TrimSpace(recipient))
+	addr, _ := storage.AddressKey(strings.TrimSpace(recipient)) // an address that is not valid is simply not found
 	err := update(a, p, action{"suppression.delete", addr}, new(struct{}), func(tx *storage.Tx) error { return tx.DeleteSuppression(accountID, addr, stream) })
 	return storageErr(err, "suppression")
 }

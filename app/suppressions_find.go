@@ -7,13 +7,13 @@ import (
 )
 
 // FindSuppressions is every suppression of one recipient (exact address,
-// any case): the all-streams entry first, then one per stream. None is an
-// empty list, not an error.
+// any case, either spelling of an IDN domain): the all-streams entry
+// first, then one per stream. None is an empty list, not an error.
 func (a *App) FindSuppressions(p Principal, recipient string) ([]storage.Suppression, error) {
 	if err := a.authorize(p, ScopeSuppressionsRead); err != nil {
 		return nil, err
 	}
-	addr, err := NormalizeAddress("recipient", recipient)
+	addr, err := NormalizeRecipient("recipient", recipient)
 	if err != nil {
 		return nil, err
 	}
