@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -172,11 +173,13 @@ func shadowedStatic(routes []route, rt route) bool {
 	return false
 }
 
-// route dispatches a request: exact static paths first, then the router.
+// route dispatches a request: exact static paths first, then the router,
+// both on the routing path (routingPath).
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
-	methods, ok := s.statics[r.URL.Path]
+	path, escaped := routingPath(r.URL)
+	methods, ok := s.statics[path]
 	if !ok {
-		s.router.ServeHTTP(w, r)
+		s.dispatch(w, r, path, escaped)
 		return
 	}
 	if h, ok := methods[r.Method]; ok {
@@ -190,6 +193,66 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(allow)
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	s.router.MethodNotAllowed.ServeHTTP(w, r)
+}
+
+// routingPath is the path a request is routed on: its path as sent, each
+// segment decoded, except that a "/" or "%" inside a segment stays escaped
+// (%2F, %25). A parameter so holds a "/" it was sent with as %2F (an
+// email address may: "/" is atext in RFC 5322 §3.2.3), where routing on
+// the decoded path split it in two and matched no route, or another one.
+// escaped reports a path that holds either, whose parameters the router
+// hands over still escaped; otherwise the path is r.URL.Path.
+func routingPath(u *url.URL) (path string, escaped bool) {
+	raw := u.EscapedPath()
+	if !strings.Contains(raw, "%") {
+		return u.Path, false
+	}
+	segs := strings.Split(raw, "/")
+	for i, seg := range segs {
+		dec, err := url.PathUnescape(seg)
+		if err != nil {
+			return u.Path, false // not sent so: the server parsed it
+		}
+		if strings.ContainsAny(dec, "/%") {
+			escaped = true
+			dec = segmentEscaper.Replace(dec)
+		}
+		segs[i] = dec
+	}
+	if !escaped {
+		return u.Path, false
+	}
+	return strings.Join(segs, "/"), true
+}
+
+var segmentEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// dispatch hands r to the router. A path with escapes (routingPath) is
+// looked up as it is, and its parameters are unescaped for the handler;
+// one no route of the method takes is answered 404 or 405 by the router
+// for that path.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, path string, escaped bool) {
+	if !escaped {
+		s.router.ServeHTTP(w, r)
+		return
+	}
+	if h, ps, _ := s.router.Lookup(r.Method, path); h != nil {
+		params := make(httprouter.Params, len(ps))
+		for i, p := range ps {
+			v, err := url.PathUnescape(p.Value)
+			if err != nil {
+				v = p.Value // cannot happen: routingPath escaped every "%"
+			}
+			params[i] = httprouter.Param{Key: p.Key, Value: v}
+		}
+		h(w, r, params)
+		return
+	}
+	u := *r.URL
+	u.Path, u.RawPath = path, ""
+	routed := r.WithContext(r.Context()) // a shallow copy, for its URL
+	routed.URL = &u
+	s.router.ServeHTTP(w, routed)
 }
 
 // guard authenticates a route's caller (401), applies GRADER_AUTH_HOSTNAME
