@@ -54,11 +54,35 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 // checked by a scan of its top-level names and then decoded in one pass;
 // anything else, and any body that pass refuses, takes the careful
 // field-by-field path, which gives the error.
+//
+// The body must be text: invalid UTF-8, or a \u escape of half a
+// surrogate pair, is 400 naming the field that holds it (checkText), where
+// encoding/json would quietly make it U+FFFD.
 func decodeStrict(data []byte, v any) error {
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return app.Validation("body", "must be a JSON object")
 	}
+	if off, lone := checkText(data); off >= 0 {
+		return textError(data, off, lone, v)
+	}
+	return decodeObject(trimmed, v)
+}
+
+// decodePart is decodeStrict for a part of a body that decodeStrict has
+// checked as text already (a nested object, an item of a batch): it does
+// not read the bytes a second time.
+func decodePart(data []byte, v any) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return app.Validation("body", "must be a JSON object")
+	}
+	return decodeObject(trimmed, v)
+}
+
+// decodeObject decodes trimmed, a JSON text starting with '{', one pass
+// or carefully (decodeStrict).
+func decodeObject(trimmed []byte, v any) error {
 	if plainObject(trimmed, namesOf(v)) {
 		target := reflect.ValueOf(v).Elem()
 		before := reflect.New(target.Type()).Elem()

@@ -23,6 +23,8 @@ func decodeBoth(t testing.TB, body string) {
 	var errCareful error
 	if trimmed := bytes.TrimSpace([]byte(body)); len(trimmed) == 0 || trimmed[0] != '{' {
 		errCareful = app.Validation("body", "must be a JSON object")
+	} else if off, lone := checkText([]byte(body)); off >= 0 {
+		errCareful = textError([]byte(body), off, lone, &careful)
 	} else {
 		errCareful = decodeCareful(trimmed, &careful)
 	}
@@ -84,12 +86,25 @@ func BenchmarkDecodeStrict(b *testing.B) {
 		strings.Repeat("the quick brown fox jumps over the lazy dog\\n", 45) + `","tags":["bench"],"metadata":{"run":"1"}}`)
 	headers := []byte(`{"from":"bench@bench.test","to":["rcpt@d3.sink.test"],"subject":"bench message 123","text":"hello",` +
 		`"headers":{"X-Campaign":"november","X-Entity-Ref-ID":"a1b2c3","X-Priority":"3","In-Reply-To":"<x@bench.test>"}}`)
-	for _, path := range []string{"one-pass", "careful", "headers"} {
+	// escapes: \u escapes, surrogate pairs among them, which the check for
+	// lone surrogates reads one by one; attachment: a 192 KiB attachment,
+	// decoded a second time as a nested object.
+	escapes := []byte(`{"from":"bench@bench.test","to":["rcpt@d3.sink.test"],"subject":"caf\u00e9 \ud83d\ude00 123","html":"` +
+		strings.Repeat(`<p class=\"x\">caf\u00e9 \ud83c\udf89 na\u00efve<\/p>\n`, 45) + `","tags":["bench"]}`)
+	attachment := []byte(`{"from":"bench@bench.test","to":["rcpt@d3.sink.test"],"subject":"bench message 123","text":"hello",` +
+		`"attachments":[{"filename":"a.bin","content":"` + strings.Repeat("QUJD", 48<<10) + `"}]}`)
+	for _, path := range []string{"one-pass", "careful", "headers", "escapes", "attachment"} {
 		b.Run(path, func(b *testing.B) {
 			body := body
-			if path == "headers" {
+			switch path {
+			case "headers":
 				body = headers
+			case "escapes":
+				body = escapes
+			case "attachment":
+				body = attachment
 			}
+			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for range b.N {
 				var m messageRequest

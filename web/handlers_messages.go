@@ -237,7 +237,7 @@ func strictNested(b []byte, v any) error {
 	default:
 		return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeOf(v).Elem()}
 	}
-	if e := decodeStrict(b, v); e != nil {
+	if e := decodePart(b, v); e != nil {
 		return e
 	}
 	return nil
@@ -341,7 +341,7 @@ func (s *Server) sendBatch(w http.ResponseWriter, r *http.Request, c *call) {
 			return
 		}
 		var m messageRequest
-		if err := decodeStrict(raw, &m); err != nil {
+		if err := decodePart(raw, &m); err != nil {
 			s.writeError(w, r, app.AsError(err).Within(fmt.Sprintf("messages[%d].", i)).With("index", i))
 			return
 		}

@@ -19,14 +19,15 @@ type decodeCase struct {
 }
 
 // checkDecode sends each case as one message and, in a batch, as the
-// second message of two (its field then prefixed messages[1].).
+// second message of two (its field then prefixed messages[1]., and
+// details.index 1).
 func checkDecode(t *testing.T, cases []decodeCase) {
 	t.Helper()
 	e := newEnv(t, DefaultConfig())
 	key := e.newKey(e.acct.ID, nil, true, nil)
 	for _, c := range cases {
 		body := "{" + decodeBase + "," + c.extra + "}"
-		check := func(path, body, field string) {
+		check := func(path, body, field string, index any) {
 			t.Helper()
 			r := e.do("POST", path, key, body)
 			if r.StatusCode != c.status {
@@ -37,12 +38,12 @@ func checkDecode(t *testing.T, cases []decodeCase) {
 				return
 			}
 			d := errDetails(t, r)
-			if d["field"] != field || d["reason"] != c.reason {
-				t.Errorf("%s %s: field %q reason %q, want %q %q", path, c.extra, d["field"], d["reason"], field, c.reason)
+			if d["field"] != field || d["reason"] != c.reason || d["index"] != index {
+				t.Errorf("%s %s: field %q reason %q index %v, want %q %q %v", path, c.extra, d["field"], d["reason"], d["index"], field, c.reason, index)
 			}
 		}
-		check("/v1/messages", body, c.field)
-		check("/v1/messages/batch", `{"messages":[{`+decodeBase+`},`+body+`]}`, "messages[1]."+c.field)
+		check("/v1/messages", body, c.field, nil)
+		check("/v1/messages/batch", `{"messages":[{`+decodeBase+`},`+body+`]}`, "messages[1]."+c.field, 1.0)
 	}
 }
 
@@ -213,4 +214,40 @@ func manyHeaders(n int) string {
 		fmt.Fprintf(&b, `"X-H%d":"v"`, i)
 	}
 	return b.String()
+}
+
+// TestMessageBadText: invalid UTF-8 and a \u escape of half a surrogate
+// pair are refused naming the field (encoding/json would store U+FFFD in
+// their place); pairs and escaped backslashes are text like any other.
+func TestMessageBadText(t *testing.T) {
+	lone := func(esc string) string {
+		return `must not contain a lone UTF-16 surrogate (` + esc + `): a character above U+FFFF is sent as UTF-8 or as a pair of escapes such as \ud83d\ude00`
+	}
+	checkDecode(t, []decodeCase{
+		{`"reply_to":"\ud800@example.com"`, 400, "reply_to", lone(`\ud800`)},
+		{"\"campaign_id\":\"spring\xff\xfe\"", 400, "campaign_id", "must be valid UTF-8"},
+		{`"tags":["a","b\uDFFF"]`, 400, "tags[1]", lone(`\uDFFF`)},
+		{`"attachments":[{"filename":"\ud83d.txt","content":""}]`, 400, "attachments[0].filename", lone(`\ud83d`)},
+		{`"headers":{"X-A":"\ud800\u0041"}`, 400, "headers.X-A", lone(`\ud800`)},
+		{"\"metadata\":{\"a\":{\"b\":\"\xc3\"}}", 400, "metadata.a.b", "must be valid UTF-8"},
+		{`"template_data":{"x":["\udc00"]}`, 400, "template_data.x[0]", lone(`\udc00`)},
+		{`"tags":["\ud83d\ude00","\\ud800"]`, 202, "", ""},
+	})
+}
+
+// TestMessageBadSubjectNotStored is the audit's case through the handler:
+// a subject "\ud800", or with the raw bytes FF FE, is 400
+// VALIDATION_ERROR on subject, and no message is stored.
+func TestMessageBadSubjectNotStored(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	key := e.newKey(e.acct.ID, nil, true, nil)
+	for _, subject := range []string{`\ud800`, "x\xff\xfe"} {
+		r := e.do("POST", "/v1/messages", key, `{"from":"shop@unverified.test","to":"ann@example.com","subject":"`+subject+`","text":"t"}`).want(t, 400, "VALIDATION_ERROR")
+		if d := errDetails(t, r); d["field"] != "subject" {
+			t.Errorf("subject %q: details %v, want field subject", subject, d)
+		}
+	}
+	if list := e.do("GET", "/v1/messages", key, nil).want(t, 200).json(t)["data"].([]any); len(list) != 0 {
+		t.Fatalf("a refused message was stored: %v", list)
+	}
 }

@@ -1,0 +1,200 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"unicode"
+	"unicode/utf8"
+
+	"mailbolt/app"
+)
+
+// A JSON text is UTF-8 (RFC 8259 §8.1), and a \u escape of half of a
+// UTF-16 surrogate pair stands for nothing without its other half (§7,
+// §8.2). encoding/json replaces either with U+FFFD without a word, so a
+// subject sent as "\ud800" would be stored as "�": decodeStrict refuses
+// them first, with checkText, and names the field that holds them.
+
+// checkText reports the first problem of data, a request body, as text:
+// the offset of a byte that is not UTF-8, or of a \u escape of a surrogate
+// that is not half of a pair; off is -1 when there is none. It is one pass
+// over data, utf8.Valid, and a search for "\u", which reads the escape
+// further only when a d or D follows.
+func checkText(data []byte) (off int, lone bool) {
+	if !utf8.Valid(data) {
+		for i := 0; i < len(data); {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return i, false
+			}
+			i += size
+		}
+	}
+	if i := loneSurrogate(data); i >= 0 {
+		return i, true
+	}
+	return -1, false
+}
+
+var escapeU = []byte(`\u`)
+
+// loneSurrogate returns the offset of the first \u escape in data that is
+// a surrogate not paired as \uD800–\uDBFF then \uDC00–\uDFFF, or -1.
+func loneSurrogate(data []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(data[i:], escapeU)
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+2 >= len(data) || data[i+2]|0x20 != 'd' || !startsEscape(data, i) {
+			i += 2
+			continue
+		}
+		r, ok := hex4(data[i+2:])
+		switch {
+		case !ok:
+			i += 2 // a syntax error for the decoder
+			continue
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return i // a low half first
+		case r >= 0xD800 && r <= 0xDBFF:
+			if len(data) >= i+12 && data[i+6] == '\\' && data[i+7] == 'u' {
+				if r2, ok := hex4(data[i+8:]); ok && r2 >= 0xDC00 && r2 <= 0xDFFF {
+					i += 12
+					continue
+				}
+			}
+			return i // a high half without its low half
+		}
+		i += 6
+	}
+}
+
+// startsEscape reports whether the backslash at data[i] starts an escape,
+// not ends one: "\\ud800" is a backslash, then text. In JSON a backslash
+// is only ever inside a string (outside, it does not parse), where a run
+// of them is escaped backslashes in pairs, so the one at i starts an
+// escape when an even number come right before it.
+func startsEscape(data []byte, i int) bool {
+	n := 0
+	for i > 0 && data[i-1] == '\\' {
+		i--
+		n++
+	}
+	return n%2 == 0
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c|0x20 >= 'a' && c|0x20 <= 'f':
+			c = c | 0x20 - 'a' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// textError is the answer to a body checkText refused at off: 400 naming
+// the field whose name or value holds the offending bytes (the same path
+// as every error: "subject", "attachments[0].filename", "metadata.a").
+// An item of a list the handler decodes one by one ([]json.RawMessage:
+// the messages of a batch, the suppressions of an import) is named by
+// details.index as well, as that handler's own errors are. A body that is
+// malformed before off gets the syntax error instead. This runs only once
+// the check has failed.
+func textError(data []byte, off int, lone bool, v any) error {
+	trimmed := bytes.TrimLeftFunc(data, unicode.IsSpace)
+	w := newPathWalker(trimmed, off-(len(data)-len(trimmed)))
+	path, found, err := w.walk("", 0)
+	if err != nil {
+		return syntaxError(err)
+	}
+	if !found {
+		path = "body"
+	}
+	reason := "must be valid UTF-8"
+	if lone {
+		reason = fmt.Sprintf(`must not contain a lone UTF-16 surrogate (%s): a character above U+FFFF is sent as UTF-8 or as a pair of escapes such as \ud83d\ude00`, data[off:off+6])
+	}
+	e := app.Validation(path, reason)
+	if field, ok := jsonFields(v)[w.name]; ok && w.index >= 0 && field.Type() == rawListType {
+		e = e.With("index", w.index)
+	}
+	return e
+}
+
+var rawListType = reflect.TypeFor[[]json.RawMessage]()
+
+// pathWalker finds the path of the token that holds byte off of a JSON
+// text, and the top-level name and list index on the way to it.
+type pathWalker struct {
+	dec   *json.Decoder
+	off   int64
+	name  string // the top-level field
+	index int    // the item of that field's list, or -1
+}
+
+func newPathWalker(data []byte, off int) *pathWalker {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // 1e400 is a token too, not an error
+	return &pathWalker{dec: dec, off: int64(off), index: -1}
+}
+
+func (w *pathWalker) walk(at string, depth int) (string, bool, error) {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return "", false, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		for w.dec.More() {
+			tok, err := w.dec.Token()
+			if err != nil {
+				return "", false, err
+			}
+			name, _ := tok.(string)
+			p := name
+			if at != "" {
+				p = at + "." + name
+			}
+			if depth == 0 {
+				w.name = name
+			}
+			if w.dec.InputOffset() > w.off {
+				return p, true, nil // in the name itself
+			}
+			if path, found, err := w.walk(p, depth+1); found || err != nil {
+				return path, found, err
+			}
+		}
+	case json.Delim('['):
+		for i := 0; w.dec.More(); i++ {
+			if depth == 1 {
+				w.index = i
+			}
+			if path, found, err := w.walk(fmt.Sprintf("%s[%d]", at, i), depth+1); found || err != nil {
+				return path, found, err
+			}
+		}
+		if depth == 1 {
+			w.index = -1
+		}
+	default:
+		return at, w.dec.InputOffset() > w.off, nil
+	}
+	_, err = w.dec.Token() // the closing delimiter
+	return "", false, err
+}
