@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -432,11 +433,32 @@ func fieldError(name string, err error) error {
 		if typeErr.Field != "" {
 			name += "." + typeErr.Field
 		}
+		if number, ok := strings.CutPrefix(typeErr.Value, "number "); ok && typeErr.Type != nil && outOfRange(number, typeErr.Type) {
+			return app.Validation(name, "number out of range")
+		}
 		return app.Validation(name, fmt.Sprintf("must be of type %s, not %s", jsonType(typeErr.Type.Kind()), typeErr.Value))
 	case errors.As(err, &timeErr):
 		return app.Validation(name, "must be an RFC 3339 time such as 2027-01-01T00:00:00Z")
 	}
 	return app.Validation(name, "invalid value: "+err.Error())
+}
+
+// outOfRange reports whether number, a JSON number that did not fit a
+// field of type t, is too large for it (1e400 anywhere, 300 for an int8)
+// rather than of the wrong sort (1.5 for an integer).
+func outOfRange(number string, t reflect.Type) bool {
+	var err error
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		_, err = strconv.ParseInt(number, 10, t.Bits())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		_, err = strconv.ParseUint(number, 10, t.Bits())
+	case reflect.Float32, reflect.Float64:
+		_, err = strconv.ParseFloat(number, t.Bits())
+	case reflect.Interface:
+		_, err = strconv.ParseFloat(number, 64)
+	}
+	return errors.Is(err, strconv.ErrRange)
 }
 
 // jsonType names a Go kind the way a JSON client thinks of it.

@@ -91,6 +91,12 @@ func (t *templateDataField) UnmarshalJSON(b []byte) error {
 		*t = nil
 		return nil
 	}
+	if jsonKind(b) != "object" {
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[map[string]any]()}
+	}
+	if err := checkNumbers(b); err != nil {
+		return err // by its path, which encoding/json does not give
+	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
@@ -99,6 +105,22 @@ func (t *templateDataField) UnmarshalJSON(b []byte) error {
 		return app.Validation(path, "appears more than once")
 	}
 	*t = m
+	return nil
+}
+
+// metadataField is the metadata object, kept as sent. app checks that it
+// is an object of at most app.MaxMetadataBytes; a number in it too large
+// for a float64 is refused here, by its path (metadata.a: number out of
+// range), where app could only say that it is not an object.
+type metadataField json.RawMessage
+
+func (m *metadataField) UnmarshalJSON(b []byte) error {
+	if len(b) <= app.MaxMetadataBytes {
+		if err := checkNumbers(b); err != nil {
+			return err
+		}
+	}
+	*m = append((*m)[:0], b...)
 	return nil
 }
 
@@ -259,7 +281,7 @@ type messageRequest struct {
 	TemplateData    templateDataField   `json:"template_data"`
 	SendAt          *time.Time          `json:"send_at"`
 	CampaignID      string              `json:"campaign_id"`
-	Metadata        json.RawMessage     `json:"metadata"`
+	Metadata        metadataField       `json:"metadata"`
 	Tags            tagList             `json:"tags"`
 	Tracking        *trackingRequest    `json:"tracking"`
 	IPPool          string              `json:"ip_pool"`
@@ -274,7 +296,7 @@ func (m messageRequest) input() app.MessageInput {
 	}
 	in := app.MessageInput{From: m.From, To: m.To, Cc: m.Cc, Bcc: m.Bcc, ReplyTo: m.ReplyTo, Subject: m.Subject,
 		HTML: m.HTML, Text: m.Text, Headers: m.Headers, TemplateID: m.TemplateID, TemplateVersion: m.TemplateVersion,
-		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: m.Metadata,
+		TemplateData: m.TemplateData, SendAt: m.SendAt, CampaignID: m.CampaignID, Metadata: json.RawMessage(m.Metadata),
 		Tags: m.Tags, IPPool: m.IPPool, Unsubscribe: m.Unsubscribe, Stream: m.Stream, RequireTLS: m.RequireTLS}
 	for _, a := range m.Attachments {
 		in.Attachments = append(in.Attachments, app.AttachmentInput{Filename: a.Filename, Content: a.Content,

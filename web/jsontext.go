@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 
@@ -197,4 +198,51 @@ func (w *pathWalker) walk(at string, depth int) (string, bool, error) {
 	}
 	_, err = w.dec.Token() // the closing delimiter
 	return "", false, err
+}
+
+// numberOutOfRange returns the offset in data, a JSON value, of the first
+// number beyond the range of a float64 (1e400), or -1. Only a number with
+// an exponent or of more than 300 digits can be: others are not parsed.
+// It is for free-form values (template_data, metadata), where
+// encoding/json would keep the number as written or as infinity; a typed
+// field fails in the decoder and fieldError says why.
+func numberOutOfRange(data []byte) int {
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			start, exp := i, false
+			for ; i < len(data) && isNumberByte(data[i]); i++ {
+				exp = exp || data[i]|0x20 == 'e'
+			}
+			if exp || i-start > 300 {
+				if _, err := strconv.ParseFloat(string(data[start:i]), 64); err != nil {
+					return start
+				}
+			}
+			i--
+		}
+	}
+	return -1
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// checkNumbers refuses data, a free-form JSON value, when it holds a
+// number out of range, naming it by its path within the value ("a",
+// "list[1].b"), which fieldError puts the field's name in front of.
+func checkNumbers(data []byte) error {
+	off := numberOutOfRange(data)
+	if off < 0 {
+		return nil
+	}
+	path, _, _ := newPathWalker(data, off).walk("", 0)
+	return app.Validation(path, "number out of range")
 }

@@ -133,6 +133,30 @@ func FuzzCheckText(f *testing.F) {
 	})
 }
 
+// TestNumberOutOfRange: only a number past a float64's range is found,
+// never one inside a string, and where it starts.
+func TestNumberOutOfRange(t *testing.T) {
+	for _, c := range []struct {
+		value string
+		off   int
+	}{
+		{`{"a":1,"b":-2.5e10,"c":1e308,"d":1e-400,"e":12345678901234567890}`, -1},
+		{`{"s":"1e400","t":"\"1e400"}`, -1},
+		{`{"a":1e400}`, 5},
+		{`{"a":[true,null,-1E+999]}`, 16},
+		{`[1,{"b":1e400}]`, 8},
+		{`{"a":1` + strings.Repeat("0", 400) + `}`, 5},
+		{`{"a":0.` + strings.Repeat("0", 400) + `1}`, -1},
+	} {
+		if off := numberOutOfRange([]byte(c.value)); off != c.off {
+			t.Errorf("%s: %d, want %d", c.value, off, c.off)
+		}
+	}
+	if e := app.AsError(checkNumbers([]byte(`{"a":{"b":[1,-1e999]}}`))); e == nil || e.Details["field"] != "a.b[1]" || e.Details["reason"] != "number out of range" {
+		t.Errorf("checkNumbers: %v", e)
+	}
+}
+
 // BenchmarkCheckText measures decodeStrict's text check alone: ASCII
 // with escapes but no \u, and escapes of which some are surrogate pairs.
 func BenchmarkCheckText(b *testing.B) {

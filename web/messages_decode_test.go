@@ -251,3 +251,18 @@ func TestMessageBadSubjectNotStored(t *testing.T) {
 		t.Fatalf("a refused message was stored: %v", list)
 	}
 }
+
+// TestMessageNumberOutOfRange: a number too large for its field, or in
+// metadata or template_data too large for a double, is named with
+// "number out of range", not as a wrong type or a non-object.
+func TestMessageNumberOutOfRange(t *testing.T) {
+	checkDecode(t, []decodeCase{
+		{`"metadata":{"a":1e400}`, 400, "metadata.a", "number out of range"},
+		{`"metadata":{"a":{"b":[1,-1e999]}}`, 400, "metadata.a.b[1]", "number out of range"},
+		{`"template_data":{"n":1e400}`, 400, "template_data.n", "number out of range"},
+		{`"template_version":99999999999999999999`, 400, "template_version", "number out of range"},
+		{`"template_version":1.5`, 400, "template_version", "must be of type integer, not number 1.5"},
+		{`"template_data":5`, 400, "template_data", "must be of type object, not number"},
+		{`"metadata":{"a":1e-400,"b":"1e400","c":12345678901234567890}`, 202, "", ""},
+	})
+}
