@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -399,7 +400,9 @@ func render(v storage.TemplateVersion, data map[string]any, lim RenderLimits) (R
 
 // normalizeData prepares JSON-decoded data for rendering: whole numbers
 // print as integers (1000000, not 1e+06), other numbers in plain decimal,
-// and null as nothing.
+// and null as nothing. A json.Number (the API decodes template data with
+// UseNumber) written as an integer prints digit for digit, however large:
+// as a float64 it would be rounded beyond 2^53.
 func normalizeData(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -414,6 +417,18 @@ func normalizeData(v any) any {
 			out[i] = normalizeData(val)
 		}
 		return out
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return n
+		}
+		if integerLiteral(string(x)) {
+			return string(x) // beyond int64: as written, which JSON keeps canonical
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return string(x) // out of range: the API refuses it before
+		}
+		return normalizeData(f)
 	case float64:
 		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
 			return int64(x)
@@ -423,6 +438,12 @@ func normalizeData(v any) any {
 		return ""
 	}
 	return v
+}
+
+// integerLiteral reports whether s, a JSON number, is written without a
+// fraction or an exponent.
+func integerLiteral(s string) bool {
+	return !strings.ContainsAny(s, ".eE")
 }
 
 // withDefaults returns data with an empty value under every variable name

@@ -176,6 +176,25 @@ func TestNumbersAndNullRenderPlainly(t *testing.T) {
 	}
 }
 
+// TestNumbersAsWrittenRenderExactly: data decoded with UseNumber (as the
+// API decodes template_data) prints its integers digit for digit beyond
+// 2^53 and int64, and its other numbers as float64 data prints them.
+func TestNumbersAsWrittenRenderExactly(t *testing.T) {
+	v := storage.TemplateVersion{Name: "t", Subject: "s", Text: "{{big}} {{b53}} {{neg}} {{i64}} {{one}} {{exp}} {{pi}} {{f21}} {{#list}}{{.}},{{/list}} [{{#zero}}z{{/zero}}] {{#big}}B{{/big}}"}
+	dec := json.NewDecoder(strings.NewReader(`{"big":12345678901234567890,"b53":9007199254740993,"neg":-12345678901234567890,` +
+		`"i64":-9223372036854775808,"one":1.0,"exp":1e3,"pi":3.25,"f21":1e21,"list":[1,2.5],"zero":-0}`))
+	dec.UseNumber()
+	var data map[string]any
+	if err := dec.Decode(&data); err != nil {
+		t.Fatal(err)
+	}
+	got, e := render(v, data, defaultLimits())
+	want := "12345678901234567890 9007199254740993 -12345678901234567890 -9223372036854775808 1 1000 3.25 1000000000000000000000 1,2.5, [] B"
+	if e != nil || got.Text != want {
+		t.Fatalf("%q %v, want %q", got.Text, e, want)
+	}
+}
+
 func TestLenientDefaultsFollowDottedNames(t *testing.T) {
 	v := storage.TemplateVersion{Name: "t", Subject: "s", Text: "[{{user.name}}|{{user.email}}|{{top}}]"}
 	got, e := render(v, map[string]any{"user": map[string]any{"name": "Ann"}}, defaultLimits())

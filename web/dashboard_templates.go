@@ -173,6 +173,7 @@ func (s *Server) templatePreview(w http.ResponseWriter, r *http.Request, sess ap
 	data := map[string]any{}
 	if len(bytes.TrimSpace([]byte(raw))) > 0 {
 		dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+		dec.UseNumber() // integers as written, as the API takes them
 		if err := dec.Decode(&data); err != nil {
 			if asJSON {
 				s.writeError(w, r, app.Validation("data", "must be a JSON object such as {\"name\": \"Ann\"}"))

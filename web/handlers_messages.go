@@ -83,7 +83,9 @@ func stringItems(b []byte) ([]string, error) {
 
 // templateDataField is the template_data object: free-form, but each name
 // once in each of its objects, as everywhere in a request (encoding/json
-// would keep the last value of a repeat and lose the first).
+// would keep the last value of a repeat and lose the first). Its numbers
+// are json.Number, as written: a float64 would round an integer beyond
+// 2^53 (12345678901234567890 would render as 12345678901234567000).
 type templateDataField map[string]any
 
 func (t *templateDataField) UnmarshalJSON(b []byte) error {
@@ -95,10 +97,12 @@ func (t *templateDataField) UnmarshalJSON(b []byte) error {
 		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[map[string]any]()}
 	}
 	if err := checkNumbers(b); err != nil {
-		return err // by its path, which encoding/json does not give
+		return err // by its path; UseNumber below would take 1e400 as it is
 	}
 	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
 		return err
 	}
 	if path, found := app.RepeatedName(b); found {

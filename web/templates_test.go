@@ -59,3 +59,38 @@ func TestTemplatesOverHTTP(t *testing.T) {
 	e.do("PUT", "/v1/templates/"+id, other, `{"name":"mine"}`).want(t, 404, "NOT_FOUND")
 	e.do("POST", "/v1/templates/"+id+"/render", other, `{"data":{}}`).want(t, 404, "NOT_FOUND")
 }
+
+// TestTemplateDataIntegersExact: template_data's integers render digit for
+// digit beyond 2^53 (a float64 would print 12345678901234567890 as
+// 12345678901234567000), through the render route and in the message
+// stored from a send, and other numbers as before.
+func TestTemplateDataIntegersExact(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	id := e.do("POST", "/v1/templates", e.key, `{"name":"n","subject":"n={{n}}","text":"n={{n}}"}`).want(t, 201).json(t)["id"].(string)
+	for n, want := range map[string]string{
+		"12345678901234567890":  "n=12345678901234567890",
+		"9007199254740993":      "n=9007199254740993",
+		"-12345678901234567890": "n=-12345678901234567890",
+		"85":                    "n=85",
+		"1.5":                   "n=1.5",
+		"1e3":                   "n=1000",
+		"1.0":                   "n=1",
+		"-0":                    "n=0",
+	} {
+		r := e.do("POST", "/v1/templates/"+id+"/render", e.key, `{"data":{"n":`+n+`}}`).want(t, 200).json(t)
+		if r["subject"] != want || r["text"] != want {
+			t.Errorf("n %s: rendered %v, want %q", n, r, want)
+		}
+	}
+	key := e.newKey(e.acct.ID, nil, true, nil)
+	for _, body := range []string{
+		`{"from":"shop@unverified.test","to":"ann@example.com","template_id":"` + id + `","template_data":{"n":12345678901234567890}}`,
+		`{"from":"shop@unverified.test","to":"ann@example.com","subject":"n={{n}}","text":"n={{n}}","template_data":{"n":12345678901234567890}}`,
+	} {
+		sent := e.do("POST", "/v1/messages", key, body).want(t, 202).json(t)
+		m := e.do("GET", "/v1/messages/"+sent["id"].(string), key, nil).want(t, 200).json(t)
+		if text := m["content"].(map[string]any)["text"]; m["subject"] != "n=12345678901234567890" || text != "n=12345678901234567890" {
+			t.Errorf("%s: stored subject %q, text %q", body, m["subject"], text)
+		}
+	}
+}
