@@ -74,6 +74,78 @@ func TestGuardURLs(t *testing.T) {
 	}
 }
 
+// TestGuardURLsThatCannotBeReached: a port outside 1–65535, and a host
+// that a browser or inet_aton reads as an IPv4 address but a connection
+// would look up as a name, are refused at creation, in --dev too; a
+// trailing dot does not hide localhost; names that merely hold numbers
+// are names.
+func TestGuardURLsThatCannotBeReached(t *testing.T) {
+	ctx := context.Background()
+	public := func(context.Context, string) ([]net.IPAddr, error) {
+		return []net.IPAddr{{IP: net.ParseIP("93.184.216.34")}}, nil
+	}
+	for _, raw := range []string{
+		"https://hooks.example.com:1/x",
+		"https://hooks.example.com:65535/x",
+		"https://hooks.example.com:/x", // an empty port is the default
+		"https://hooks.example.com./x",
+		"https://123.example.com/x",
+		"https://0x10.example.com/x",
+		"https://a.0x1g/x",
+		"https://8.8.8.8:443/x",
+	} {
+		if err := (Guard{}).CheckURL(ctx, raw, public); err != nil {
+			t.Errorf("%s refused: %v", raw, err)
+		}
+	}
+	for raw, want := range map[string]string{
+		"https://hooks.example.com:99999/x": "port 99999 is not a port",
+		"https://hooks.example.com:0/x":     "port 0 is not a port",
+		"https://hooks.example.com:65536/x": "port 65536",
+		"https://127.1/x":                   `"127.1" reads as an IPv4 address (127.0.0.1)`,
+		"https://2130706433/x":              "(127.0.0.1)",
+		"https://0x7f000001/x":              "(127.0.0.1)",
+		"https://0X7F000001/x":              "(127.0.0.1)",
+		"https://0177.0.0.1/x":              "(127.0.0.1)",
+		"https://127.0.0.1./x":              "(127.0.0.1)",
+		"https://8.8.8.8./x":                "(8.8.8.8)",
+		"https://134744072/x":               "(8.8.8.8)",
+		"https://1.2.3.4.5/x":               `"1.2.3.4.5" reads as an IPv4 address in a form`,
+		"https://hooks.example.123/x":       "reads as an IPv4 address in a form",
+		"https://localhost./x":              "127.0.0.1 is in 127.0.0.0/8",
+		"https://LocalHost./x":              "127.0.0.1 is in 127.0.0.0/8",
+		"https://api.localhost./x":          "127.0.0.1 is in 127.0.0.0/8",
+	} {
+		err := (Guard{}).CheckURL(ctx, raw, public)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", raw, err, want)
+		}
+	}
+	dev := Guard{AllowPrivate: true, AllowHTTP: true}
+	if err := dev.CheckURL(ctx, "http://localhost.:9000/hook", nil); err != nil {
+		t.Errorf("dev refused localhost.: %v", err)
+	}
+	for _, raw := range []string{"http://127.1:9000/hook", "http://localhost:0/hook", "http://localhost:70000/hook"} {
+		if err := dev.CheckURL(ctx, raw, nil); err == nil {
+			t.Errorf("dev accepted %s, which no connection can reach", raw)
+		}
+	}
+}
+
+func TestParseInetAton(t *testing.T) {
+	for host, want := range map[string]string{
+		"127.1": "127.0.0.1", "127.0.1": "127.0.0.1", "2130706433": "127.0.0.1", "0x7f000001": "127.0.0.1",
+		"0177.0.0.1": "127.0.0.1", "0x7f.1": "127.0.0.1", "10.0x10.0377.1": "10.16.255.1", "0": "0.0.0.0",
+		"0x": "0.0.0.0", "1.2.3.4": "1.2.3.4", "4294967295": "255.255.255.255",
+		"4294967296": "", "1.2.3.256": "", "256.1": "", "1.16777216": "", "1.2.3.4.5": "", "08": "", "0x1g": "", "1..2": "", "": "",
+	} {
+		ip, ok := parseInetAton(host)
+		if got := map[bool]string{true: ip.String(), false: ""}[ok]; got != want {
+			t.Errorf("%q: %q, want %q", host, got, want)
+		}
+	}
+}
+
 // TestConnectionsResolveThroughLookup: the connection resolves a receiver's
 // name through Options.Lookup (the --dns-server that also checked the URL
 // at create), never through the system resolver, and the guard judges the

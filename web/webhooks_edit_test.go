@@ -253,3 +253,27 @@ func TestWebhookTestIsGuarded(t *testing.T) {
 		t.Fatal("the guard let the request through")
 	}
 }
+
+// TestWebhookURLsThatCannotBeReached: POST and PATCH refuse, as 400 on
+// url, a port outside 1–65535 and a host in a numeric form of IPv4 that
+// connections would look up as a name, even where loopback targets are
+// allowed (this env is --dev); the webhook keeps its URL.
+func TestWebhookURLsThatCannotBeReached(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	id := e.do("POST", "/v1/webhooks", e.key, `{"url":"https://hooks.example.com/x","events":["message.sent"]}`).want(t, 201).json(t)["id"].(string)
+	for _, url := range []string{"https://hooks.example.com:99999/x", "https://hooks.example.com:0/x", "https://127.1/x",
+		"https://2130706433/x", "https://0x7f000001/x", "https://0177.0.0.1/x"} {
+		for _, r := range []reply{
+			e.do("POST", "/v1/webhooks", e.key, `{"url":"`+url+`","events":["message.sent"]}`),
+			e.do("PATCH", "/v1/webhooks/"+id, e.key, `{"url":"`+url+`"}`),
+		} {
+			r.want(t, 400, "VALIDATION_ERROR")
+			if d := errDetails(t, r); d["field"] != "url" {
+				t.Errorf("%s %s: details %v", r.Request.Method, url, d)
+			}
+		}
+	}
+	if got := e.do("GET", "/v1/webhooks/"+id, e.key, nil).want(t, 200).json(t); got["url"] != "https://hooks.example.com/x" {
+		t.Fatalf("a refused PATCH changed the URL: %v", got)
+	}
+}
