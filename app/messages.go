@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/mail"
@@ -345,7 +346,15 @@ func checkLabels(in MessageInput) error {
 			return Validation("metadata", fmt.Sprintf("must be at most %d bytes of JSON", MaxMetadataBytes))
 		}
 		var obj map[string]any
-		if err := json.Unmarshal(in.Metadata, &obj); err != nil || obj == nil {
+		err := json.Unmarshal(in.Metadata, &obj)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && strings.HasPrefix(te.Value, "number") {
+			// An object whose number is beyond float64 (1e400): say so,
+			// as the API's decoder does for JSON bodies (it names the
+			// member too; encoding/json does not for a map).
+			return Validation("metadata", "number out of range")
+		}
+		if err != nil || obj == nil {
 			return Validation("metadata", "must be a JSON object")
 		}
 		if path, found := RepeatedName(in.Metadata); found {

@@ -89,6 +89,11 @@ func TestSubmitMessage(t *testing.T) {
 	if !errors.As(smtpReply(err), &r) || r.Code != 554 || r.Enhanced != "5.6.0" || !strings.Contains(r.Text, "metadata") {
 		t.Errorf("bad metadata: %v", smtpReply(err))
 	}
+	_, err = a.SubmitMessage(p, SMTPSubmission{To: []string{"ann@example.net"},
+		Data: []byte("From: me@unverified.test\r\nX-Mailbolt-Metadata: {\"a\": 1e400}\r\n\r\nhello\r\n")})
+	if !errors.As(smtpReply(err), &r) || r.Code != 554 || !strings.Contains(r.Text, "metadata: number out of range") {
+		t.Errorf("metadata with 1e400: %v", smtpReply(err))
+	}
 }
 
 // TestSMTPReplies: each error code is answered with its SMTP reply.
