@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"mailbolt/storage/storagetest"
 )
 
 // writeFile writes content to a new file in dir and returns its path.
@@ -126,14 +128,7 @@ func TestSuppressionsExportErrorNamesTheFile(t *testing.T) {
 	if err := export(isDir); err == nil || !strings.HasPrefix(err.Error(), "rename "+isDir+": ") {
 		t.Errorf("over a directory: %v", err)
 	}
-	ro := filepath.Join(files, "ro")
-	if err := os.Mkdir(ro, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := os.CreateTemp(ro, "probe"); err == nil {
-		f.Close()
-		t.Skip("this process writes to a directory of mode 0555 (root): permissions cannot fail here")
-	}
+	ro := storagetest.UnwritableDir(t)
 	dest := filepath.Join(ro, "x.csv")
 	if err := export(dest); err == nil || err.Error() != "create "+dest+": permission denied" {
 		t.Errorf("into a read-only directory: %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"mailbolt/storage"
+	"mailbolt/storage/storagetest"
 )
 
 // Where a backup cannot go is the caller's mistake, named in a validation
@@ -107,14 +108,7 @@ func TestLocalAdminBackupIntoAnUnwritableDirectory(t *testing.T) {
 	}
 
 	a, _ := newTestAppOn(t, storage.DefaultOptions())
-	dir := filepath.Join(t.TempDir(), "ro")
-	if err := os.Mkdir(dir, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := os.CreateTemp(dir, "probe"); err == nil {
-		f.Close()
-		t.Skip("this process writes to a directory of mode 0555 (root): permissions cannot fail here")
-	}
+	dir := storagetest.UnwritableDir(t)
 	for _, c := range []struct {
 		admin LocalAdmin
 		want  string

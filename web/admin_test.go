@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,14 +167,7 @@ func TestAdminSocketBackupNamesAMissingDirectory(t *testing.T) {
 // this process (root).
 func TestAdminSocketBackupIntoADirectoryTheServerCannotWrite(t *testing.T) {
 	_, c := adminOverSocketOn(t, storage.DefaultOptions())
-	dir := filepath.Join(t.TempDir(), "ro")
-	if err := os.Mkdir(dir, 0o555); err != nil {
-		t.Fatal(err)
-	}
-	if f, err := os.CreateTemp(dir, "probe"); err == nil {
-		f.Close()
-		t.Skip("this process writes to a directory of mode 0555 (root): permissions cannot fail here")
-	}
+	dir := storagetest.UnwritableDir(t)
 	_, err := c.Backup(filepath.Join(dir, "x.db"))
 	want := "writes the backup, and it cannot write to the directory " + dir + " (permission denied)"
 	if !app.HasCode(err, app.CodeValidation) || !strings.Contains(err.Error(), "out: the server process (") ||
