@@ -70,7 +70,7 @@ func newSecretsCommand() *cobra.Command {
 			if errors.Is(err, storage.ErrNodesLive) {
 				return fmt.Errorf("%w. Stop every node first (every `mailbolt serve` on the database, and any command run with --database), "+
 					"run `mailbolt secrets rotate` once, then give every node the new key file before starting it: "+
-					"a node holds the key in memory, and would seal new secrets under the old one", err)
+					"a node holds the key in memory, and could neither open the re-sealed secrets nor seal new ones", err)
 			}
 			if err != nil {
 				return openFailed(dataDir, err)

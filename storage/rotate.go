@@ -23,7 +23,8 @@ import (
 // It opens the database itself, so it works only while no server holds
 // the file (ErrLocked otherwise). On a shared database it works only while
 // no node uses it (ErrNodesLive otherwise, naming them): a node holds the
-// key in memory, and would seal new secrets under the old one. Its
+// key in memory, and could neither open the re-sealed secrets nor seal
+// new ones (Tx.keyCurrent refuses to seal under a replaced key). Its
 // transaction takes the node lock that every node holds from its start
 // (nodes_pg.go), so a node that starts meanwhile waits for the commit and
 // then refuses the old key.

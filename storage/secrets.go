@@ -200,12 +200,40 @@ func openAll(tx kvTx, s *sealer) error {
 	return nil
 }
 
-// sealValue seals a secret on its way into a record.
+// sealValue seals a secret on its way into a record. On the shared engine
+// it first checks that the node's key is still the database's
+// (keyCurrent).
 func (tx *Tx) sealValue(context string, clear []byte) ([]byte, error) {
 	if tx.seal == nil {
 		return nil, fmt.Errorf("%w: no secret key was loaded to seal %s", ErrSecretKey, context)
 	}
+	if _, shared := tx.btx.(*pgTx); shared {
+		if err := tx.keyCurrent(); err != nil {
+			return nil, fmt.Errorf("%w; %s is not sealed under the old key", err, context)
+		}
+	}
 	return tx.seal.seal(context, clear), nil
+}
+
+// keyCurrent reports ErrSecretKey when the database's key check is not
+// sealed under tx's key. On the shared engine a rotation may have
+// re-sealed every secret under a new key since this node read its own (it
+// cannot while the node holds its node lock, but that lock is lost with
+// its connection: nodes_pg.go). In a write
+// transaction what it finds stays true until the commit: write
+// transactions run one at a time across nodes, and a rotation is one.
+// The embedded engine needs no such check: a rotation needs its file, which
+// a running server holds locked.
+func (tx *Tx) keyCurrent() error {
+	check := tx.bucket(bucketMeta).Get(keySecretKeyCheck)
+	if len(check) == 0 {
+		return nil // nothing is sealed yet (schema 8 or older)
+	}
+	if got, err := tx.seal.open(ctxCheck, check); err == nil && string(got) == keyCheck {
+		return nil
+	}
+	return fmt.Errorf("%w: the database's secret key was rotated after this node read %s, which holds the old key: "+
+		"give this node the new key file and restart it", ErrSecretKey, tx.seal.path)
 }
 
 // openValue opens a secret read from a record.
