@@ -59,6 +59,18 @@ type Options struct {
 	// runs on the committer goroutine and must be quick.
 	CommitObserver func(time.Duration)
 
+	// NodeLockCheck is how often a node of a shared database checks the
+	// connection that holds its node lock, and takes the lock again when
+	// that connection was lost (nodes_pg.go); 0: every 10 s.
+	NodeLockCheck time.Duration
+
+	// nodeLockLost and nodeLockRetaken, when set, are called when a node
+	// found its node lock's connection lost, before it takes the lock
+	// again, and once it has, with what the key check then said: tests
+	// rotate and watch there.
+	nodeLockLost    func()
+	nodeLockRetaken func(keyErr error)
+
 	// rotating opens a shared database for RotateSecretKey, whose
 	// transaction takes the node lock exclusively (nodes_pg.go): this
 	// Open does not hold it shared as a node's does.

@@ -73,6 +73,13 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 		s.Close()
 		return nil, err
 	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if s.nodeConn != nil {
+		db.keepNodeLock(log)
+	}
 	if keyChecked != nil && !opts.ReadOnly && !opts.rotating {
 		keyChecked()
 	}
@@ -91,10 +98,6 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 		s.Close()
 		return nil, err
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	lctx, stop := context.WithCancel(context.Background())
 	db.stopListen, db.listening = stop, make(chan struct{})
 	go func() {
@@ -104,6 +107,42 @@ func openPostgres(dataDir string, opts Options) (*DB, error) {
 		})
 	}()
 	return db, nil
+}
+
+// keepNodeLock starts the watch over the node lock (pgStore.keepNodeLock),
+// which runs until Close. Each time it has taken the lock again it reads
+// the key check: a key that no longer opens it was rotated meanwhile, and
+// that is logged as an error, since the node can then neither open the
+// secrets nor seal new ones (Tx.keyCurrent refuses every seal) until it is
+// restarted with the new key file.
+func (db *DB) keepNodeLock(log *slog.Logger) {
+	every := db.opts.NodeLockCheck
+	if every <= 0 {
+		every = defaultNodeLockCheck
+	}
+	s := db.pg
+	ctx, stop := context.WithCancel(context.Background())
+	s.stopKeep, s.keeping = stop, make(chan struct{})
+	go func() {
+		defer close(s.keeping)
+		s.keepNodeLock(ctx, every, db.opts.nodeLockLost, func() {
+			err := db.kv.View(func(tx kvTx) error { return (&Tx{btx: tx, seal: db.seal}).keyCurrent() })
+			switch {
+			case errors.Is(err, ErrSecretKey):
+				log.Error("database: took this node's lock again, but the secret key was rotated while it was lost: "+
+					"this node refuses to seal new secrets (new webhooks, DKIM keys) under its old key and cannot open "+
+					"those sealed under the new one; give it the new key file and restart it", "err", err)
+			case err != nil:
+				log.Warn("database: took this node's lock again, but could not read the key check "+
+					"(every seal checks it again)", "err", err)
+			default:
+				log.Info("database: took this node's lock again")
+			}
+			if db.opts.nodeLockRetaken != nil {
+				db.opts.nodeLockRetaken(err)
+			}
+		}, log)
+	}()
 }
 
 // keyChecked, when set, is called by a node's open of a shared database

@@ -56,7 +56,10 @@ type pgStore struct {
 	pidMu sync.Mutex
 	pids  map[uint32]bool // backend pids of this node's connections (notifications it sent)
 
-	nodeConn *pgx.Conn // holds the node lock (nodes_pg.go); nil when not taken
+	nodeConn *pgx.Conn       // holds the node lock (nodes_pg.go); nil when not taken
+	nodeCfg  *pgx.ConnConfig // how nodeConn is made again when lost
+	stopKeep func()          // ends keepNodeLock, which owns nodeConn while it runs
+	keeping  chan struct{}   // closed when keepNodeLock has returned
 }
 
 // pgWriteLock is the advisory lock every write transaction holds.
@@ -190,6 +193,7 @@ func (s *pgStore) loadBuckets(ctx context.Context) error {
 }
 
 func (s *pgStore) Close() error {
+	s.stopKeepingNodeLock()
 	s.pool.Close()
 	s.releaseNodeLock()
 	return nil

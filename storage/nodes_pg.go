@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -21,11 +22,30 @@ import (
 // node holds it, and a node that starts meanwhile waits for the commit,
 // then reads the new key check and refuses the old key. The webhook
 // dispatchers' heartbeats (outboxshards.go) are counted too: they also
-// show a node whose lock connection was lost, and a node of a version
-// from before the lock.
+// show a node whose lock connection was lost, until it takes the lock
+// again, and a node of a version from before the lock.
+//
+// The lock's connection can be lost while the node runs (PostgreSQL
+// restarted, the backend terminated, the network cut). The node checks it
+// every Options.NodeLockCheck and, when it is gone, takes the lock again
+// on a new connection, waiting while a rotation holds it (keepNodeLock).
+// A rotation may still have committed in between; the node's key is then
+// stale, and what guards the secrets is not the lock but the check made
+// before every seal, in the write transaction (Tx.keyCurrent): a node
+// never seals a secret under a key the database's key check does not
+// name.
 
 // pgNodeLock is the advisory lock every node holds shared.
 const pgNodeLock = 0x6d622e6e6f646573 // "mb.nodes"
+
+// nodeLockTimeout bounds the check of the node lock's connection and the
+// making of a new one: a server that does not answer within it is taken
+// for lost.
+const nodeLockTimeout = 30 * time.Second
+
+// defaultNodeLockCheck is how often the node lock's connection is checked
+// when Options.NodeLockCheck is 0.
+const defaultNodeLockCheck = 10 * time.Second
 
 // holdNodeLock takes the node lock, shared, on a connection of its own
 // that stays open until Close. It waits while a rotation holds it. The
@@ -35,16 +55,84 @@ func (s *pgStore) holdNodeLock(ctx context.Context, cfg *pgx.ConnConfig) error {
 	cfg = cfg.Copy()
 	host, _ := os.Hostname()
 	cfg.RuntimeParams["application_name"] = "mailbolt node " + host + " pid " + strconv.Itoa(os.Getpid())
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := takeNodeLock(ctx, ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("take the node lock: %w", err)
+		return err
+	}
+	s.nodeCfg, s.nodeConn = cfg, conn
+	return nil
+}
+
+// takeNodeLock connects with cfg within connectCtx and takes the node
+// lock, shared, on that connection, waiting while a rotation holds it,
+// within ctx.
+func takeNodeLock(ctx, connectCtx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(connectCtx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("take the node lock: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock_shared($1)", int64(pgNodeLock)); err != nil {
 		conn.Close(context.Background())
-		return fmt.Errorf("take the node lock (a `mailbolt secrets rotate` may be running): %w", err)
+		return nil, fmt.Errorf("take the node lock (a `mailbolt secrets rotate` may be running): %w", err)
 	}
-	s.nodeConn = conn
-	return nil
+	return conn, nil
+}
+
+// keepNodeLock checks the node lock's connection every interval until ctx
+// ends. When it is gone it takes the lock again on a new connection
+// (waiting while a rotation holds it, or trying again at the next check
+// while the server cannot be reached) and calls retaken, which finds out
+// whether a rotation committed while the lock was not held. It owns
+// s.nodeConn until ctx ends.
+func (s *pgStore) keepNodeLock(ctx context.Context, every time.Duration, lost, retaken func(), log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		if s.nodeConn != nil {
+			pctx, cancel := context.WithTimeout(ctx, nodeLockTimeout)
+			err := s.nodeConn.Ping(pctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("database: this node's lock on the database was lost with its connection; taking it again "+
+				"(until it does, only its webhook dispatcher's heartbeat keeps `mailbolt secrets rotate` out)", "err", err)
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			s.nodeConn.Close(cctx)
+			cancel()
+			s.nodeConn = nil
+		}
+		if lost != nil {
+			lost()
+		}
+		cctx, cancel := context.WithTimeout(ctx, nodeLockTimeout)
+		conn, err := takeNodeLock(ctx, cctx, s.nodeCfg)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			log.Warn("database: could not take this node's lock again; trying at the next check", "err", err)
+			continue
+		}
+		s.nodeConn = conn
+		retaken()
+	}
+}
+
+// stopKeepingNodeLock ends keepNodeLock and waits for it.
+func (s *pgStore) stopKeepingNodeLock() {
+	if s.stopKeep != nil {
+		s.stopKeep()
+		<-s.keeping
+		s.stopKeep = nil
+	}
 }
 
 // releaseNodeLock lets go of the node lock and closes its connection.

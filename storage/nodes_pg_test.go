@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -51,6 +54,19 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// receive waits for c's next value, failing the test after 30 s.
+func receive[T any](t *testing.T, what string, c <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("waited 30 s for %s", what)
+	}
+	var none T
+	return none
+}
+
 // killNodeLock terminates the backend through which db holds the node
 // lock, as a PostgreSQL restart or an operator's pg_terminate_backend
 // would, and waits until the server has let go of its lock.
@@ -71,6 +87,26 @@ func killNodeLock(t *testing.T, db *DB) int32 {
 	return held[0]
 }
 
+// logBuffer keeps what a node logs.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }
+
 // putSecondWebhook seals a new webhook's secret on db.
 func putSecondWebhook(db *DB) error {
 	return db.Update(func(tx *Tx) error {
@@ -78,13 +114,60 @@ func putSecondWebhook(db *DB) error {
 	})
 }
 
-// A rotation that ran while a node's lock was lost (its heartbeat ended)
-// leaves the node with the old
+// A node whose lock connection is lost (its backend terminated) takes
+// the lock again on a new connection: a rotation is refused again, naming
+// it, and the node goes on sealing secrets under the key, which is still
+// the database's.
+func TestPostgresNodeTakesItsLostLockAgain(t *testing.T) {
+	r := newPGRotation(t)
+	oldKey := mustReadFile(t, r.opts.SecretKeyFile)
+	retaken := make(chan error, 8)
+	n := r
+	n.opts.NodeLockCheck = 20 * time.Millisecond
+	n.opts.nodeLockRetaken = func(err error) { retaken <- err }
+	var logs logBuffer
+	n.opts.Logger = logs.logger()
+	node := n.open(t, r.opts.SecretKeyFile)
+
+	killed := killNodeLock(t, node)
+	if err := receive(t, "the node to take its lock again", retaken); err != nil {
+		t.Fatalf("the key check after taking the lock again: %v", err)
+	}
+	held, _ := nodeLockPIDs(t, node)
+	if len(held) != 1 || held[0] == killed {
+		t.Fatalf("after the node took its lock again it is held by %v (the killed backend was %d)", held, killed)
+	}
+	if log := logs.String(); !strings.Contains(log, "lock on the database was lost") || !strings.Contains(log, "took this node's lock again") {
+		t.Errorf("the node did not log the loss and the new lock:\n%s", log)
+	}
+	_, err := RotateSecretKey(t.TempDir(), r.opts, time.Now())
+	r.refused(t, err, oldKey, "mailbolt node ")
+
+	if err := putSecondWebhook(node); err != nil {
+		t.Fatalf("seal a secret after taking the lock again: %v", err)
+	}
+	other := r.open(t, r.copyKey(t))
+	err = other.View(func(tx *Tx) error {
+		w, err := tx.Webhook("a1", "w2")
+		if err == nil && w.Secret != "whsec_second" {
+			t.Errorf("another node reads the new webhook's secret as %q", w.Secret)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A rotation that ran while a node's lock was lost (its heartbeat ended,
+// and before the node took the lock again) leaves the node with the old
 // key: it refuses to seal a secret under it, in the write transaction,
 // and nothing is stored that the new key does not open.
 func TestPostgresNodeRefusesToSealUnderARotatedKey(t *testing.T) {
 	r := newPGRotation(t)
-	node := r.open(t, r.opts.SecretKeyFile)
+	n := r
+	n.opts.NodeLockCheck = time.Hour // the node does not notice before the rotation
+	node := n.open(t, r.opts.SecretKeyFile)
 	r.readsEverything(t, node) // its cache holds the key check as it was
 
 	killNodeLock(t, node)
@@ -107,5 +190,76 @@ func staleRefused(t *testing.T, r pgRotation, node *DB) {
 	err = fresh.View(func(tx *Tx) error { _, err := tx.Webhook("a1", "w2"); return err })
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("the refused webhook: %v, want ErrNotFound", err)
+	}
+}
+
+// A node that takes its lost lock again while a rotation holds it
+// exclusively waits for the rotation's commit, then finds its key rotated
+// out: it says so (the key check fails), refuses to seal under it, and
+// holds the lock again, so that the next rotation is refused.
+func TestPostgresNodeRetakingItsLockWaitsForARotation(t *testing.T) {
+	r := newPGRotation(t)
+	t.Cleanup(func() { rotateLocked = nil })
+	locked, release := make(chan struct{}), make(chan struct{})
+	rotated, retaken := make(chan error, 1), make(chan error, 8)
+	var once sync.Once
+	n := r
+	n.opts.NodeLockCheck = 20 * time.Millisecond
+	n.opts.nodeLockLost = func() {
+		// The node found its connection gone: a rotation takes the lock
+		// before the node takes it again.
+		once.Do(func() {
+			rotateLocked = func() {
+				close(locked)
+				<-release
+			}
+			go func() { _, err := RotateSecretKey(t.TempDir(), r.opts, time.Now()); rotated <- err }()
+			select {
+			case <-locked:
+			case err := <-rotated:
+				rotated <- err
+			}
+		})
+	}
+	n.opts.nodeLockRetaken = func(err error) { retaken <- err }
+	var logs logBuffer
+	n.opts.Logger = logs.logger()
+	node := n.open(t, r.opts.SecretKeyFile)
+
+	killNodeLock(t, node)
+	select {
+	case <-locked:
+	case err := <-rotated:
+		t.Fatalf("the rotation did not wait in its transaction: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("waited 30 s for the node to find its lock lost")
+	}
+	waitUntil(t, "the node to wait for the lock the rotation holds", func() bool {
+		_, waiting := nodeLockPIDs(t, node)
+		return len(waiting) == 1
+	})
+	select {
+	case err := <-retaken:
+		t.Fatalf("the node took its lock again while the rotation held it (key check: %v)", err)
+	default:
+	}
+	close(release)
+	if err := receive(t, "the rotation", rotated); err != nil {
+		t.Fatalf("rotate: %v", err)
+	}
+	if err := receive(t, "the node to take its lock again", retaken); !errors.Is(err, ErrSecretKey) {
+		t.Fatalf("the key check after the rotation: %v, want ErrSecretKey", err)
+	}
+	if log := logs.String(); !strings.Contains(log, "level=ERROR") || !strings.Contains(log, "the secret key was rotated while it was lost") {
+		t.Errorf("the node did not log an error saying its key was rotated out:\n%s", log)
+	}
+	staleRefused(t, r, node)
+
+	newKey := mustReadFile(t, r.opts.SecretKeyFile)
+	if _, err := RotateSecretKey(t.TempDir(), r.opts, time.Now()); !errors.Is(err, ErrNodesLive) || !strings.Contains(err.Error(), "mailbolt node ") {
+		t.Fatalf("rotate again while the stale node holds its lock: %v, want ErrNodesLive naming it", err)
+	}
+	if string(mustReadFile(t, r.opts.SecretKeyFile)) != string(newKey) {
+		t.Fatal("a refused rotation changed the key file")
 	}
 }

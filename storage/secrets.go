@@ -219,7 +219,7 @@ func (tx *Tx) sealValue(context string, clear []byte) ([]byte, error) {
 // sealed under tx's key. On the shared engine a rotation may have
 // re-sealed every secret under a new key since this node read its own (it
 // cannot while the node holds its node lock, but that lock is lost with
-// its connection: nodes_pg.go). In a write
+// its connection until the node takes it again: nodes_pg.go). In a write
 // transaction what it finds stays true until the commit: write
 // transactions run one at a time across nodes, and a rotation is one.
 // The embedded engine needs no such check: a rotation needs its file, which
