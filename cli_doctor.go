@@ -56,6 +56,7 @@ through --dns-server. See docs/operations.md.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
 			cfg.storage = storageOptions(cmd)
+			cfg.given = cmd.Flags().Changed
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			d := &doctor{cfg: cfg, opts: o, out: cmd.OutOrStdout()}
 			return d.run(cmd.Context())

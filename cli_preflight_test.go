@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"errors"
 	"io/fs"
 	"net"
@@ -30,6 +31,9 @@ func runCanceled(args ...string) (string, error) {
 	err := cmd.ExecuteContext(ctx)
 	return out.String(), err
 }
+
+// testRelay is a --relay for settings refused before anything connects.
+const testRelay = "smtp.example.net:587"
 
 // refusedSettings are settings serve refuses, each with what its error
 // must name: the ones an audit found doctor passing and serve refusing
@@ -68,11 +72,32 @@ func refusedSettings() []struct {
 		{args: []string{"--relay-username", "u"}, want: "--relay-username needs --relay"},
 		{args: []string{"--relay-password", "p"}, want: "--relay-password needs --relay"},
 		{args: []string{"--relay-implicit-tls"}, want: "--relay-implicit-tls needs --relay"},
+		// AUTH PLAIN is sent only with a user name, and with a password of
+		// one character at least.
+		{args: []string{"--relay", testRelay, "--relay-password", "p"}, want: "--relay-password needs --relay-username"},
+		{args: []string{"--relay", testRelay, "--relay-username", "u"}, want: "--relay-username needs --relay-password"},
+		{args: []string{"--relay", testRelay, "--relay-username", "u"}, env: map[string]string{"MAILBOLT_RELAY_PASSWORD": ""},
+			want: "--relay-username needs --relay-password"},
+		// The flags of MX delivery did nothing with a relay; given at their
+		// default, or by their variable, they are given all the same.
+		{args: []string{"--relay", testRelay, "--mx-port", "25"}, want: "--mx-port (or MAILBOLT_MX_PORT) does nothing with --relay"},
+		{args: []string{"--relay", testRelay}, env: map[string]string{"MAILBOLT_DNSSEC": "true"},
+			want: "--dnssec (or MAILBOLT_DNSSEC) does nothing with --relay"},
+		{args: []string{"--relay", testRelay}, env: map[string]string{"MAILBOLT_TLS_REPORT_RETRY_PENDING": "10"},
+			want: "--tls-report-retry-pending (or MAILBOLT_TLS_REPORT_RETRY_PENDING) does nothing with --relay"},
 		// Sending domains were told to publish these as given.
 		{args: []string{"--tracking-host", "bad host!"}, want: `--tracking-host: "bad host!"`},
 		{args: []string{"--tracking-host", "https://t.example.com"}, want: `--tracking-host: "https://t.example.com"`},
 		{args: []string{"--spf-include", "bad..name"}, want: `--spf-include: "bad..name"`},
 		{args: []string{"--spf-include", "spf"}, want: `--spf-include: "spf"`},
+	}
+	for _, f := range mxOnlyFlags {
+		// A value the flag takes, so that the refusal is --relay's.
+		v := map[string]string{"mx-port": "2525", "mx-allow-cidrs": "10.0.0.0/8", "mta-sts-port": "8443", "dnssec": "true",
+			"tls-report-retry-base": "1m", "tls-report-retry-max": "1h", "tls-report-retry-lifetime": "12h",
+			"tls-report-retry-pending": "10"}[f.flag]
+		out = append(out, c{args: []string{"--relay", testRelay, "--" + f.flag + "=" + v},
+			want: "--" + f.flag + " (or " + envVarOf(f.flag) + ") does nothing with --relay"})
 	}
 	newServeCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {
@@ -224,5 +249,32 @@ func TestGraderBooleans(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "GRADER_DISABLED") {
 			t.Errorf("GRADER_DISABLED=%s: %v", v, err)
 		}
+	}
+}
+
+// With --relay, the flags that shape the connection to it, and those
+// that serve more than MX delivery (--dns-server, --tls-roots, the SMTP
+// timeouts and connection cap), are taken; so is a user name with its
+// password from the environment. A configuration built in code (bench)
+// counts no flag as given.
+func TestRelayTakesItsOwnFlags(t *testing.T) {
+	t.Setenv("MAILBOLT_RELAY_PASSWORD", "secret")
+	ca := newTLSTestCA(t)
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCanceled("serve", "--data-dir", t.TempDir(), "--hostname", "mta.example.net", "--http-addr", "127.0.0.1:0",
+		"--smtp-addr", "127.0.0.1:0", "--metrics-addr", "", "--relay", testRelay, "--relay-username", "u", "--relay-implicit-tls",
+		"--dns-server", "127.0.0.1:53", "--dns-timeout", "2s", "--tls-roots", roots, "--smtp-host-connections", "3",
+		"--smtp-connect-timeout", "5s", "--smtp-command-timeout", "1m")
+	if err != nil || !strings.Contains(out, "listening on") {
+		t.Fatalf("serve with --relay and its own flags: %v\n%s", err, out)
+	}
+
+	cfg := defaultServeConfig()
+	cfg.hostname, cfg.relay, cfg.mxPort = "mta.example.net", testRelay, 2525
+	if err := cfg.validate(); err != nil {
+		t.Fatalf("--relay in a configuration built in code: %v", err)
 	}
 }

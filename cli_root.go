@@ -45,7 +45,7 @@ func applyEnv(flags *pflag.FlagSet) error {
 		if err != nil || f.Changed {
 			return
 		}
-		name := "MAILBOLT_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := envVarOf(f.Name)
 		if v, ok := os.LookupEnv(name); ok {
 			if serr := flags.Set(f.Name, v); serr != nil {
 				err = fmt.Errorf("%s: %w", name, serr)
@@ -53,6 +53,12 @@ func applyEnv(flags *pflag.FlagSet) error {
 		}
 	})
 	return err
+}
+
+// envVarOf is the environment variable of the flag named name (without
+// its dashes): MAILBOLT_<FLAG>.
+func envVarOf(name string) string {
+	return "MAILBOLT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 func newVersionCommand() *cobra.Command {

@@ -35,6 +35,12 @@ import (
 
 // serveConfig is everything `mailbolt serve` can be told.
 type serveConfig struct {
+	// given says whether the flag of that name (without dashes) was
+	// given, on the command line or by its MAILBOLT_* variable: serve and
+	// doctor set it to their flags' Changed. nil (bench, a config built
+	// in code) counts none as given.
+	given func(name string) bool
+
 	dataDir       string
 	storage       storage.Options // --database and --secret-key-file, as every command opens storage
 	databaseConns int
@@ -194,6 +200,7 @@ func newServeCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.dataDir, _ = cmd.Flags().GetString("data-dir")
 			cfg.storage = storageOptions(cmd)
+			cfg.given = cmd.Flags().Changed
 			cfg.hostnameSet = cmd.Flags().Changed("hostname")
 			cfg.metricsAddrSet = cmd.Flags().Changed("metrics-addr")
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -248,10 +255,10 @@ func (cfg *serveConfig) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.eventRetention, "event-retention", def.eventRetention, "how long events stay in the history")
 
 	f.StringVar(&cfg.relay, "relay", def.relay, "smarthost host:port that takes all outgoing mail (default: deliver to each recipient domain's MX)")
-	f.StringVar(&cfg.relayUser, "relay-username", def.relayUser, "AUTH PLAIN user name for --relay (sent only over TLS)")
-	f.StringVar(&cfg.relayPassword, "relay-password", def.relayPassword, "AUTH PLAIN password for --relay (prefer MAILBOLT_RELAY_PASSWORD)")
+	f.StringVar(&cfg.relayUser, "relay-username", def.relayUser, "AUTH PLAIN user name for --relay (sent only over TLS; needs --relay-password)")
+	f.StringVar(&cfg.relayPassword, "relay-password", def.relayPassword, "AUTH PLAIN password for --relay-username (prefer MAILBOLT_RELAY_PASSWORD)")
 	f.BoolVar(&cfg.relayImplicitTLS, "relay-implicit-tls", def.relayImplicitTLS, "speak TLS from the first byte to --relay (port 465) instead of STARTTLS")
-	f.IntVar(&cfg.mxPort, "mx-port", def.mxPort, "TCP port of recipient MX hosts")
+	f.IntVar(&cfg.mxPort, "mx-port", def.mxPort, "TCP port of recipient MX hosts (not with --relay)")
 	f.IntVar(&cfg.mtaSTSPort, "mta-sts-port", def.mtaSTSPort, "TCP port of recipient domains' MTA-STS policy hosts (https://mta-sts.<domain>)")
 	f.StringVar(&cfg.tlsRoots, "tls-roots", def.tlsRoots, "PEM file of extra trusted root certificates for MTA-STS policy hosts, MX hosts and the relay (default: the system roots only)")
 	f.BoolVar(&cfg.dnssec, "dnssec", def.dnssec, "enforce DANE (TLSA records) for MX hosts in DNSSEC-signed zones, trusting the AD bit of --dns-server, which must then be a loopback address (a local validating resolver)")
@@ -380,20 +387,12 @@ func (cfg serveConfig) validate() error {
 	if cfg.mtaSTSPort < 1 || cfg.mtaSTSPort > 65535 {
 		return errors.New("--mta-sts-port must be a TCP port")
 	}
-	if cfg.dnssec {
-		host, _, err := net.SplitHostPort(cfg.dnsServer)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			return errors.New("--dnssec needs --dns-server at a loopback address (a validating resolver on this host, such as unbound): the AD bit of a remote resolver could be forged on the path")
-		}
-	}
-	if cfg.tlsRoots != "" {
-		if _, err := cfg.rootCAs(); err != nil {
-			return err
-		}
-	}
 	if cfg.relay != "" {
 		if _, _, err := net.SplitHostPort(cfg.relay); err != nil {
 			return fmt.Errorf("--relay: %q is not host:port", cfg.relay)
+		}
+		if err := cfg.validateRelay(); err != nil {
+			return err
 		}
 	} else {
 		// These shape only the connection to the relay: without one they
@@ -407,6 +406,17 @@ func (cfg serveConfig) validate() error {
 			if f.set {
 				return fmt.Errorf("%s needs --relay: without it mail goes to each recipient domain's MX, and %s does nothing", f.flag, f.flag)
 			}
+		}
+	}
+	if cfg.dnssec {
+		host, _, err := net.SplitHostPort(cfg.dnsServer)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return errors.New("--dnssec needs --dns-server at a loopback address (a validating resolver on this host, such as unbound): the AD bit of a remote resolver could be forged on the path")
+		}
+	}
+	if cfg.tlsRoots != "" {
+		if _, err := cfg.rootCAs(); err != nil {
+			return err
 		}
 	}
 	if cfg.mxPort < 1 || cfg.mxPort > 65535 || cfg.deliveryWorkers < 1 || cfg.smtpHostConns < 1 {
@@ -452,6 +462,48 @@ func (cfg serveConfig) validate() error {
 	}
 	if cfg.eventRetention < 8*24*time.Hour {
 		return errors.New("--event-retention must be at least 8 days (failed webhook deliveries stay replayable for 7 days after their last attempt)")
+	}
+	return nil
+}
+
+// mxOnlyFlags shape only delivery to recipient domains' MX hosts; with
+// --relay all mail goes to the relay instead (mta.Deliverer.Route), so
+// each would do nothing, silently. The reason says why, for the error.
+var mxOnlyFlags = []struct{ flag, reason string }{
+	{"mx-port", "the relay's port is the one in --relay"},
+	{"mx-allow-cidrs", "the relay's address is never checked"},
+	// STS and DANE are set up only without a relay (deliverer).
+	{"mta-sts-port", "recipient domains' MTA-STS policies are not asked for"},
+	{"dnssec", "DANE is not applied, the relay checks the recipients' servers"},
+	// The relay's sessions make no TLS report counts, and reports are
+	// not uploaded (no policy fetcher): a stored retry is given up at
+	// once (transport.Reporter.retry).
+	{"tls-report-retry-base", "no TLS report is uploaded, so none is retried"},
+	{"tls-report-retry-max", "no TLS report is uploaded, so none is retried"},
+	{"tls-report-retry-lifetime", "no TLS report is uploaded, so none is retried"},
+	{"tls-report-retry-pending", "no TLS report is uploaded, so none is retried"},
+}
+
+// validateRelay checks the flags given with --relay: its credentials go
+// together, and the flags of MX delivery are not given (by flag or
+// variable) with it.
+func (cfg serveConfig) validateRelay() error {
+	// AUTH PLAIN is sent only when there is a user name (mta dial), and
+	// its password is at least one character (RFC 4616 §2: passwd =
+	// 1*SAFE): either alone would be ignored or refused by the relay.
+	switch {
+	case cfg.relayPassword != "" && cfg.relayUser == "":
+		return errors.New("--relay-password needs --relay-username: AUTH PLAIN is sent only with a user name, and without one the password would be ignored")
+	case cfg.relayUser != "" && cfg.relayPassword == "":
+		return errors.New("--relay-username needs --relay-password (better MAILBOLT_RELAY_PASSWORD): AUTH PLAIN sends a user name with a password (RFC 4616), and an empty one is not a password")
+	}
+	if cfg.given == nil {
+		return nil
+	}
+	for _, f := range mxOnlyFlags {
+		if cfg.given(f.flag) {
+			return fmt.Errorf("--%s (or %s) does nothing with --relay: all mail goes to the relay, not to recipient domains' MX hosts, and %s; remove it, or --relay", f.flag, envVarOf(f.flag), f.reason)
+		}
 	}
 	return nil
 }
