@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -136,13 +138,26 @@ func adminHandler(admin app.Admin) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, v)
 	}
-	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	// decodeMax reads a body of at most limit bytes into v. The body must
+	// be text, as the API's (checkText): invalid UTF-8 or a lone surrogate
+	// escape is refused naming the field, where encoding/json would store
+	// U+FFFD in its place.
+	decodeMax := func(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+		if err == nil {
+			if off, lone := checkText(data); off >= 0 {
+				reply(w, nil, textError(data, off, lone, v))
+				return false
+			}
+			err = json.NewDecoder(bytes.NewReader(data)).Decode(v)
+		}
+		if err != nil {
 			reply(w, nil, app.Validation("body", err.Error()))
 			return false
 		}
 		return true
 	}
+	decode := func(w http.ResponseWriter, r *http.Request, v any) bool { return decodeMax(w, r, v, 1<<20) }
 	mux.HandleFunc("GET /accounts", func(w http.ResponseWriter, r *http.Request) {
 		v, err := admin.ListAccounts()
 		reply(w, v, err)
@@ -214,12 +229,10 @@ func adminHandler(admin app.Admin) http.Handler {
 	})
 	mux.HandleFunc("POST /suppressions/import", func(w http.ResponseWriter, r *http.Request) {
 		var in adminImport
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminImportMaxBytes)).Decode(&in); err != nil {
-			reply(w, nil, app.Validation("body", err.Error()))
-			return
+		if decodeMax(w, r, &in, adminImportMaxBytes) {
+			v, err := admin.ImportSuppressions(in.AccountID, in.Rows)
+			reply(w, v, err)
 		}
-		v, err := admin.ImportSuppressions(in.AccountID, in.Rows)
-		reply(w, v, err)
 	})
 	mux.HandleFunc("GET /suppressions/export", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()

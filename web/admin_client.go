@@ -46,6 +46,12 @@ func (c *AdminClient) do(method, path string, in, out any) error {
 		if err := json.NewEncoder(&body).Encode(in); err != nil {
 			return err
 		}
+		// The socket carries JSON, which is text: a value that is not
+		// UTF-8 would arrive with U+FFFD in place of its bytes. It is
+		// refused here as the server refuses one that reaches it.
+		if off := replacedByte(body.Bytes()); off >= 0 {
+			return textPathError(body.Bytes(), off, false)
+		}
 	}
 	req, err := http.NewRequest(method, "http://mailbolt"+path, &body)
 	if err != nil {
@@ -61,6 +67,26 @@ func (c *AdminClient) do(method, path string, in, out any) error {
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
+
+// replacedByte returns the offset in data, a JSON text encoding/json
+// wrote, of the first \ufffd escape, or -1. The encoder writes each byte
+// of a string that is not UTF-8 as that escape, and a real U+FFFD as it
+// is, so the escape marks a byte it replaced. "\\ufffd" is a backslash
+// and text, no escape.
+func replacedByte(data []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(data[i:], replacement)
+		if j < 0 {
+			return -1
+		}
+		if i += j; startsEscape(data, i) {
+			return i
+		}
+		i += len(replacement)
+	}
+}
+
+var replacement = []byte(`\ufffd`)
 
 // errorOf is the error a non-200 answer of the socket carries.
 func errorOf(resp *http.Response) error {

@@ -24,20 +24,34 @@ import (
 // over data, utf8.Valid, and a search for "\u", which reads the escape
 // further only when a d or D follows.
 func checkText(data []byte) (off int, lone bool) {
-	if !utf8.Valid(data) {
-		for i := 0; i < len(data); {
-			r, size := utf8.DecodeRune(data[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return i, false
-			}
-			i += size
-		}
+	if i := invalidUTF8(data); i >= 0 {
+		return i, false
 	}
 	if i := loneSurrogate(data); i >= 0 {
 		return i, true
 	}
 	return -1, false
 }
+
+// invalidUTF8 returns the offset of the first byte of data that is not
+// UTF-8, or -1. It is checkText for text that is not JSON, such as a form
+// field, where "\ud800" is six characters and no escape.
+func invalidUTF8(data []byte) int {
+	if utf8.Valid(data) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// reasonNotUTF8 is the reason of an error for text that is not UTF-8.
+const reasonNotUTF8 = "must be valid UTF-8"
 
 var escapeU = []byte(`\u`)
 
@@ -126,11 +140,7 @@ func textError(data []byte, off int, lone bool, v any) error {
 	if !found {
 		path = "body"
 	}
-	reason := "must be valid UTF-8"
-	if lone {
-		reason = fmt.Sprintf(`must not contain a lone UTF-16 surrogate (%s): a character above U+FFFF is sent as UTF-8 or as a pair of escapes such as \ud83d\ude00`, data[off:off+6])
-	}
-	e := app.Validation(path, reason)
+	e := app.Validation(path, textReason(data, off, lone))
 	if field, ok := jsonFields(v)[w.name]; ok && w.index >= 0 && field.Type() == rawListType {
 		e = e.With("index", w.index)
 	}
@@ -138,6 +148,23 @@ func textError(data []byte, off int, lone bool, v any) error {
 }
 
 var rawListType = reflect.TypeFor[[]json.RawMessage]()
+
+// textReason says what checkText found at off.
+func textReason(data []byte, off int, lone bool) string {
+	if !lone {
+		return reasonNotUTF8
+	}
+	return fmt.Sprintf(`must not contain a lone UTF-16 surrogate (%s): a character above U+FFFF is sent as UTF-8 or as a pair of escapes such as \ud83d\ude00`, data[off:off+6])
+}
+
+// textPathError is the error for the bytes at off of data, a JSON value,
+// that are not text: it names their path within data ("" for data itself,
+// or when data is malformed before them).
+func textPathError(data []byte, off int, lone bool) error {
+	trimmed := bytes.TrimLeftFunc(data, unicode.IsSpace)
+	path, _, _ := newPathWalker(trimmed, off-(len(data)-len(trimmed))).walk("", 0)
+	return app.Validation(path, textReason(data, off, lone))
+}
 
 // pathWalker finds the path of the token that holds byte off of a JSON
 // text, and the top-level name and list index on the way to it.
