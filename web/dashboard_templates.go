@@ -168,7 +168,17 @@ func (s *Server) templatePreview(w http.ResponseWriter, r *http.Request, sess ap
 	}
 	asJSON := wantsJSON(r)
 	show := func(status int, out *app.Rendered, msg string) {
-		s.showTemplate(w, r, sess, status, version, nil, raw, out, msg)
+		// The page is UTF-8: bytes of the data that are not are shown as
+		// U+FFFD.
+		s.showTemplate(w, r, sess, status, version, nil, strings.ToValidUTF8(raw, "\uFFFD"), out, msg)
+	}
+	if err := previewText(r, raw, asJSON && isDraft(r)); err != nil {
+		if asJSON {
+			s.writeError(w, r, err)
+			return
+		}
+		show(http.StatusBadRequest, nil, app.AsError(err).Message)
+		return
 	}
 	data := map[string]any{}
 	if len(bytes.TrimSpace([]byte(raw))) > 0 {
@@ -212,6 +222,25 @@ func (s *Server) templatePreview(w http.ResponseWriter, r *http.Request, sess ap
 		return
 	}
 	show(http.StatusOK, &out, "")
+}
+
+// previewText refuses a preview form that is not text, as the API refuses
+// such a body (checkText), where encoding/json would render U+FFFD in
+// place of the bytes: the data, a JSON value, is named by the path within
+// it ("data.name"); with draft, the editor's subject, html and text,
+// which are not JSON, only for their bytes ("\ud800" in them is text).
+func previewText(r *http.Request, data string, draft bool) error {
+	if err := checkTextValue([]byte(data)); err != nil {
+		return fieldError("data", err)
+	}
+	if draft {
+		for _, k := range []string{"subject", "html", "text"} {
+			if invalidUTF8([]byte(r.PostForm.Get(k))) >= 0 {
+				return app.Validation(k, reasonNotUTF8)
+			}
+		}
+	}
+	return nil
 }
 
 // wantsJSON is whether a dashboard request asks for JSON in place of a page.

@@ -157,6 +157,19 @@ func textReason(data []byte, off int, lone bool) string {
 	return fmt.Sprintf(`must not contain a lone UTF-16 surrogate (%s): a character above U+FFFF is sent as UTF-8 or as a pair of escapes such as \ud83d\ude00`, data[off:off+6])
 }
 
+// checkTextValue is checkText for data, a free-form JSON value that came
+// in a form field rather than as a body (the dashboard's preview data).
+// Its error names the path within the value ("name", "items[1]"; "" for
+// the value itself), which fieldError puts the field's name in front of.
+// In a value malformed before the bytes at fault, they are the value's.
+func checkTextValue(data []byte) error {
+	off, lone := checkText(data)
+	if off < 0 {
+		return nil
+	}
+	return textPathError(data, off, lone)
+}
+
 // textPathError is the error for the bytes at off of data, a JSON value,
 // that are not text: it names their path within data ("" for data itself,
 // or when data is malformed before them).
