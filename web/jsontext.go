@@ -132,17 +132,16 @@ func hex4(b []byte) (rune, bool) {
 // the check has failed.
 func textError(data []byte, off int, lone bool, v any) error {
 	trimmed := bytes.TrimLeftFunc(data, unicode.IsSpace)
-	w := newPathWalker(trimmed, off-(len(data)-len(trimmed)))
-	path, found, err := w.walk("", 0)
+	at, found, err := placeOf(trimmed, off-(len(data)-len(trimmed)))
 	if err != nil {
 		return syntaxError(err)
 	}
 	if !found {
-		path = "body"
+		at.path = "body"
 	}
-	e := app.Validation(path, textReason(data, off, lone))
-	if field, ok := jsonFields(v)[w.name]; ok && w.index >= 0 && field.Type() == rawListType {
-		e = e.With("index", w.index)
+	e := app.Validation(at.path, textReason(data, off, lone))
+	if field, ok := jsonFields(v)[at.name]; ok && at.index >= 0 && field.Type() == rawListType {
+		e = e.With("index", at.index)
 	}
 	return e
 }
@@ -175,69 +174,39 @@ func checkTextValue(data []byte) error {
 // or when data is malformed before them).
 func textPathError(data []byte, off int, lone bool) error {
 	trimmed := bytes.TrimLeftFunc(data, unicode.IsSpace)
-	path, _, _ := newPathWalker(trimmed, off-(len(data)-len(trimmed))).walk("", 0)
-	return app.Validation(path, textReason(data, off, lone))
+	at, _, _ := placeOf(trimmed, off-(len(data)-len(trimmed)))
+	return app.Validation(at.path, textReason(data, off, lone))
 }
 
-// pathWalker finds the path of the token that holds byte off of a JSON
-// text, and the top-level name and list index on the way to it.
-type pathWalker struct {
-	dec   *json.Decoder
-	off   int64
+// A place is where a token of a JSON text stands: its path, and the
+// top-level name and list index on the way to it.
+type place struct {
+	path  string
 	name  string // the top-level field
 	index int    // the item of that field's list, or -1
 }
 
-func newPathWalker(data []byte, off int) *pathWalker {
+// placeOf finds the place of the token that holds byte off of data, a
+// JSON text: a name or a value that is not an object or a list. found is
+// false when none does (off is past the value); err is the decoder's when
+// data is not JSON before off.
+func placeOf(data []byte, off int) (at place, found bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // 1e400 is a token too, not an error
-	return &pathWalker{dec: dec, off: int64(off), index: -1}
-}
-
-func (w *pathWalker) walk(at string, depth int) (string, bool, error) {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return "", false, err
-	}
-	switch tok {
-	case json.Delim('{'):
-		for w.dec.More() {
-			tok, err := w.dec.Token()
-			if err != nil {
-				return "", false, err
-			}
-			name, _ := tok.(string)
-			p := name
-			if at != "" {
-				p = at + "." + name
-			}
-			if depth == 0 {
-				w.name = name
-			}
-			if w.dec.InputOffset() > w.off {
-				return p, true, nil // in the name itself
-			}
-			if path, found, err := w.walk(p, depth+1); found || err != nil {
-				return path, found, err
-			}
+	at.index = -1
+	at.path, found, err = app.WalkJSON(dec, func(steps []app.JSONStep, _ bool) bool {
+		if dec.InputOffset() <= int64(off) {
+			return false
 		}
-	case json.Delim('['):
-		for i := 0; w.dec.More(); i++ {
-			if depth == 1 {
-				w.index = i
-			}
-			if path, found, err := w.walk(fmt.Sprintf("%s[%d]", at, i), depth+1); found || err != nil {
-				return path, found, err
-			}
+		if len(steps) > 0 && steps[0].Member {
+			at.name = steps[0].Name
 		}
-		if depth == 1 {
-			w.index = -1
+		if len(steps) > 1 && !steps[1].Member {
+			at.index = steps[1].Index
 		}
-	default:
-		return at, w.dec.InputOffset() > w.off, nil
-	}
-	_, err = w.dec.Token() // the closing delimiter
-	return "", false, err
+		return true
+	})
+	return at, found, err
 }
 
 // numberOutOfRange returns the offset in data, a JSON value, of the first
@@ -283,6 +252,6 @@ func checkNumbers(data []byte) error {
 	if off < 0 {
 		return nil
 	}
-	path, _, _ := newPathWalker(data, off).walk("", 0)
-	return app.Validation(path, "number out of range")
+	at, _, _ := placeOf(data, off)
+	return app.Validation(at.path, "number out of range")
 }

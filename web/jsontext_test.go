@@ -80,6 +80,8 @@ func TestDecodeStrictRefusesBadText(t *testing.T) {
 		{`{"messages":[{"subject":"a"},{"subject":"\ud800"}]}`, func() any { return new(batchRequest) }, "messages[1].subject", lone, 1},
 		{`{"messages":[{"tags":["a","\ud800"]}]}`, func() any { return new(batchRequest) }, "messages[0].tags[1]", lone, 0},
 		{`{"suppressions":[{"recipient":"a@b.test"},{"recipient":"\ud800@b.test"}]}`, func() any { return new(importSuppressionsRequest) }, "suppressions[1].recipient", lone, 1},
+		{`{"messages":[{"subject":"a"}],"messages":"\ud800"}`, func() any { return new(batchRequest) }, "messages", lone, nil},            // past the list: no index
+		{`{"suppressions":[{"recipient":"a@b.test"}]} "\ud800"`, func() any { return new(importSuppressionsRequest) }, "body", lone, nil}, // past the value
 		{`{"subject":"a" "b":"\ud800"}`, msg, "body", "invalid JSON at byte 15: invalid character '\"' after object key:value pair", nil},
 	} {
 		err := decodeStrict([]byte(c.body), c.v())
