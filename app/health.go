@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+
+	"mailbolt/storage"
 )
 
 // Readiness failures, for GET /readyz and `mailbolt healthcheck`.
@@ -17,7 +19,8 @@ var (
 func (a *App) BeginShutdown() { a.stopping.Store(true) }
 
 // Ready reports whether the service can do its work: it is not shutting
-// down, its workers run (App.Run), and the database takes a write.
+// down, its workers run (App.Run), the database takes a write, and (on a
+// shared database) this node's secret key is still the database's.
 func (a *App) Ready() error {
 	switch {
 	case a.stopping.Load():
@@ -25,7 +28,9 @@ func (a *App) Ready() error {
 	case !a.running.Load():
 		return ErrWorkersNotRunning
 	}
-	if err := a.db.Probe(a.Now()); err != nil {
+	if err := a.db.Probe(a.Now()); errors.Is(err, storage.ErrSecretKey) {
+		return fmt.Errorf("this node cannot use the database's secrets: %w", err)
+	} else if err != nil {
 		return fmt.Errorf("the database takes no writes: %w", err)
 	}
 	return nil

@@ -185,8 +185,14 @@ func staleRefused(t *testing.T, r pgRotation, node *DB) {
 	if !errors.Is(err, ErrSecretKey) || !strings.Contains(err.Error(), "rotated") || !strings.Contains(err.Error(), "webhook/w2/secret") {
 		t.Fatalf("a node with the rotated-out key sealed a secret: %v, want ErrSecretKey saying the key was rotated", err)
 	}
+	if err := node.Probe(time.Now()); !errors.Is(err, ErrSecretKey) {
+		t.Fatalf("readiness probe of a node with the rotated-out key: %v, want ErrSecretKey", err)
+	}
 	fresh := r.open(t, r.copyKey(t))
 	r.readsEverything(t, fresh)
+	if err := fresh.Probe(time.Now()); err != nil {
+		t.Fatalf("readiness probe of a node with the new key: %v", err)
+	}
 	err = fresh.View(func(tx *Tx) error { _, err := tx.Webhook("a1", "w2"); return err })
 	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("the refused webhook: %v, want ErrNotFound", err)
