@@ -32,6 +32,7 @@
 //	    <account_id>·<member_id>  -> TeamMember (JSON)
 //	team_emails/
 //	    <account_id>·<email>      -> <member_id>
+//	                                 (email: AddressKey, as in people, sessions_by_email and team_by_email, since v20)
 //	idempotency/
 //	    <api_key_id>·<idem_key>   -> IdempotencyRecord (JSON)
 //	expiry/
@@ -131,6 +132,7 @@
 //	    <u32 day>·<domain>·<policy> -> TLSCount (JSON; successes and failures by type, until reported)
 //	people/                                        (schema v15)
 //	    <email>                   -> Person (JSON; argon2id hash of the dashboard password, sealed TOTP key, recovery code hashes)
+//	                                 (every person's email here and below: AddressKey form since v20)
 //	password_links/
 //	    <sha256(token)>           -> PasswordLink (JSON; one-time set-password link, 24 h)
 //	sessions/

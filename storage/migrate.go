@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 )
 
 // migration moves the schema from version-1 to version. Migrations run in
@@ -13,15 +14,31 @@ import (
 type migration struct {
 	version int
 	name    string
-	up      func(tx kvTx, s *sealer) error
+	up      func(tx kvTx, env *migrationEnv) error
 	// compact: the migration leaves secrets in clear in freed pages, which
 	// bbolt does not wipe; the file is rewritten once the migrations end.
 	compact bool
 }
 
+// migrationEnv is what a migration has besides its transaction: the
+// secret key, and notes on what it did that the operator should hear of
+// (a record it dropped as one that grants nothing), which are logged once
+// its transaction commits.
+type migrationEnv struct {
+	seal  *sealer
+	notes []string
+}
+
+func (e *migrationEnv) note(s string) { e.notes = append(e.notes, s) }
+
 // plain adapts a migration that needs no secret key.
-func plain(up func(tx kvTx) error) func(kvTx, *sealer) error {
-	return func(tx kvTx, _ *sealer) error { return up(tx) }
+func plain(up func(tx kvTx) error) func(kvTx, *migrationEnv) error {
+	return func(tx kvTx, _ *migrationEnv) error { return up(tx) }
+}
+
+// sealed adapts a migration that needs only the secret key.
+func sealed(up func(tx kvTx, s *sealer) error) func(kvTx, *migrationEnv) error {
+	return func(tx kvTx, env *migrationEnv) error { return up(tx, env.seal) }
 }
 
 // migrations is the ordered schema history. Append only; never edit a
@@ -35,7 +52,7 @@ var migrations = []migration{
 	{6, "domain status by name, built messages", plain(migrateDomainStatus), false},
 	{7, "server secret, message owners, tracked links, engagement, statistics", plain(migrateEngagement), false},
 	{8, "grader results", plain(migrateGrader), false},
-	{9, "secrets sealed under the secret key file", sealAll, true},
+	{9, "secrets sealed under the secret key file", sealed(sealAll), true},
 	{10, "deprecation announcements and the notices sent of them", plain(migrateAnnouncements), false},
 	{11, "template aliases", plain(migrateTemplateAliases), false},
 	{12, "unsubscribe suppressions for the broadcast stream only", plain(migrateSuppressionStreams), false},
@@ -46,6 +63,7 @@ var migrations = []migration{
 	{17, "messages by stream and status, backfilled", plain(migrateMessageStatusIndexes), false},
 	{18, "TLS report uploads waiting for a retry", plain(migrateTLSRetries), false},
 	{19, "recipient addresses keyed with their domain's A-labels: suppressions, messages by recipient and message recipients", plain(migrateAddressKeys), false},
+	{20, "account-level addresses keyed with their domain's A-labels: team members, dashboard people, sessions, password links, contact addresses, key makers", migrateLoginAddresses, false},
 }
 
 func schemaVersion(tx kvTx) int {
@@ -57,19 +75,25 @@ func schemaVersion(tx kvTx) int {
 }
 
 // migrate runs the migrations of list that the file has not had, and
-// reports whether one of them asks for the file to be compacted.
-func migrate(db kvStore, list []migration, s *sealer) (compact bool, _ error) {
+// reports whether one of them asks for the file to be compacted. The notes
+// of a migration go to log (nil: slog's default) once it has committed.
+func migrate(db kvStore, list []migration, s *sealer, log *slog.Logger) (compact bool, _ error) {
 	current, err := checkSchema(db, list)
 	if err != nil {
 		return false, err
+	}
+	if log == nil {
+		log = slog.Default()
 	}
 	for _, m := range list {
 		if m.version <= current {
 			continue
 		}
 		compact = compact || m.compact
+		env := &migrationEnv{seal: s}
 		err := db.Update(func(tx kvTx) error {
-			if err := m.up(tx, s); err != nil {
+			env.notes = nil // fn may run more than once
+			if err := m.up(tx, env); err != nil {
 				return err
 			}
 			meta, err := tx.CreateBucketIfNotExists(bucketMeta)
@@ -80,6 +104,9 @@ func migrate(db kvStore, list []migration, s *sealer) (compact bool, _ error) {
 		})
 		if err != nil {
 			return compact, fmt.Errorf("migration %d (%s): %w", m.version, m.name, err)
+		}
+		for _, n := range env.notes {
+			log.Warn(n, "migration", m.version)
 		}
 	}
 	return compact, nil

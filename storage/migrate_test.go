@@ -242,7 +242,7 @@ func migrateTo(t *testing.T, b *bolt.DB, v int) {
 			upTo = append(upTo, m)
 		}
 	}
-	if _, err := migrate(boltStore{b}, upTo, testSealer(t)); err != nil {
+	if _, err := migrate(boltStore{b}, upTo, testSealer(t), nil); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,10 @@ import (
 )
 
 // Person is someone who logs in to the dashboard: an email address with one
-// password across every account it is a member of. PasswordHash is an
+// password across every account it is a member of. The address is in
+// AddressKey form, the key of the record and of the person's sessions and
+// memberships (schema v20), so a login in either spelling of an
+// internationalised domain is the one person. PasswordHash is an
 // argon2id hash in the PHC string form ($argon2id$v=19$m=…,t=…,p=…$salt$hash);
 // the password itself is never stored.
 type Person struct {
@@ -63,10 +66,11 @@ type Session struct {
 	ExpiresAt       time.Time `json:"expires_at"` // absolute expiry
 }
 
-// Person reads a person by (normalised) email, its TOTP keys opened.
+// Person reads a person by email (in any case and either IDN spelling),
+// its TOTP keys opened.
 func (tx *Tx) Person(email string) (Person, error) {
 	var p Person
-	if err := getJSON(tx.bucket(bucketPeople), []byte(email), &p); err != nil {
+	if err := getJSON(tx.bucket(bucketPeople), []byte(addressKey(email)), &p); err != nil {
 		return p, err
 	}
 	for _, f := range p.totpFields() {
@@ -84,6 +88,7 @@ func (tx *Tx) Person(email string) (Person, error) {
 
 // PutPerson writes a person, its TOTP keys sealed.
 func (tx *Tx) PutPerson(p Person) error {
+	p.Email = addressKey(p.Email)
 	for _, f := range p.totpFields() {
 		if len(*f.val) == 0 {
 			continue
@@ -111,6 +116,7 @@ func (p *Person) totpFields() []struct {
 // PutPasswordLink stores a link under the hash of its token; the sweeper
 // removes it once it expires.
 func (tx *Tx) PutPasswordLink(hash []byte, l PasswordLink) error {
+	l.Email = addressKey(l.Email)
 	if err := putJSON(tx.bucket(bucketPasswordLinks), hash, l); err != nil {
 		return err
 	}
@@ -140,6 +146,7 @@ func expirePasswordLink(tx *Tx, key []byte, now time.Time) error {
 // PutSession writes a session under the hash of its id, with its entry in
 // its person's index and, when new, its expiry.
 func (tx *Tx) PutSession(hash []byte, s Session) error {
+	s.Email = addressKey(s.Email)
 	b := tx.bucket(bucketSessions)
 	isNew := b.Get(hash) == nil
 	if err := putJSON(b, hash, s); err != nil {
@@ -167,7 +174,7 @@ func (tx *Tx) DeleteSession(hash []byte) error {
 	if err != nil {
 		return nil
 	}
-	if err := tx.bucket(bucketSessionsByEmail).Delete(append(prefix(s.Email), hash...)); err != nil {
+	if err := tx.bucket(bucketSessionsByEmail).Delete(append(prefix(addressKey(s.Email)), hash...)); err != nil {
 		return err
 	}
 	return tx.bucket(bucketSessions).Delete(hash)
@@ -177,7 +184,7 @@ func (tx *Tx) DeleteSession(hash []byte) error {
 // accountID when it is not empty, and reports how many.
 func (tx *Tx) DeleteSessions(email, accountID string) (int, error) {
 	var hashes [][]byte
-	pfx := prefix(email)
+	pfx := prefix(addressKey(email))
 	c := tx.bucket(bucketSessionsByEmail).Cursor()
 	for k, _ := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, _ = c.Next() {
 		hashes = append(hashes, bytes.Clone(k[len(pfx):]))
@@ -214,7 +221,7 @@ type Membership struct {
 // Memberships lists the accounts email is a member of, by account id.
 func (tx *Tx) Memberships(email string) ([]Membership, error) {
 	var out []Membership
-	pfx := prefix(email)
+	pfx := prefix(addressKey(email))
 	c := tx.bucket(bucketTeamByEmail).Cursor()
 	for k, v := c.Seek(pfx); k != nil && bytes.HasPrefix(k, pfx); k, v = c.Next() {
 		out = append(out, Membership{AccountID: string(k[len(pfx):]), MemberID: string(v)})
@@ -222,9 +229,10 @@ func (tx *Tx) Memberships(email string) ([]Membership, error) {
 	return out, nil
 }
 
-// TeamMemberByEmail reads the member of an account with that email.
+// TeamMemberByEmail reads the member of an account with that email (in
+// any case and either IDN spelling).
 func (tx *Tx) TeamMemberByEmail(accountID, email string) (TeamMember, error) {
-	id := tx.bucket(bucketTeamEmails).Get(join(accountID, email))
+	id := tx.bucket(bucketTeamEmails).Get(join(accountID, addressKey(email)))
 	if id == nil {
 		return TeamMember{}, ErrNotFound
 	}

@@ -3,7 +3,10 @@ package storage
 import "time"
 
 // TeamMember is a person with access to an account's dashboard. An invited
-// member holds an accept token, of which only the SHA-256 is stored.
+// member holds an accept token, of which only the SHA-256 is stored. Email
+// is in AddressKey form, in the record and in both indexes (schema v20):
+// every method here takes an address in any case and either spelling of
+// an internationalised domain and finds the one member.
 type TeamMember struct {
 	ID         string     `json:"id"`
 	AccountID  string     `json:"account_id"`
@@ -18,8 +21,9 @@ type TeamMember struct {
 const collectionTeam = "team"
 
 // InsertTeamMember adds a member; ErrExists when the account already has a
-// member with that email.
+// member with that email (in either spelling of its domain).
 func (tx *Tx) InsertTeamMember(m TeamMember) error {
+	m.Email = addressKey(m.Email)
 	emails := tx.bucket(bucketTeamEmails)
 	ek := join(m.AccountID, m.Email)
 	if emails.Get(ek) != nil {
@@ -46,10 +50,11 @@ func (tx *Tx) DeleteTeamMember(accountID, id string) error {
 	if err := tx.bucket(bucketTeam).Delete(join(accountID, id)); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketTeamEmails).Delete(join(accountID, m.Email)); err != nil {
+	email := addressKey(m.Email)
+	if err := tx.bucket(bucketTeamEmails).Delete(join(accountID, email)); err != nil {
 		return err
 	}
-	if err := tx.bucket(bucketTeamByEmail).Delete(join(m.Email, accountID)); err != nil {
+	if err := tx.bucket(bucketTeamByEmail).Delete(join(email, accountID)); err != nil {
 		return err
 	}
 	return tx.addCount(collectionTeam, accountID, -1)

@@ -28,7 +28,7 @@ func (db *DB) upgrade() error {
 		}
 		db.preMigration = dest
 	}
-	compact, err := migrate(db.kv, migrations, db.seal)
+	compact, err := migrate(db.kv, migrations, db.seal, db.opts.Logger)
 	if err != nil {
 		return err
 	}
