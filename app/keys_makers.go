@@ -10,7 +10,8 @@ import (
 
 // keyPeople maps each key of keys to the person at the root of the chain
 // of makers that led to it: a key made from a dashboard session is that
-// person's (their email, lower cased), and a key made with a key is the
+// person's (their email in storage.AddressKey form, as members are keyed,
+// whichever spelling of an IDN domain it was recorded with), and a key made with a key is the
 // person's who made that key. A key made by the operator, by the server,
 // or before makers were recorded has no person ("", absent).
 func keyPeople(keys []storage.APIKey) map[string]string {
@@ -27,7 +28,7 @@ func keyPeople(keys []storage.APIKey) map[string]string {
 			who := ""
 			switch {
 			case strings.Contains(k.CreatedBy, "@"):
-				who = strings.ToLower(k.CreatedBy)
+				who = personKey(k.CreatedBy)
 			case k.CreatedBy != "":
 				who = person[k.CreatedBy]
 			}
@@ -37,6 +38,12 @@ func keyPeople(keys []storage.APIKey) map[string]string {
 		}
 	}
 	return person
+}
+
+// personKey is the form keyPeople names a person by.
+func personKey(email string) string {
+	k, _ := storage.AddressKey(email)
+	return k
 }
 
 // liveKeysOf are the keys of accountID that the person with email made
@@ -49,7 +56,7 @@ func liveKeysOf(tx *storage.Tx, accountID, email string) ([]storage.APIKey, erro
 	person := keyPeople(keys)
 	var out []storage.APIKey
 	for _, k := range keys {
-		if k.RevokedAt == nil && person[k.ID] == strings.ToLower(email) {
+		if k.RevokedAt == nil && person[k.ID] == personKey(email) {
 			out = append(out, k)
 		}
 	}
@@ -80,7 +87,7 @@ func (a *App) MemberKeys(p Principal, members []storage.TeamMember) (map[string]
 	}
 	out := map[string]int{}
 	for _, m := range members {
-		out[m.ID] = live[strings.ToLower(m.Email)]
+		out[m.ID] = live[personKey(m.Email)]
 	}
 	return out, nil
 }

@@ -12,9 +12,14 @@ import (
 // SuppressionReasons are the reasons a recipient can be suppressed for.
 var SuppressionReasons = []string{"hard_bounce", "complaint", "unsubscribe", "manual"}
 
-// NormalizeAddress checks that s is one bare email address and returns it in
-// lower case, the form team members and dashboard people are keyed by. A
-// recipient (a suppression's, a message's) is NormalizeRecipient's.
+// NormalizeAddress checks that s is one bare email address and returns
+// the one form every address is keyed, matched and shown by
+// (storage.AddressKey): lower case, the domain in A-labels ("xn--"), as a
+// sending domain is stored. Recipients (a suppression's, a message's),
+// team members, dashboard logins and contact addresses all take it, so
+// sup@exämple.org and sup@xn--exmple-cua.org are one recipient, one
+// member and one login. A domain outside ASCII that is not a valid
+// internationalised domain name is refused.
 func NormalizeAddress(field, s string) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -27,21 +32,7 @@ func NormalizeAddress(field, s string) (string, error) {
 	if err != nil || addr.Address != s || addr.Name != "" {
 		return "", Validation(field, "must be a bare email address such as user@example.com")
 	}
-	return strings.ToLower(addr.Address), nil
-}
-
-// NormalizeRecipient checks that s is one bare email address and returns
-// the form every recipient is keyed, matched and shown by
-// (storage.AddressKey): lower case, the domain in A-labels ("xn--"), as a
-// sending domain is stored. A suppression of sup@exämple.org is so the
-// suppression of sup@xn--exmple-cua.org. A domain outside ASCII that is
-// not a valid internationalised domain name is refused.
-func NormalizeRecipient(field, s string) (string, error) {
-	addr, e := NormalizeAddress(field, s)
-	if e != nil {
-		return "", e
-	}
-	key, err := storage.AddressKey(addr)
+	key, err := storage.AddressKey(addr.Address)
 	if err != nil {
 		return "", Validation(field, err.Error())
 	}
@@ -50,6 +41,10 @@ func NormalizeRecipient(field, s string) (string, error) {
 	}
 	return key, nil
 }
+
+// NormalizeRecipient is NormalizeAddress, by the name the recipient
+// use cases call it.
+func NormalizeRecipient(field, s string) (string, error) { return NormalizeAddress(field, s) }
 
 // sameRecipient reports whether a and b, addresses from anywhere (a
 // report, a query, a stored record), name one recipient: the same address

@@ -397,7 +397,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	if ok, err := s.loginQuota(w, "email:"+email, s.cfg.LoginEmailLimit); err != nil {
+	// One quota per login, whichever spelling of its domain is typed.
+	quotaKey := email
+	if k, err := app.NormalizeAddress("email", email); err == nil {
+		quotaKey = k
+	}
+	if ok, err := s.loginQuota(w, "email:"+quotaKey, s.cfg.LoginEmailLimit); err != nil {
 		s.fail(w, app.Session{}, err)
 		return
 	} else if !ok {

@@ -273,6 +273,21 @@ func TestDashboardLoginRateLimits(t *testing.T) {
 	wantRedirect(t, "a minute later", b.login("ann@example.com", goodPassword), "/dashboard/")
 }
 
+// A login's address is the one of either spelling of an internationalised
+// domain: the person logs in with the other spelling, and the attempts of
+// both count against one quota.
+func TestDashboardLoginEitherIDNSpelling(t *testing.T) {
+	e := newEnv(t, dashConfig(func(c *Config) { c.LoginEmailLimit, c.LoginIPLimit = 3, 20 }))
+	e.person(e.acct, "ann@exämple.org", "owner")
+	b := e.browser()
+	for i, spelling := range []string{"ann@xn--exmple-cua.org", "Ann@Exämple.org", "ann@xn--exmple-cua.org"} {
+		wantStatus(t, "wrong password "+string(rune('1'+i))+" as "+spelling, b.login(spelling, "not the password at all"), 401)
+	}
+	wantStatus(t, "the fourth attempt in the other spelling", b.login("ann@exämple.org", goodPassword), 429)
+	e.clock.Add(time.Minute)
+	wantRedirect(t, "a minute later, in the A-label spelling", b.login("ann@xn--exmple-cua.org", goodPassword), "/dashboard/")
+}
+
 func TestDashboardSessionEndsOnPasswordChangeAndRemoval(t *testing.T) {
 	e := newEnv(t, dashConfig(nil))
 	e.person(e.acct, "ann@example.com", "owner")
