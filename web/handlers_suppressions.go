@@ -27,15 +27,29 @@ type addSuppressionRequest struct {
 }
 
 // recipient is the address the request names, by either field: email is
-// taken for recipient, and giving both with different values is an error.
+// taken for recipient, and giving both is an error unless they name one
+// address (sameAddress).
 func (req addSuppressionRequest) recipient() (string, error) {
-	if req.Email != "" && req.Recipient != "" && !strings.EqualFold(req.Email, req.Recipient) {
+	if req.Email != "" && req.Recipient != "" && !sameAddress(req.Email, req.Recipient) {
 		return "", app.Validation("email", "differs from recipient; give one of the two")
 	}
 	if req.Recipient == "" {
 		return req.Email, nil
 	}
 	return req.Recipient, nil
+}
+
+// sameAddress reports whether email and recipient name one address: the
+// same normal form (app.NormalizeAddress: any case, either spelling of an
+// IDN domain). When either is no address, only the same text but for case
+// is one, and AddSuppression then says what is wrong with it.
+func sameAddress(email, recipient string) bool {
+	a, ea := app.NormalizeAddress("email", email)
+	b, eb := app.NormalizeAddress("recipient", recipient)
+	if ea != nil || eb != nil {
+		return strings.EqualFold(email, recipient)
+	}
+	return a == b
 }
 
 // addSuppression answers 201 for a new suppression and 200 with the stored

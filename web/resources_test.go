@@ -110,6 +110,42 @@ func TestSuppressions(t *testing.T) {
 	e.do("DELETE", "/v1/suppressions/bob@example.com", e.key, nil).want(t, 404, "NOT_FOUND")
 }
 
+// TestSuppressionEmailAndRecipientIDN: email and recipient given together
+// are one address when their normal forms are (any case, either spelling
+// of an IDN domain), in one add and in an import; different addresses,
+// and an address beside one that is no address, are still refused naming
+// email.
+func TestSuppressionEmailAndRecipientIDN(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	s := e.do("POST", "/v1/suppressions", e.key, `{"email":"ann@exämple.org","recipient":"Ann@XN--EXMPLE-CUA.org"}`).want(t, 201).json(t)
+	if s["recipient"] != "ann@xn--exmple-cua.org" {
+		t.Errorf("created %v", s)
+	}
+	r := e.do("POST", "/v1/suppressions/import", e.key, `{"suppressions":[{"recipient":"bob@exämple.org","email":"bob@xn--exmple-cua.org"}]}`).want(t, 200)
+	if added, present := importResult(t, r); added != 1 || present != 0 {
+		t.Errorf("import: %s", r.body)
+	}
+	for _, body := range []string{
+		`{"email":"ann@exämple.org","recipient":"ann@example.org"}`,
+		`{"email":"ann@exämple.org","recipient":"Ann <ann@exämple.org>"}`,
+		`{"email":"ann@-ämple.org","recipient":"ann@xn--exmple-cua.org"}`,
+	} {
+		d := e.do("POST", "/v1/suppressions", e.key, body).want(t, 400, "VALIDATION_ERROR").json(t)["error"].(map[string]any)["details"].(map[string]any)
+		if d["field"] != "email" {
+			t.Errorf("%s: details %v", body, d)
+		}
+	}
+	// The same text that is no address is refused for what it is, naming
+	// recipient.
+	d := e.do("POST", "/v1/suppressions", e.key, `{"email":"ann@-ämple.org","recipient":"ANN@-ÄMPLE.ORG"}`).want(t, 400, "VALIDATION_ERROR").json(t)["error"].(map[string]any)
+	if d["details"].(map[string]any)["field"] != "recipient" || !strings.Contains(d["message"].(string), "internationalised") {
+		t.Errorf("an invalid IDN given twice: %v", d)
+	}
+	if got := e.listAll(e.key); len(got) != 2 {
+		t.Errorf("list %v", got)
+	}
+}
+
 func TestTeam(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
 	m := e.do("POST", "/v1/team/invite", e.key, `{"email":"Ann@Example.com","role":"developer"}`).want(t, 201).json(t)
