@@ -53,13 +53,37 @@ var (
 	errLegacyNewMail = errors.New("old-form bounce address for a message sent with per-recipient addresses")
 )
 
+// inboundKey is rcpt, an address as the listener got it, in the form
+// addresses are matched in (storage.AddressKey): lower case, its domain
+// in A-labels, the form return paths are made and their MACs computed in
+// and inbound domains are stored in. Mail with SMTPUTF8 may give the
+// domain in Unicode. err when the domain is outside ASCII and no valid
+// internationalised domain name: no address of ours is at it.
+func inboundKey(rcpt string) (string, error) {
+	return storage.AddressKey(strings.Trim(strings.TrimSpace(rcpt), "<>"))
+}
+
+// badDomain refuses a recipient whose domain is not a valid
+// internationalised domain name: 553, mailbox name not allowed (RFC 5321
+// §4.2.3), 5.1.3, bad destination mailbox address syntax (RFC 3463).
+func badDomain(rcpt string) error {
+	return &inbound.Reply{Code: 553, Enhanced: [3]int{5, 1, 3},
+		Message: "<" + rcpt + ">: the domain is not a valid internationalised domain name (IDNA)"}
+}
+
 // inboundAddress classifies a recipient of the listener. Only a return
 // path whose MAC verifies, the feedback-loop address, an unsubscribe
 // address, and during the transition an old-form return path of a message
 // sent before the upgrade are ours; anything else is an error, and so is a
-// storage failure (wrapping inbound.ErrRetryLater).
+// storage failure (wrapping inbound.ErrRetryLater). The address is read in
+// its normal form (inboundKey), so either spelling of an IDN bounce domain
+// is the same address.
 func (in Inbound) inboundAddress(rcpt string) (inboundRcpt, error) {
-	if v, ok := inbound.ParseVERP(rcpt); ok {
+	a, err := inboundKey(rcpt)
+	if err != nil {
+		return inboundRcpt{}, errNoSuchAddress
+	}
+	if v, ok := inbound.ParseVERP(a); ok {
 		if v.Legacy {
 			return inboundRcpt{kind: rcptLegacyReturnPath, verp: v}, in.legacyTaken(v.MessageID)
 		}
@@ -68,7 +92,6 @@ func (in Inbound) inboundAddress(rcpt string) (inboundRcpt, error) {
 		}
 		return inboundRcpt{kind: rcptReturnPath, verp: v}, nil
 	}
-	a := strings.ToLower(strings.Trim(strings.TrimSpace(rcpt), "<>"))
 	local, domain, found := strings.Cut(a, "@")
 	if !found || !strings.HasPrefix(domain, ReturnPathLabel+".") || len(domain) == len(ReturnPathLabel)+1 {
 		return inboundRcpt{}, errNoSuchAddress
@@ -128,10 +151,16 @@ func (in Inbound) legacyTaken(id string) error {
 }
 
 // Accept takes mail only for our own addresses (see inboundAddress) and
-// for the routed addresses of verified inbound domains (acceptInbound).
+// for the routed addresses of verified inbound domains (acceptInbound),
+// either read in the normal form of addresses (inboundKey); an address
+// whose domain has none is refused with 553 5.1.3 (badDomain).
 // One transaction holds one kind or the other, never both (see
 // separateTransactions).
 func (in Inbound) Accept(env inbound.Envelope, rcpt string) error {
+	if _, err := inboundKey(rcpt); err != nil {
+		in.a.log.Info("inbound recipient refused", "rcpt", rcpt, "err", err)
+		return badDomain(rcpt)
+	}
 	_, err := in.inboundAddress(rcpt)
 	if err != nil && !errors.Is(err, inbound.ErrRetryLater) {
 		ierr := in.acceptInbound(rcpt)
@@ -323,7 +352,8 @@ func (in Inbound) feedbackLoop(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("the feedback-loop address takes only feedback reports: %w", err)
 	}
-	v, ok := inbound.ParseVERP(fb.OriginalReturnPath)
+	rp, _ := inboundKey(fb.OriginalReturnPath) // a domain that is no IDN gives no valid MAC
+	v, ok := inbound.ParseVERP(rp)
 	if !ok || !in.a.validReturnPath(v) {
 		return fmt.Errorf("%w: the reported message's Return-Path %q is not a bounce address of ours with a valid MAC",
 			errUnmatched, fb.OriginalReturnPath)

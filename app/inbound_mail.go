@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/net/idna"
-
 	"mailbolt/grader"
 	"mailbolt/grader/content"
 	"mailbolt/mta/inbound"
@@ -61,19 +59,21 @@ func noneRouted(rcpts []string) error {
 
 // routeFor finds the route mail for rcpt takes: the route of its local
 // part, else of the local part before a "+" (support+tag@ goes where
-// support@ goes), else the domain's "*" route. errNotInbound when its
-// domain is no verified inbound domain; unrouted when no route takes it,
-// or the route's webhook is gone.
+// support@ goes), else the domain's "*" route. The address is read, and
+// recorded, in its normal form (inboundKey): names are stored in A-labels,
+// SMTPUTF8 mail may give them in Unicode. errNotInbound when its domain is
+// no verified inbound domain (or no valid IDN, which Accept refused);
+// unrouted when no route takes it, or the route's webhook is gone.
 func routeFor(tx *storage.Tx, rcpt string) (routed, error) {
-	addr := strings.ToLower(strings.Trim(strings.TrimSpace(rcpt), "<>"))
+	addr, err := inboundKey(rcpt)
+	if err != nil {
+		return routed{}, errNotInbound
+	}
 	at := strings.LastIndexByte(addr, '@')
 	if at <= 0 || at == len(addr)-1 {
 		return routed{}, errNotInbound
 	}
 	local, domain := addr[:at], strings.TrimSuffix(addr[at+1:], ".")
-	if a, err := idna.Lookup.ToASCII(domain); err == nil {
-		domain = a // names are stored in punycode; SMTPUTF8 mail gives them in UTF-8
-	}
 	d, err := tx.VerifiedInboundDomain(domain)
 	if errors.Is(err, storage.ErrNotFound) {
 		return routed{}, errNotInbound

@@ -265,3 +265,45 @@ func TestFeedbackLoopAddress(t *testing.T) {
 		t.Fatalf("ann: %+v %v", s, ok)
 	}
 }
+
+// A report to a return path of an internationalised sending domain, with
+// the domain in its Unicode spelling (in any case), is the report to that
+// return path: the MAC covers the domain's A-label form, which the
+// listener reads the address in. A feedback report quoting the return
+// path in that spelling counts too.
+func TestReturnPathInUnicodeSpelling(t *testing.T) {
+	e := newSendEnv(t, dkim.AlgEd25519, nil)
+	dom, ae := e.app.CreateDomain(keyIn(e.acct), "exämple.test", dkim.AlgEd25519)
+	if ae != nil {
+		t.Fatal(ae)
+	}
+	e.publish(dom)
+	if d := e.verify(dom); d.Status != DomainVerified || d.Name != "xn--exmple-cua.test" {
+		t.Fatalf("domain %+v", d)
+	}
+	addr := e.inboundListener()
+	m := e.send(e.live, MessageInput{From: "a@exämple.test", To: []string{"ann@dest.test", "bob@dest.test"}, Subject: text("s"), Text: text("t")})
+	e.drain()
+	paths := e.returnPaths(m)
+	unicode := func(rp string) string {
+		if !strings.HasSuffix(rp, "@bounces.xn--exmple-cua.test") {
+			t.Fatalf("return path %s", rp)
+		}
+		return strings.Replace(rp, "@bounces.xn--exmple-cua.test", "@bounces.EXÄMPLE.test", 1)
+	}
+	ann, bob := unicode(paths["ann@dest.test"]), unicode(paths["bob@dest.test"])
+	if err := sendPlain(addr, "", ann, fixture(t, "dsn/postfix-user-unknown.eml", "nobody@example.org", "ann@dest.test")); err != nil {
+		t.Fatalf("DSN to %s: %v", ann, err)
+	}
+	arf := withReturnPath(fixture(t, "arf/yahoo-abuse.eml", "reader@yahoo.example", "bob@dest.test"), bob)
+	if err := sendPlain(addr, "", "fbl@bounces.exämple.test", arf); err != nil {
+		t.Fatalf("report to fbl@: %v", err)
+	}
+	st := e.message(e.live, m.ID)
+	if st.Recipients[0].Status != StatusBounced || st.Recipients[1].Status != StatusDelivered {
+		t.Errorf("after the DSN: %+v", st.Recipients)
+	}
+	if c := e.eventData(e.live, m.ID, EventComplained); len(c) != 1 || c[0]["to"] != "bob@dest.test" {
+		t.Errorf("complaints %v", c)
+	}
+}
