@@ -131,7 +131,7 @@ func readSubmission(sub SMTPSubmission) (MessageInput, error) {
 			kind := strings.ToLower(f.Name)
 			if list, err := mail.ParseAddressList(v); err == nil {
 				for _, a := range list {
-					if k := strings.ToLower(a.Address); kinds[k] == "" {
+					if k := recipientKey(a.Address); kinds[k] == "" {
 						kinds[k] = kind
 					}
 				}
@@ -167,7 +167,7 @@ func readSubmission(sub SMTPSubmission) (MessageInput, error) {
 		return in, Validation("from", "the message has more than one From field")
 	}
 	for _, to := range sub.To {
-		switch kinds[strings.ToLower(to)] {
+		switch kinds[recipientKey(to)] {
 		case "to":
 			in.To = append(in.To, to)
 		case "cc":
@@ -178,6 +178,16 @@ func readSubmission(sub SMTPSubmission) (MessageInput, error) {
 	}
 	in.raw = raw
 	return in, nil
+}
+
+// recipientKey is an address of a submission, from its envelope or its
+// header, in the form recipients are matched in (storage.AddressKey), so
+// that either spelling of an IDN domain, in any case, is one recipient.
+// The envelope's addresses were checked at RCPT; one of the header that is
+// no valid address keeps its lower case and matches only itself.
+func recipientKey(addr string) string {
+	k, _ := storage.AddressKey(addr)
+	return k
 }
 
 // validMessageID accepts a msg-id (RFC 5322 §3.6.4) as "<left@right>"
@@ -248,7 +258,8 @@ func (a *App) SubmitMessage(p Principal, sub SMTPSubmission) (storage.Message, e
 }
 
 // submissionFingerprint identifies a submission for the SMTP form of
-// idempotency: its envelope and its bytes.
+// idempotency: its envelope (the recipients in their normal form) and its
+// bytes.
 func submissionFingerprint(sub SMTPSubmission) []byte {
 	h := sha256.New()
 	fmt.Fprintf(h, "smtp\x00%s\x00", sub.From)
@@ -256,7 +267,7 @@ func submissionFingerprint(sub SMTPSubmission) []byte {
 		h.Write([]byte("requiretls\x00"))
 	}
 	for _, to := range sub.To {
-		fmt.Fprintf(h, "%s\x00", strings.ToLower(to))
+		fmt.Fprintf(h, "%s\x00", recipientKey(to))
 	}
 	h.Write(message.CRLF(sub.Data))
 	return h.Sum(nil)

@@ -46,6 +46,30 @@ func TestReadSubmission(t *testing.T) {
 	}
 }
 
+// TestReadSubmissionIDNRecipients: the envelope's recipients are marked
+// to or cc by the header's To and Cc when they name the same address in
+// its normal form, whichever spelling of an IDN domain each gives; and a
+// resubmission naming them in the other spelling has the same fingerprint.
+func TestReadSubmissionIDNRecipients(t *testing.T) {
+	data := "From: app@example.com\nTo: Ann <ann@exämple.org>\nCc: BOB@XN--EXMPLE-CUA.ORG\n\nbody\n"
+	in, err := readSubmission(SMTPSubmission{From: "x@y", To: []string{"ann@xn--exmple-cua.org", "bob@Exämple.org", "cat@exämple.org"},
+		Data: []byte(data)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(in.To, ",") != "ann@xn--exmple-cua.org" || strings.Join(in.Cc, ",") != "bob@Exämple.org" ||
+		strings.Join(in.Bcc, ",") != "cat@exämple.org" {
+		t.Errorf("to %v cc %v bcc %v", in.To, in.Cc, in.Bcc)
+	}
+	sub := func(to ...string) SMTPSubmission { return SMTPSubmission{From: "x@y", To: to, Data: []byte(data)} }
+	if a, b := submissionFingerprint(sub("ann@exämple.org", "bob@x.test")), submissionFingerprint(sub("ANN@xn--exmple-cua.org", "Bob@X.test")); string(a) != string(b) {
+		t.Error("the same envelope in the other spelling has another fingerprint")
+	}
+	if a, b := submissionFingerprint(sub("ann@exämple.org")), submissionFingerprint(sub("ann@example.org")); string(a) == string(b) {
+		t.Error("two addresses have one fingerprint")
+	}
+}
+
 // TestSubmitMessage: a submission from a test key is accepted through the
 // same path as the API (the sandbox, unverified domains allowed), keeps
 // its bytes, and gets a Message-ID and Date; bad labels are refused as the
