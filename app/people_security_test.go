@@ -2,9 +2,10 @@ package app
 
 import (
 	"errors"
-	"mailbolt/storage"
 	"testing"
 	"time"
+
+	"mailbolt/storage"
 )
 
 func wantCode(t *testing.T, err error, code string) {
