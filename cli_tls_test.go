@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"mailbolt/tlsconf/tlstest"
 	"net/http"
 	"net/smtp"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"mailbolt/tlsconf/tlstest"
 )
 
 var (

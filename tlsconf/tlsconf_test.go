@@ -3,10 +3,11 @@ package tlsconf
 import (
 	"bufio"
 	"crypto/tls"
-	"mailbolt/tlsconf/tlstest"
 	"os"
 	"strings"
 	"testing"
+
+	"mailbolt/tlsconf/tlstest"
 )
 
 // echoServer accepts TLS connections with cfg and echoes lines back.

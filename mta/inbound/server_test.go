@@ -4,12 +4,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"mailbolt/tlsconf/tlstest"
 	"net"
 	"net/smtp"
 	"strings"
 	"sync"
 	"testing"
+
+	"mailbolt/tlsconf/tlstest"
 )
 
 // recorder is a Handler that takes mail for one address and keeps it.
