@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"mailbolt/storage"
 )
@@ -41,7 +42,10 @@ func csvError(line int, field, reason string) *Error {
 // are optional; no others), then one suppression per row. Each row keeps
 // its line number, by which ImportSuppressions names a bad one. A file of
 // more than MaxSuppressionImport rows is refused without reading the
-// rest. Only the file's form is checked here; the values are checked by
+// rest. Only the file's form is checked here, UTF-8 included: a cell that
+// is not (a file a spreadsheet saved in Latin-1, say) is refused naming its
+// line and column, saying why, where ImportSuppressions would call it no
+// address or an unknown reason. The values are checked by
 // ImportSuppressions.
 func ReadSuppressionsCSV(r io.Reader) ([]SuppressionInput, error) {
 	br := bufio.NewReader(r)
@@ -59,6 +63,9 @@ func ReadSuppressionsCSV(r io.Reader) ([]SuppressionInput, error) {
 	}
 	col := map[string]int{}
 	for i, name := range header {
+		if !utf8.ValidString(name) {
+			return nil, csvError(1, "", fmt.Sprintf("column %d of the header row must be valid UTF-8", i+1))
+		}
 		name = strings.ToLower(strings.TrimSpace(name))
 		if canonical, ok := csvAliases[name]; ok {
 			name = canonical
@@ -93,6 +100,11 @@ func ReadSuppressionsCSV(r io.Reader) ([]SuppressionInput, error) {
 		if len(rows) == MaxSuppressionImport {
 			return nil, csvError(line, "", fmt.Sprintf("an import holds at most %d suppressions: split the file", MaxSuppressionImport)).
 				With("limit", MaxSuppressionImport)
+		}
+		for _, name := range SuppressionCSVColumns {
+			if i, ok := col[name]; ok && !utf8.ValidString(rec[i]) {
+				return nil, csvError(line, name, ReasonNotUTF8)
+			}
 		}
 		rows = append(rows, SuppressionInput{Recipient: unguardCell(get(rec, "recipient")),
 			Reason: unguardCell(get(rec, "reason")), Stream: unguardCell(get(rec, "stream")), Line: line})

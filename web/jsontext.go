@@ -51,7 +51,7 @@ func invalidUTF8(data []byte) int {
 }
 
 // reasonNotUTF8 is the reason of an error for text that is not UTF-8.
-const reasonNotUTF8 = "must be valid UTF-8"
+const reasonNotUTF8 = app.ReasonNotUTF8
 
 var escapeU = []byte(`\u`)
 
