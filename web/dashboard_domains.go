@@ -78,8 +78,12 @@ func (s *Server) showDomains(w http.ResponseWriter, sess app.Session, status int
 func domainURL(id string) string { return "/dashboard/domains/" + url.PathEscape(id) }
 
 func (s *Server) createDomainForm(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	err := formText(r)
 	name := strings.TrimSpace(r.PostForm.Get("name"))
-	d, err := s.app.CreateDomain(sess.Principal, name, r.PostForm.Get("dkim_algorithm"))
+	var d storage.Domain
+	if err == nil {
+		d, err = s.app.CreateDomain(sess.Principal, name, r.PostForm.Get("dkim_algorithm"))
+	}
 	if err != nil {
 		if status, msg, ok := formError(err); ok {
 			s.showDomains(w, sess, status, name, msg)

@@ -173,6 +173,7 @@ func (s *Server) graderCheckForm(w http.ResponseWriter, r *http.Request, sess ap
 // body) through the use case of POST /v1/grader/submit, stores the result
 // in the account's history, and shows it.
 func (s *Server) graderSubmitForm(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	bad := formText(r)
 	f := r.PostForm
 	d := &graderData{Raw: f.Get("raw"), SenderIP: strings.TrimSpace(f.Get("sender_ip")),
 		HELO: strings.TrimSpace(f.Get("helo_hostname")), MailFrom: strings.TrimSpace(f.Get("mail_from"))}
@@ -182,6 +183,10 @@ func (s *Server) graderSubmitForm(w http.ResponseWriter, r *http.Request, sess a
 			return
 		}
 		s.fail(w, sess, err)
+	}
+	if bad != nil {
+		show(bad)
+		return
 	}
 	if int64(len(d.Raw)) > s.cfg.GraderMaxBody {
 		show(app.NewError(app.CodeBodyTooLarge, "raw: the message is over the grader's limit of "+

@@ -69,6 +69,7 @@ func (s *Server) showKeys(w http.ResponseWriter, r *http.Request, sess app.Sessi
 // a key never gets everything by accident), through the same use case as
 // POST /v1/api-keys: scopes outside the person's role are refused there.
 func (s *Server) keysCreate(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	err := formText(r)
 	f := keyForm{Name: r.PostForm.Get("name"), Mode: r.PostForm.Get("mode"), Expires: r.PostForm.Get("expires_at"),
 		Scopes: map[string]bool{}}
 	scopes := r.PostForm["scopes"]
@@ -76,8 +77,7 @@ func (s *Server) keysCreate(w http.ResponseWriter, r *http.Request, sess app.Ses
 		f.Scopes[sc] = true
 	}
 	in := app.KeyInput{Name: f.Name, Mode: f.Mode, Scopes: scopes}
-	var err error
-	if len(scopes) == 0 {
+	if err == nil && len(scopes) == 0 {
 		err = app.Validation("scopes", "tick at least one scope")
 	}
 	if err == nil && f.Expires != "" {

@@ -45,7 +45,11 @@ func (s *Server) showTeam(w http.ResponseWriter, sess app.Session, status int, s
 }
 
 func (s *Server) teamInvite(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	inv, err := s.app.Invite(sess.Principal, r.PostForm.Get("email"), r.PostForm.Get("role"))
+	err := formText(r)
+	var inv app.Invitation
+	if err == nil {
+		inv, err = s.app.Invite(sess.Principal, r.PostForm.Get("email"), r.PostForm.Get("role"))
+	}
 	if err != nil {
 		var e *app.Error
 		if errors.As(err, &e) && (e.Code == app.CodeValidation || e.Code == app.CodeConflict) {

@@ -64,7 +64,10 @@ func (s *Server) refusedForm(w http.ResponseWriter, sess app.Session, err error,
 }
 
 func (s *Server) suppressionsAdd(w http.ResponseWriter, r *http.Request, sess app.Session) {
-	_, _, err := s.app.AddSuppression(sess.Principal, r.PostForm.Get("recipient"), r.PostForm.Get("reason"), r.PostForm.Get("stream"))
+	err := formText(r)
+	if err == nil {
+		_, _, err = s.app.AddSuppression(sess.Principal, r.PostForm.Get("recipient"), r.PostForm.Get("reason"), r.PostForm.Get("stream"))
+	}
 	if err != nil {
 		s.refusedForm(w, sess, err, func(status int, msg string) { s.showSuppressions(w, r, sess, status, nil, msg) })
 		return

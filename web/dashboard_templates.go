@@ -69,8 +69,12 @@ func refusedTemplate(err error) (*app.Error, bool) {
 }
 
 func (s *Server) templatesCreate(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	err := formText(r)
 	f := postedTemplate(r)
-	t, _, err := s.app.CreateTemplate(sess.Principal, f.input())
+	var t storage.Template
+	if err == nil {
+		t, _, err = s.app.CreateTemplate(sess.Principal, f.input())
+	}
 	if err != nil {
 		if e, ok := refusedTemplate(err); ok {
 			s.showTemplates(w, r, sess, e.Status(), f, e.Message)
@@ -141,9 +145,13 @@ func (s *Server) showTemplate(w http.ResponseWriter, r *http.Request, sess app.S
 
 // templateSave stores the form as the template's next version.
 func (s *Server) templateSave(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	err := formText(r)
 	f := postedTemplate(r)
 	id := r.PathValue("id")
-	if _, _, err := s.app.UpdateTemplate(sess.Principal, id, f.input()); err != nil {
+	if err == nil {
+		_, _, err = s.app.UpdateTemplate(sess.Principal, id, f.input())
+	}
+	if err != nil {
 		if e, ok := refusedTemplate(err); ok {
 			s.showTemplate(w, r, sess, e.Status(), 0, &f, "{}", nil, e.Message)
 			return

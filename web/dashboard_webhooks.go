@@ -83,8 +83,12 @@ func formError(err error) (status int, msg string, ok bool) {
 }
 
 func (s *Server) createWebhookForm(w http.ResponseWriter, r *http.Request, sess app.Session) {
+	err := formText(r)
 	f := webhookFormOf(r)
-	created, err := s.app.CreateWebhook(r.Context(), sess.Principal, app.WebhookInput{URL: f.URL, Events: f.Events, Description: f.Description})
+	var created app.CreatedWebhook
+	if err == nil {
+		created, err = s.app.CreateWebhook(r.Context(), sess.Principal, app.WebhookInput{URL: f.URL, Events: f.Events, Description: f.Description})
+	}
 	if err != nil {
 		if status, msg, ok := formError(err); ok {
 			s.showWebhooks(w, sess, status, f, msg)
@@ -147,10 +151,13 @@ func (s *Server) showWebhook(w http.ResponseWriter, r *http.Request, sess app.Se
 
 func (s *Server) updateWebhookForm(w http.ResponseWriter, r *http.Request, sess app.Session) {
 	id := r.PathValue("id")
+	err := formText(r)
 	f := webhookFormOf(r)
 	events := f.Events
-	_, err := s.app.UpdateWebhook(r.Context(), sess.Principal, id, app.WebhookPatch{URL: &f.URL, Events: &events,
-		Description: &f.Description, Enabled: &f.Enabled})
+	if err == nil {
+		_, err = s.app.UpdateWebhook(r.Context(), sess.Principal, id, app.WebhookPatch{URL: &f.URL, Events: &events,
+			Description: &f.Description, Enabled: &f.Enabled})
+	}
 	if err != nil {
 		if status, msg, ok := formError(err); ok {
 			s.showWebhook(w, r, sess, status, id, webhookData{Form: f}, msg)
