@@ -19,12 +19,14 @@ import (
 // withAdmin runs fn against the server on --data-dir when one is running
 // (through its management socket), or else on the database opened here.
 // Commands that only read or change existing records pass mustExist, so a
-// mistyped --data-dir is an error rather than a new empty database.
+// mistyped --data-dir is an error rather than a new empty database. Either
+// way fn's calls go through app.TextAdmin, so a value that is not UTF-8 is
+// refused the same on both paths, not stored with U+FFFD by the second.
 func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) error {
 	dataDir, _ := cmd.Flags().GetString("data-dir")
 	if !sharedDatabase(cmd) {
 		if c, err := web.DialAdmin(dataDir); err == nil {
-			return fn(c)
+			return fn(app.TextAdmin{Admin: c})
 		}
 	}
 	o := storageOptions(cmd)
@@ -53,7 +55,7 @@ func withAdmin(cmd *cobra.Command, mustExist bool, fn func(app.Admin) error) err
 	if err != nil {
 		return err
 	}
-	return fn(app.LocalAdmin{App: a})
+	return fn(app.TextAdmin{Admin: app.LocalAdmin{App: a}})
 }
 
 // openFailed is the error of a database that could not be opened: a

@@ -48,7 +48,9 @@ func (c *AdminClient) do(method, path string, in, out any) error {
 		}
 		// The socket carries JSON, which is text: a value that is not
 		// UTF-8 would arrive with U+FFFD in place of its bytes. It is
-		// refused here as the server refuses one that reaches it.
+		// refused here as the server refuses one that reaches it. The
+		// CLI's calls meet app.TextAdmin first, which refuses it in the
+		// same words on this path and on a database the CLI opened.
 		if off := replacedByte(body.Bytes()); off >= 0 {
 			return textPathError(body.Bytes(), off, false)
 		}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -109,4 +111,83 @@ func postSocket(t *testing.T, c *AdminClient, path, body string) (int, envelope)
 		}
 	}
 	return resp.StatusCode, env
+}
+
+// app.TextAdmin, which every management command calls through, refuses a
+// value that is not UTF-8 in the words of the socket's client, whether it
+// stands before that client (a server runs) or before LocalAdmin on a
+// database the command opened itself (none does), where the value was
+// stored with U+FFFD: the same field, reason and message on both paths,
+// and nothing stored or written.
+func TestTextAdminRefusesAsTheSocketsClientDoes(t *testing.T) {
+	a, c := adminOverSocket(t)
+	acct, err := c.CreateAccount(app.AccountInput{Name: "Acme", Plan: "pro"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "x\xffy"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		field string
+		call  func(app.Admin) error
+	}{
+		{"name", func(x app.Admin) error { _, err := x.CreateAccount(app.AccountInput{Name: "ab\xffc"}); return err }},
+		{"email", func(x app.Admin) error {
+			_, err := x.CreateAccount(app.AccountInput{Name: "Beta", Email: "ops@exa\xffmple.com"})
+			return err
+		}},
+		{"plan", func(x app.Admin) error { _, err := x.UpdateAccount(acct.ID, app.AccountUpdate{Plan: &bad}); return err }},
+		{"name", func(x app.Admin) error { _, err := x.UpdateAccount(acct.ID, app.AccountUpdate{Name: &bad}); return err }},
+		{"account_id", func(x app.Admin) error { _, err := x.CreateKey(acct.ID+"\xff", app.KeyInput{Name: "ci"}); return err }},
+		{"name", func(x app.Admin) error { _, err := x.CreateKey(acct.ID, app.KeyInput{Name: "c\xc3i"}); return err }},
+		{"scopes[1]", func(x app.Admin) error {
+			_, err := x.CreateKey(acct.ID, app.KeyInput{Name: "ci", Scopes: []string{"account:read", "x\xc3"}})
+			return err
+		}},
+		{"out", func(x app.Admin) error { _, err := x.Backup(filepath.Join(dir, "back\xfe.db")); return err }},
+		{"address", func(x app.Admin) error { _, err := x.AddIP("192.0.2.\xff", "mx.example.com", "", ""); return err }},
+		{"hostname", func(x app.Admin) error { _, err := x.AddIP("192.0.2.1", "mx.exa\xffmple.com", "", ""); return err }},
+		{"warmup", func(x app.Admin) error { _, err := x.AddIP("192.0.2.1", "mx.example.com", "", "50,\xff"); return err }},
+		{"account_id", func(x app.Admin) error { _, err := x.AssignIP("192.0.2.1", bad); return err }},
+		{"address", func(x app.Admin) error { return x.RemoveIP(bad) }},
+		{"rows[1].stream", func(x app.Admin) error {
+			_, err := x.ImportSuppressions(acct.ID, []app.SuppressionInput{{Recipient: "a@example.com"}, {Recipient: "b@example.com", Stream: bad}})
+			return err
+		}},
+		{"email", func(x app.Admin) error { _, err := x.AddMember(acct.ID, "ann@exa\xffmple.com", "viewer"); return err }},
+		{"role", func(x app.Admin) error { _, err := x.AddMember(acct.ID, "ann@example.com", "view\xe2\x82"); return err }},
+		{"email", func(x app.Admin) error { _, err := x.ResetPassword(acct.ID, "ann@exa\xffmple.com"); return err }},
+		{"account_id", func(x app.Admin) error { _, err := x.RemoveMember(bad, "ann@example.com", false); return err }},
+	} {
+		want := app.AsError(tc.call(c))
+		if want.Code != app.CodeValidation || want.Message != tc.field+": must be valid UTF-8" || want.Details["field"] != tc.field {
+			t.Errorf("the socket's client, %s: %v %v", tc.field, want, want.Details)
+			continue
+		}
+		for path, x := range map[string]app.Admin{
+			"while a server runs": app.TextAdmin{Admin: c},
+			"without a server":    app.TextAdmin{Admin: app.LocalAdmin{App: a}},
+		} {
+			if got := app.AsError(tc.call(x)); got.Error() != want.Error() || !reflect.DeepEqual(got.Details, want.Details) {
+				t.Errorf("%s, %s: %v %v, want %v %v", tc.field, path, got, got.Details, want, want.Details)
+			}
+		}
+	}
+	if list, err := c.ListAccounts(); err != nil || len(list) != 1 || list[0].Name != "Acme" || list[0].Plan != "pro" {
+		t.Errorf("accounts after the refusals: %+v, %v", list, err)
+	}
+	if keys, err := c.ListKeys(acct.ID); err != nil || len(keys) != 0 {
+		t.Errorf("keys after the refusals: %+v, %v", keys, err)
+	}
+	if ips, err := c.ListIPs(); err != nil || len(ips) != 0 {
+		t.Errorf("IPs after the refusals: %+v, %v", ips, err)
+	}
+	n := 0
+	err = a.DB().View(func(tx *storage.Tx) error { n = tx.SuppressionCount(acct.ID); return nil })
+	if err != nil || n != 0 {
+		t.Errorf("suppressions after the refusals: %d, %v", n, err)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("a refused backup wrote %v", files)
+	}
 }
