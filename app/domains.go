@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 	"golang.org/x/net/publicsuffix"
@@ -35,6 +36,10 @@ func NormalizeDomain(field, s string) (string, error) {
 	s = strings.TrimSuffix(strings.TrimSpace(s), ".")
 	if s == "" {
 		return "", Validation(field, "is required")
+	}
+	if !utf8.ValidString(s) {
+		// idna would read each bad byte as U+FFFD and make a name of it.
+		return "", Validation(field, ReasonNotUTF8)
 	}
 	name, err := idna.Lookup.ToASCII(s)
 	if err != nil {

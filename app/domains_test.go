@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -108,6 +109,28 @@ func TestNormalizeDomain(t *testing.T) {
 	for _, bad := range []string{"", "com", "co.uk", "localhost", "1.2.3.4", "a..b.com", "-a.com", "exa mple.com", "a_b.com", strings.Repeat("a", 64) + ".com"} {
 		if got, e := NormalizeDomain("name", bad); e == nil {
 			t.Errorf("%q accepted as %q", bad, got)
+		}
+	}
+}
+
+// A name or address that is not UTF-8 is refused as such at the use
+// case, whatever entry point let it through: idna would otherwise read each
+// bad byte as U+FFFD and make a valid-looking name of it.
+func TestNormalizeRefusesInvalidUTF8(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		norm func(field, s string) (string, error)
+		in   string
+	}{
+		{"domain", NormalizeDomain, "ex\xffample.com"},
+		{"domain", NormalizeDomain, "b\xfccher.example"},
+		{"address", NormalizeAddress, "ann@ex\xffample.com"},
+		{"address", NormalizeAddress, "a\xffnn@example.com"},
+	} {
+		got, err := c.norm("f", c.in)
+		var ae *Error
+		if !errors.As(err, &ae) || !strings.Contains(err.Error(), ReasonNotUTF8) {
+			t.Errorf("%s %q: %q, %v; want %q", c.name, c.in, got, err, ReasonNotUTF8)
 		}
 	}
 }

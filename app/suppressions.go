@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"mailbolt/storage"
 )
@@ -25,6 +26,9 @@ func NormalizeAddress(field, s string) (string, error) {
 	if s == "" {
 		return "", Validation(field, "is required")
 	}
+	if !utf8.ValidString(s) {
+		return "", Validation(field, ReasonNotUTF8)
+	}
 	if len(s) > 254 {
 		return "", Validation(field, "must be at most 254 characters")
 	}
@@ -41,10 +45,6 @@ func NormalizeAddress(field, s string) (string, error) {
 	}
 	return key, nil
 }
-
-// NormalizeRecipient is NormalizeAddress, by the name the recipient
-// use cases call it.
-func NormalizeRecipient(field, s string) (string, error) { return NormalizeAddress(field, s) }
 
 // sameRecipient reports whether a and b, addresses from anywhere (a
 // report, a query, a stored record), name one recipient: the same address
@@ -73,10 +73,10 @@ func CheckStream(field, stream string) error {
 
 // suppressionRecord validates one suppression to add (the fields of POST
 // /v1/suppressions and of each imported row) and returns the record to
-// store: the address normalised (NormalizeRecipient), the reason manual
+// store: the address normalised (NormalizeAddress), the reason manual
 // when none is given.
 func suppressionRecord(accountID string, in SuppressionInput, now time.Time) (storage.Suppression, error) {
-	addr, e := NormalizeRecipient("recipient", in.Recipient)
+	addr, e := NormalizeAddress("recipient", in.Recipient)
 	if e != nil {
 		return storage.Suppression{}, e
 	}
