@@ -85,7 +85,7 @@ func (a *App) ResetPassword(p Principal, email string) (PasswordLink, error) {
 	if err := a.authorize(p, ScopeTeamWrite); err != nil {
 		return PasswordLink{}, err
 	}
-	addr, e := NormalizeAddress("email", email)
+	addr, e := lookupAddress("email", email)
 	if e != nil {
 		return PasswordLink{}, e
 	}
@@ -359,7 +359,7 @@ func (a *App) MemberByEmail(p Principal, email string) (storage.TeamMember, erro
 	if err := a.authorize(p, ScopeTeamRead); err != nil {
 		return storage.TeamMember{}, err
 	}
-	addr, e := NormalizeAddress("email", email)
+	addr, e := lookupAddress("email", email)
 	if e != nil {
 		return storage.TeamMember{}, e
 	}

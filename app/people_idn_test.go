@@ -3,6 +3,7 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"mailbolt/storage"
 )
@@ -94,5 +95,53 @@ func TestPeopleEitherIDNSpelling(t *testing.T) {
 		if e := AsError(err); e == nil || e.Code != CodeValidation || e.Details["field"] != "email" {
 			t.Errorf("%s with a domain that is no IDN: %v", name, err)
 		}
+	}
+}
+
+// Addresses with a domain outside ASCII that is no valid IDN were taken
+// before schema 20 (members, logins) and 19 (recipients), and stay keyed in
+// lower case. They are refused for anything new, but still found: a member
+// that `team remove` could not find would keep its keys, and its login
+// would always fail.
+func TestPeopleStoredWithADomainThatIsNoIDN(t *testing.T) {
+	a, _ := newTestApp(t)
+	acct, err := a.CreateAccount(AccountInput{Name: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := operatorOf(t, a, acct.ID)
+	const stored = "ann@ab--cü.de" // "ab--cü": IDNA refuses "--" in the third and fourth places
+	if _, err := storage.AddressKey(stored); err == nil {
+		t.Fatalf("%s is a valid IDN; the test needs one that is not", stored)
+	}
+	err = a.db.Update(func(tx *storage.Tx) error {
+		if err := tx.InsertTeamMember(storage.TeamMember{ID: "m-old", AccountID: acct.ID, Email: stored,
+			Role: "admin", Status: "active", InvitedAt: time.Now()}); err != nil {
+			return err
+		}
+		_, _, err := tx.PutSuppression(storage.Suppression{AccountID: acct.ID, Recipient: stored, Reason: "manual", CreatedAt: time.Now()})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := a.MemberByEmail(op, "ANN@AB--CÜ.DE"); err != nil || m.ID != "m-old" {
+		t.Fatalf("member by its stored address: %+v %v", m, err)
+	}
+	link, err := a.ResetPassword(op, stored)
+	if err != nil {
+		t.Fatalf("reset password: %v", err)
+	}
+	if _, err := a.SetPassword(link.Token, "", "a good long password", ""); err != nil {
+		t.Fatalf("set password: %v", err)
+	}
+	if _, s, err := a.Login(stored, "a good long password", ""); err != nil || s.Principal.Role != "admin" {
+		t.Errorf("login: %+v %v", s, err)
+	}
+	if list, err := a.FindSuppressions(op, stored); err != nil || len(list) != 1 {
+		t.Errorf("suppressions of %s: %+v %v", stored, list, err)
+	}
+	if _, _, err := a.AddMember(op, "bob@ab--cü.de", "viewer"); AsError(err) == nil || AsError(err).Code != CodeValidation {
+		t.Errorf("a new member with a domain that is no IDN: %v", err)
 	}
 }

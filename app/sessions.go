@@ -47,7 +47,7 @@ func errLogin() error {
 // picked at once. A wrong email, a wrong password, and a person of no
 // account all answer 401 UNAUTHORIZED alike, in the same time.
 func (a *App) Login(email, password, source string) (string, Session, error) {
-	addr, e := NormalizeAddress("email", email)
+	addr, e := lookupAddress("email", email)
 	if e != nil || len(password) > MaxPasswordBytes {
 		checkPassword(dummyHash, password)
 		return "", Session{}, errLogin()

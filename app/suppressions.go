@@ -21,7 +21,18 @@ var SuppressionReasons = []string{"hard_bounce", "complaint", "unsubscribe", "ma
 // sup@exämple.org and sup@xn--exmple-cua.org are one recipient, one
 // member and one login. A domain outside ASCII that is not a valid
 // internationalised domain name is refused.
-func NormalizeAddress(field, s string) (string, error) {
+func NormalizeAddress(field, s string) (string, error) { return normalizeAddress(field, s, false) }
+
+// lookupAddress is NormalizeAddress for finding what is already stored: an
+// address whose domain is outside ASCII and not a valid internationalised
+// domain name is not refused but looked up by the key storage gives it (the
+// address in lower case). Such addresses were taken before that check
+// existed (team members and logins until schema 20, recipients until 19)
+// and stay keyed so; refusing them would leave a member that cannot be
+// found to be removed, and a login that always fails.
+func lookupAddress(field, s string) (string, error) { return normalizeAddress(field, s, true) }
+
+func normalizeAddress(field, s string, lookup bool) (string, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return "", Validation(field, "is required")
@@ -37,7 +48,7 @@ func NormalizeAddress(field, s string) (string, error) {
 		return "", Validation(field, "must be a bare email address such as user@example.com")
 	}
 	key, err := storage.AddressKey(addr.Address)
-	if err != nil {
+	if err != nil && !lookup {
 		return "", Validation(field, err.Error())
 	}
 	if len(key) > 254 {

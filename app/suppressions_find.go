@@ -13,7 +13,7 @@ func (a *App) FindSuppressions(p Principal, recipient string) ([]storage.Suppres
 	if err := a.authorize(p, ScopeSuppressionsRead); err != nil {
 		return nil, err
 	}
-	addr, err := NormalizeAddress("recipient", recipient)
+	addr, err := lookupAddress("recipient", recipient)
 	if err != nil {
 		return nil, err
 	}
