@@ -323,6 +323,15 @@ func TestMigration20RefusesToMergePeople(t *testing.T) {
 					t.Errorf("the refusal does not say %q:\n%v", want, err)
 				}
 			}
+			// It refuses at every start, and a refusal that committed
+			// nothing leaves no copy of the file behind: a service that
+			// restarts on failure would otherwise fill the disk.
+			if _, err := OpenFile(path, DefaultOptions()); err == nil {
+				t.Fatal("the second start merged them")
+			}
+			if copies, _ := filepath.Glob(path + ".pre-migration-*"); len(copies) != 0 {
+				t.Errorf("refused migrations left copies of the file: %q", copies)
+			}
 			b, err = bolt.Open(path, 0o600, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -417,5 +426,32 @@ func TestPostgresMigration20(t *testing.T) {
 	f.check(t, db)
 	if !strings.Contains(logs.String(), "dashboard login old@bücher.example dropped") {
 		t.Errorf("the log does not name the dropped login:\n%s", logs.String())
+	}
+}
+
+// A start that migrated part of the way (18 to 19) before migration 20
+// refused keeps its copy of the file: the copy is the way back to 18.
+func TestMigration20RefusalKeepsACopyOfEarlierMigrations(t *testing.T) {
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	b, path := openAt(t, 18)
+	b.Update(func(tx *bolt.Tx) error {
+		for _, m := range []TeamMember{
+			{ID: "m1", AccountID: "a1", Email: "ann@exämple.org", Role: "admin", Status: "active", InvitedAt: at},
+			{ID: "m2", AccountID: "a1", Email: "ann@xn--exmple-cua.org", Role: "viewer", Status: "invited", InvitedAt: at},
+		} {
+			putJSON(boltBucket{tx.Bucket(bucketTeam)}, join(m.AccountID, m.ID), m)
+			tx.Bucket(bucketTeamEmails).Put(join(m.AccountID, m.Email), []byte(m.ID))
+			tx.Bucket(bucketTeamByEmail).Put(join(m.Email, m.AccountID), []byte(m.ID))
+		}
+		return nil
+	})
+	b.Close()
+	writeTestKey(path)
+	if _, err := OpenFile(path, DefaultOptions()); err == nil || !strings.Contains(err.Error(), "migration 20") {
+		t.Fatalf("open: %v, want migration 20's refusal", err)
+	}
+	copies, _ := filepath.Glob(path + ".pre-migration-*")
+	if len(copies) != 1 || !strings.HasPrefix(filepath.Base(copies[0]), FileName+".pre-migration-v18-") {
+		t.Fatalf("copies %q, want the one made before migrating from 18", copies)
 	}
 }

@@ -13,7 +13,8 @@ import (
 // upgrade brings the schema up to date. Before it migrates a file that
 // already holds a schema, it writes a copy of the file beside it
 // (mailbolt.db.pre-migration-v<N>-<UTC time>): restoring that copy with
-// the older binary is the way back. A migration that left secrets in
+// the older binary is the way back. A failed migration that committed
+// nothing removes its copy again. A migration that left secrets in
 // clear in freed pages is followed by a compaction, which rewrites the
 // file from its live records only.
 func (db *DB) upgrade() error {
@@ -30,6 +31,15 @@ func (db *DB) upgrade() error {
 	}
 	compact, err := migrate(db.kv, migrations, db.seal, db.opts.Logger)
 	if err != nil {
+		// A migration that refuses (migration 20 does, until the operator
+		// resolves what it names) refuses again at every start: when it
+		// committed nothing, the file is still the copy, and keeping one
+		// per attempt would fill the disk under a restarting service.
+		if after, cerr := checkSchema(db.kv, migrations); cerr == nil && after == current && db.preMigration != "" {
+			if rerr := os.Remove(db.preMigration); rerr == nil {
+				db.preMigration = ""
+			}
+		}
 		return err
 	}
 	if compact && db.bolt != nil {
