@@ -99,6 +99,8 @@ type DB struct {
 	keyFile      string // where the key was read from
 	keyCreated   bool   // this Open created keyFile
 	preMigration string // the copy taken before this Open migrated the schema
+	// probeKeyLogged: Probe has logged that this node's key is stale.
+	probeKeyLogged atomic.Bool
 
 	node     string // this handle's lease token (Node)
 	nodeOnce sync.Once

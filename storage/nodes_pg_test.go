@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -187,6 +188,8 @@ func staleRefused(t *testing.T, r pgRotation, node *DB) {
 	}
 	if err := node.Probe(time.Now()); !errors.Is(err, ErrSecretKey) {
 		t.Fatalf("readiness probe of a node with the rotated-out key: %v, want ErrSecretKey", err)
+	} else if strings.Contains(err.Error(), r.opts.SecretKeyFile) || strings.Contains(err.Error(), filepath.Base(r.opts.SecretKeyFile)) {
+		t.Errorf("the probe's answer, which anyone may read, names the key file: %v", err)
 	}
 	fresh := r.open(t, r.copyKey(t))
 	r.readsEverything(t, fresh)
