@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -317,46 +316,39 @@ func rekeyPasswordLinks(tx kvTx, dropped map[string]bool) (map[string]int, error
 // rekeyAccountEmails writes each account's contact address in AddressKey
 // form.
 func rekeyAccountEmails(tx kvTx) error {
-	accounts, err := readAll[Account](tx, bucketAccounts)
-	if err != nil {
-		return err
-	}
-	for _, a := range accounts {
-		if to := addressKey(a.v.Email); to != a.v.Email {
-			a.v.Email = to
-			if err := putJSON(tx.Bucket(bucketAccounts), []byte(a.key), a.v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return rewriteAll(tx, bucketAccounts, func(a *Account) bool {
+		to := addressKey(a.Email)
+		changed := to != a.Email
+		a.Email = to
+		return changed
+	})
 }
 
 // rekeyKeyMakers writes the person an API key names as its maker in
 // AddressKey form, the form of the member whose removal revokes it.
 func rekeyKeyMakers(tx kvTx) error {
-	b := tx.Bucket(bucketAPIKeys)
-	type change struct {
-		key []byte
-		k   APIKey
-	}
-	var changes []change
-	err := b.ForEach(func(k, v []byte) error {
-		var key APIKey
-		if err := decodeJSON(k, v, &key); err != nil {
-			return err
+	return rewriteAll(tx, bucketAPIKeys, func(k *APIKey) bool {
+		to := addressKey(k.CreatedBy)
+		changed := strings.Contains(k.CreatedBy, "@") && to != k.CreatedBy
+		if changed {
+			k.CreatedBy = to
 		}
-		if to := addressKey(key.CreatedBy); strings.Contains(key.CreatedBy, "@") && to != key.CreatedBy {
-			key.CreatedBy = to
-			changes = append(changes, change{bytes.Clone(k), key})
-		}
-		return nil
+		return changed
 	})
+}
+
+// rewriteAll puts back each record of a JSON bucket that fix changed.
+func rewriteAll[T any](tx kvTx, bucket []byte, fix func(*T) bool) error {
+	all, err := readAll[T](tx, bucket)
 	if err != nil {
 		return err
 	}
-	for _, c := range changes {
-		if err := putJSON(b, c.key, c.k); err != nil {
+	b := tx.Bucket(bucket)
+	for _, r := range all {
+		if !fix(&r.v) {
+			continue
+		}
+		if err := putJSON(b, []byte(r.key), r.v); err != nil {
 			return err
 		}
 	}
