@@ -38,14 +38,6 @@ func notText(fields ...string) error {
 	return nil
 }
 
-// optional is *s, or "" for nil.
-func optional(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
 // listText is notText for the items of a list, named field[i].
 func listText(field string, list []string) error {
 	for i, v := range list {
@@ -64,7 +56,7 @@ func (t TextAdmin) CreateAccount(in AccountInput) (AccountView, error) {
 }
 
 func (t TextAdmin) UpdateAccount(id string, in AccountUpdate) (AccountView, error) {
-	if err := notText("name", optional(in.Name), "plan", optional(in.Plan), "email", optional(in.Email)); err != nil {
+	if err := notText("name", derefStr(in.Name), "plan", derefStr(in.Plan), "email", derefStr(in.Email)); err != nil {
 		return AccountView{}, err
 	}
 	return t.Admin.UpdateAccount(id, in)
